@@ -1,0 +1,3 @@
+from coreanalyze.cli import main
+
+main()

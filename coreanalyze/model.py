@@ -1,0 +1,284 @@
+"""The one data model that flows through every stage: notes -> gdb -> symbols -> classify -> render.
+
+Addresses are ints here; the JSON form writes them as "0x..." strings so that consumers in
+languages without 64-bit integers (JavaScript) do not lose precision.
+
+Fields named in the JSON contract (schema "coreanalyze/1") are never renamed; new fields are
+added with defaults so that every stage can fill only what it knows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "coreanalyze/1"
+
+# classification.category vocabulary (see README "Categories").
+CATEGORIES = (
+    "allocator",
+    "kernel-compute",
+    "interpreter-invoke",
+    "protobuf-serialization",
+    "gpu-driver",
+    "xla",
+    "tf-data",
+    "numpy-interop",
+    "tf-runtime",
+    "library-load",
+    "python-runtime",
+    "unknown",
+)
+
+# classification.fault_kind vocabulary.
+FAULT_KINDS = (
+    "null-deref",
+    "invalid-access",
+    "stack-overflow",
+    "heap-corruption",
+    "check-failure",
+    "abort",
+    "illegal-instruction",
+    "divide-by-zero",
+    "bus-error",
+    "sent-signal",
+    "unknown",
+)
+
+# modules[].status vocabulary.
+MODULE_STATUSES = ("ok", "mismatch", "missing", "no-build-id")
+
+
+@dataclass
+class SignalInfo:
+    number: int | None = None
+    name: str | None = None  # "SIGSEGV"
+    code: int | None = None  # si_code
+    code_name: str | None = None  # "SEGV_MAPERR", "SI_TKILL", ...
+    address: int | None = None  # si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE
+    sender_pid: int | None = None  # for signals sent by kill/tgkill/sigqueue
+    sender_uid: int | None = None
+    errno: int | None = None
+
+
+@dataclass
+class Frame:
+    index: int
+    kind: str = "native"  # "native" | "python"
+    pc: int | None = None
+    function: str | None = None  # demangled, as shown to people
+    module: str | None = None  # path of the mapped object (native) or None (python)
+    file: str | None = None
+    line: int | None = None
+    # Extra detail, all optional.
+    raw_function: str | None = None  # mangled / as the symbol table spells it
+    offset: int | None = None  # pc - symbol start, when known
+    source: str | None = None  # the source line text, when the file is readable here
+    inlined: bool = False
+    reliable: bool = True  # False when the module is missing or its build-id differs
+    locals: dict[str, str] | None = None  # python frames with --locals: name -> safe repr
+
+
+@dataclass
+class Thread:
+    tid: int
+    name: str | None = None
+    crashed: bool = False
+    frames: list[Frame] = field(default_factory=list)
+    registers: dict[str, int] = field(default_factory=dict)
+    role: str | None = None  # "main", "tf-inter-op", "tf-intra-op", "tf-data", ...
+    holds_gil: bool | None = None
+
+
+@dataclass
+class Module:
+    path: str
+    start: int | None = None
+    end: int | None = None
+    build_id: str | None = None  # as read from the core's memory
+    local_path: str | None = None  # the file used on this machine
+    local_build_id: str | None = None
+    status: str = "missing"  # one of MODULE_STATUSES
+
+
+@dataclass
+class CoreInfo:
+    path: str
+    pid: int | None = None
+    executable: str | None = None
+    cmdline: str | None = None
+    signal: SignalInfo = field(default_factory=SignalInfo)
+    uid: int | None = None
+    gid: int | None = None
+    ppid: int | None = None
+    arch: str | None = None  # "x86_64", "aarch64", ...
+    size: int | None = None  # bytes on disk
+    executable_used: str | None = None  # the binary gdb was given
+
+
+@dataclass
+class Culprit:
+    function: str | None = None
+    module: str | None = None
+    frame_index: int | None = None
+
+
+@dataclass
+class Classification:
+    category: str = "unknown"
+    fault_kind: str = "unknown"
+    culprit: Culprit = field(default_factory=Culprit)
+    signature: str = ""
+    summary: str = ""
+    evidence: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    abort_message: str | None = None
+    confidence: str = "low"  # "high" | "medium" | "low"
+    # Where the bad code most likely is, when it differs from the culprit
+    # (e.g. a custom-op library below a TensorFlow frame).
+    suspect: Culprit | None = None
+    op: str | None = None  # kernel class, TFLite builtin op, or custom-op library
+
+
+@dataclass
+class LaunchedFrom:
+    tid: int
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+
+
+@dataclass
+class Report:
+    core: CoreInfo | None = None
+    crashing_thread: int | None = None
+    threads: list[Thread] = field(default_factory=list)
+    classification: Classification = field(default_factory=Classification)
+    launched_from: LaunchedFrom | None = None
+    modules: list[Module] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    fault_instruction: str | None = None  # disassembly at the faulting pc
+    auxv: dict[str, Any] = field(default_factory=dict)
+    source: str = "core"  # "core" | "triage"
+    schema: str = SCHEMA
+    tool_version: str = ""
+
+    def thread(self, tid: int | None) -> Thread | None:
+        for t in self.threads:
+            if t.tid == tid:
+                return t
+        return None
+
+    @property
+    def crashed_thread(self) -> Thread | None:
+        found = self.thread(self.crashing_thread)
+        if found is not None:
+            return found
+        return next((t for t in self.threads if t.crashed), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+# Keys whose int values are addresses and are written as hex strings.
+_ADDRESS_KEYS = frozenset({"pc", "address", "start", "end"})
+
+
+def _hex(value: int) -> str:
+    return f"0x{value:x}"
+
+
+def to_jsonable(obj: Any, key: str | None = None) -> Any:
+    """Plain JSON-ready structure; addresses become "0x.." strings, registers too."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out: dict[str, Any] = {}
+        if isinstance(obj, Report):
+            # The contract puts schema and tool_version first.
+            out["schema"] = obj.schema
+            out["tool_version"] = obj.tool_version
+        for f in dataclasses.fields(obj):
+            if f.name in out:
+                continue
+            out[f.name] = to_jsonable(getattr(obj, f.name), f.name)
+        return out
+    if isinstance(obj, dict):
+        if key == "registers":
+            return {k: _hex(v) if isinstance(v, int) else v for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, bool):
+        return obj
+    if isinstance(obj, int) and key in _ADDRESS_KEYS:
+        return _hex(obj)
+    return obj
+
+
+def _int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    return int(str(value), 0)
+
+
+def frame_from_dict(d: dict[str, Any]) -> Frame:
+    known = {f.name for f in dataclasses.fields(Frame)}
+    kwargs = {k: v for k, v in d.items() if k in known}
+    kwargs["pc"] = _int(kwargs.get("pc"))
+    return Frame(**kwargs)
+
+
+def report_from_dict(d: dict[str, Any]) -> Report:
+    """Inverse of to_dict, for reports read back from JSON (batch summaries, merge)."""
+    sig = dict((d.get("core") or {}).get("signal") or {})
+    if "address" in sig:
+        sig["address"] = _int(sig["address"])
+    core = None
+    if d.get("core"):
+        core_fields = {f.name for f in dataclasses.fields(CoreInfo)}
+        core = CoreInfo(**{k: v for k, v in d["core"].items() if k in core_fields and k != "signal"})
+        core.signal = SignalInfo(**sig)
+    threads = []
+    for t in d.get("threads", []):
+        threads.append(
+            Thread(
+                tid=t["tid"],
+                name=t.get("name"),
+                crashed=t.get("crashed", False),
+                frames=[frame_from_dict(f) for f in t.get("frames", [])],
+                registers={k: _int(v) for k, v in (t.get("registers") or {}).items()},
+                role=t.get("role"),
+                holds_gil=t.get("holds_gil"),
+            )
+        )
+    c = d.get("classification") or {}
+    cls = Classification(
+        **{k: v for k, v in c.items() if k not in ("culprit", "suspect")}
+    )
+    cls.culprit = Culprit(**(c.get("culprit") or {}))
+    if c.get("suspect"):
+        cls.suspect = Culprit(**c["suspect"])
+    modules = []
+    for m in d.get("modules", []):
+        m = dict(m)
+        m["start"], m["end"] = _int(m.get("start")), _int(m.get("end"))
+        modules.append(Module(**m))
+    lf = d.get("launched_from")
+    return Report(
+        core=core,
+        crashing_thread=d.get("crashing_thread"),
+        threads=threads,
+        classification=cls,
+        launched_from=LaunchedFrom(**lf) if lf else None,
+        modules=modules,
+        environment=d.get("environment") or {},
+        warnings=list(d.get("warnings") or []),
+        fault_instruction=d.get("fault_instruction"),
+        auxv=d.get("auxv") or {},
+        source=d.get("source", "core"),
+        schema=d.get("schema", SCHEMA),
+        tool_version=d.get("tool_version", ""),
+    )

@@ -1,0 +1,78 @@
+"""Session-wide fixtures: real crashers compiled and run once per test session, cores cached."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from coregen import CRASHERS, CrashCase, compile_c, require, run_to_core  # noqa: E402
+
+# name -> (C source, arguments, signal sent by the test once the crasher is ready)
+C_CRASHERS = {
+    "null_thread": ("null_thread.c", [], None),
+    "wild_write": ("wild_write.c", [], None),
+    "recursion": ("recursion.c", [], None),
+    "assert_fail": ("assert_fail.c", [], None),
+    "double_free": ("double_free.c", [], None),
+    "divzero": ("divzero.c", [], None),
+    "ud2": ("ud2.c", [], None),
+    "sigbus": ("sigbus.c", [], None),
+    "killed": ("wait_for_kill.c", [], signal.SIGSEGV),
+}
+
+PYENV_PYTHON = Path.home() / ".pyenv/versions"
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+def pyenv_python(minor: str) -> Path | None:
+    """The pyenv-built CPython 3.<minor> on this machine, if any."""
+    for d in sorted(PYENV_PYTHON.glob(f"3.{minor}.*"), reverse=True):
+        exe = d / "bin" / f"python3.{minor}"
+        if exe.exists():
+            return exe
+    return None
+
+
+class CoreCache:
+    """Builds each crash at most once per test session, on first use."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.cases: dict[str, CrashCase] = {}
+
+    def c_crash(self, name: str) -> CrashCase:
+        if name not in self.cases:
+            source, args, sig = C_CRASHERS[name]
+            workdir = self.root / name
+            workdir.mkdir(parents=True, exist_ok=True)
+            exe = compile_c(CRASHERS / source, workdir / name)
+            self.cases[name] = run_to_core(name, [str(exe), *args], workdir, kill_after_ready=sig)
+        return self.cases[name]
+
+    def python_crash(self, name: str, python: Path, script: Path, env: dict | None = None) -> CrashCase:
+        if name not in self.cases:
+            workdir = self.root / name
+            workdir.mkdir(parents=True, exist_ok=True)
+            case = run_to_core(name, [str(python), str(script)], workdir, env=env)
+            case.exe = python
+            case.extra["script"] = script
+            self.cases[name] = case
+        return self.cases[name]
+
+
+@pytest.fixture(scope="session")
+def cores(tmp_path_factory) -> CoreCache:
+    require("gcc")
+    require("gdb")
+    return CoreCache(tmp_path_factory.mktemp("cores"))
+
+
+@pytest.fixture(scope="session")
+def in_ci() -> bool:
+    return os.environ.get("CI") == "true"
