@@ -27,6 +27,12 @@ class GdbTimeout(GdbError):
     """gdb did not answer within the time allowed."""
 
 
+class GdbNotFound(GdbError):
+    """The gdb program is not installed (or --gdb names nothing runnable): a setup problem."""
+
+    exit_code = 2
+
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = BadInput.exit_code
 EXIT_ANALYSIS_FAILED = AnalysisFailed.exit_code

@@ -1,0 +1,159 @@
+"""Orchestration of one core's analysis: notes -> gdb -> Python frames -> classify.
+
+Each stage fills the one Report; when gdb breaks (missing, crashed, hung), the report is built
+from the core's notes alone and the result carries exit code 3 with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coreanalyze import __version__
+from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
+from coreanalyze.errors import EXIT_OK, BadInput, GdbError
+from coreanalyze.model import Report, SignalInfo
+from coreanalyze.modules import elf_build_id, module_table
+
+GDB_SCRIPTS = Path(__file__).resolve().parent / "gdb_scripts"
+UNRELIABLE_STATUSES = ("mismatch", "missing")
+
+
+@dataclass
+class AnalyzeOptions:
+    python: str | None = None
+    gdb: str = "gdb"
+    timeout: float = 300.0
+    sysroot: str | None = None
+    debug_dirs: list[str] = field(default_factory=list)
+    debuginfod: bool = False
+    rules_files: list[Path] = field(default_factory=list)
+    with_locals: bool = False
+    include_env: bool = False
+
+
+@dataclass
+class AnalysisResult:
+    report: Report
+    failure: str | None = None  # why the analysis is partial
+    exit_code: int = EXIT_OK
+
+
+def _resolve_executable(notes, options: AnalyzeOptions, report: Report) -> str | None:
+    """The binary to give gdb: --python when given, else the core's own executable."""
+    core_exe = notes.executable
+    if options.python:
+        given = Path(options.python)
+        if not given.exists():
+            raise BadInput(f"--python {options.python}: no such file")
+        if given.is_dir():
+            raise BadInput(f"--python {options.python} is a directory, not a program")
+        with open(given, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                raise BadInput(f"--python {options.python} is not an ELF executable (a script or wrapper?)")
+        core_id = notes.build_ids.get(core_exe) if core_exe else None
+        given_id = elf_build_id(str(given))
+        if core_id and given_id and core_id != given_id:
+            report.warnings.append(
+                f"--python {options.python} is not the program that dumped this core "
+                f"(build-id {given_id} here, {core_id} in the core: {core_exe}); frames may be wrong"
+            )
+        elif core_exe and not core_id and os.path.basename(os.path.realpath(given)) != os.path.basename(core_exe):
+            report.warnings.append(f"--python {options.python} may not be the program that dumped this core ({core_exe})")
+        return str(given)
+    if not core_exe:
+        report.warnings.append("the core does not name its executable; pass --python")
+        return None
+    local = Path(options.sysroot, core_exe.lstrip("/")) if options.sysroot else Path(core_exe)
+    if local.is_file():
+        return str(local)
+    report.warnings.append(f"the core's executable {core_exe} is not on this machine; pass --python or --sysroot")
+    return None
+
+
+def _merge_signal(primary: SignalInfo, extra: SignalInfo | None) -> None:
+    """The core's own siginfo is authoritative; gdb's $_siginfo only fills gaps."""
+    if extra is None:
+        return
+    for name in ("number", "name", "code", "code_name", "address", "sender_pid", "sender_uid"):
+        if getattr(primary, name) is None and getattr(extra, name) is not None:
+            setattr(primary, name, getattr(extra, name))
+
+
+def _mark_unreliable(report: Report) -> None:
+    bad = {m.path for m in report.modules if m.status in UNRELIABLE_STATUSES}
+    if not bad:
+        return
+    for thread in report.threads:
+        for frame in thread.frames:
+            if frame.module in bad:
+                frame.reliable = False
+
+
+def _run_gdb(report: Report, notes, core_path: str, executable: str | None, options: AnalyzeOptions):
+    """gdb's view of the core; returns (abort message, failure reason or None)."""
+    from coreanalyze.gdb.collect import collect
+    from coreanalyze.gdb.session import GdbSession
+    from coreanalyze.pystacks import add_python_frames
+
+    with GdbSession(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod) as session:
+        session.load(core_path, executable=executable, sysroot=options.sysroot, debug_dirs=options.debug_dirs)
+        analysis = collect(session)
+        report.threads = analysis.threads
+        report.warnings.extend(analysis.warnings)
+        if analysis.crashing_tid is not None:
+            report.crashing_thread = analysis.crashing_tid
+        _merge_signal(report.core.signal, analysis.siginfo)
+        report.fault_instruction = analysis.fault_instruction
+        try:
+            session.source(str(GDB_SCRIPTS / "pystacks.py"))
+            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals)
+        except GdbError as e:
+            report.warnings.append(f"Python frames could not be read: {e}")
+        else:
+            report.warnings.extend(stacks.warnings)
+            report.launched_from = stacks.launched_from
+            if stacks.python_version:
+                report.environment["python_version"] = stacks.python_version
+        return analysis.abort_message
+
+
+def analyze_core(core_path: str, options: AnalyzeOptions | None = None) -> AnalysisResult:
+    from coreanalyze.abortmsg import find_abort_message
+    from coreanalyze.classify import classify, load_rules
+    from coreanalyze.environment import describe_environment
+
+    options = options or AnalyzeOptions()
+    rules = load_rules(options.rules_files)  # a bad rules file is bad input: fail before the work
+    notes = read_core(core_path)
+    report = Report(core=to_core_info(notes), tool_version=__version__)
+    report.warnings.extend(notes.warnings)
+    report.crashing_thread = notes.crashing_tid
+    report.auxv = dict(notes.auxv)
+    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
+    executable = _resolve_executable(notes, options, report)
+    report.core.executable_used = executable
+
+    failure = None
+    exit_code = EXIT_OK
+    abort_message = None
+    try:
+        abort_message = _run_gdb(report, notes, core_path, executable, options)
+    except GdbError as e:
+        failure, exit_code = str(e), e.exit_code
+        report.warnings.append(f"gdb failed ({e}); this report is built from the core's notes alone")
+        report.threads = threads_from_notes(notes)
+    if not report.threads:
+        report.threads = threads_from_notes(notes)
+    for thread in report.threads:
+        thread.crashed = thread.tid == report.crashing_thread
+
+    _mark_unreliable(report)
+    if not abort_message:
+        crashed = report.crashed_thread
+        sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
+        abort_message = find_abort_message(notes.memory, sp)
+    report.environment.update(describe_environment(notes, report, include_env=options.include_env))
+    report.classification = classify(report, abort_message=abort_message, rules=rules)
+    return AnalysisResult(report, failure, exit_code)

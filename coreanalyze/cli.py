@@ -1,0 +1,174 @@
+"""The command line: a thin layer that turns options into calls and errors into exit codes.
+
+    coreanalyze CORE [--python PATH] [-o PATH|-] [--format html|json|text|markdown] ...
+    coreanalyze triage FILE|-
+
+`coreanalyze CORE` is the main form; subcommands are recognised by name, anything else is
+taken as a core path (`coreanalyze analyze CORE` is the explicit spelling).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from coreanalyze import __version__
+from coreanalyze.errors import EXIT_ANALYSIS_FAILED, EXIT_BAD_INPUT, BadInput, CoreAnalyzeError
+
+FORMATS = ("html", "json", "text", "markdown")
+EXTENSIONS = {"html": ".html", "json": ".json", "text": ".txt", "markdown": ".md"}
+
+
+class DefaultToAnalyze(click.Group):
+    """A group whose first argument, when it is not a subcommand, is a core to analyze."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["analyze", *args]
+        return super().resolve_command(ctx, args)
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["analyze", *args]
+        return super().parse_args(ctx, args)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"coreanalyze: {message}", err=True)
+    sys.exit(code)
+
+
+def _use_color(stream) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _format_for(output: str | None, fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    if output and output != "-":
+        suffix = Path(output).suffix.lower()
+        for name, ext in EXTENSIONS.items():
+            if suffix == ext or (name == "markdown" and suffix == ".markdown"):
+                return name
+    return "html"
+
+
+def _write_report(text: str, output: str) -> None:
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    path = Path(output)
+    try:
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise BadInput(f"cannot write the report to {output}: {e.strerror or e}") from None
+
+
+@click.group(cls=DefaultToAnalyze, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="coreanalyze")
+def cli() -> None:
+    """Explain why a Python process died in native code (TensorFlow, TFLite, extensions).
+
+    \b
+    coreanalyze core.1234 --python /usr/bin/python3
+    coreanalyze triage backtrace.txt
+    """
+
+
+@cli.command("analyze")
+@click.argument("core", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped the core (default: taken from the core).")
+@click.option("-o", "--output", metavar="PATH|-", help="Where to write the report; '-' for stdout (default: <core name>.html here).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format (default: from -o's extension, else html).")
+@click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for the whole gdb analysis.")
+@click.option("--sysroot", metavar="DIR", help="Directory holding the crashed machine's files in the same layout.")
+@click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR", help="Where to look for separate debug files (repeatable).")
+@click.option("--debuginfod", is_flag=True, help="Let gdb download debug info by build-id (off by default).")
+@click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
+@click.option("--locals", "with_locals", is_flag=True, help="Show locals of the innermost Python frames of the crashing thread.")
+@click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
+def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env):
+    """Analyze one core file and write a report."""
+    from coreanalyze.analyze import AnalyzeOptions, analyze_core
+    from coreanalyze.render import render, verdict
+    from coreanalyze.safenames import report_filename
+
+    options = AnalyzeOptions(
+        python=python,
+        gdb=gdb_path,
+        timeout=timeout,
+        sysroot=sysroot,
+        debug_dirs=list(debug_dirs),
+        debuginfod=debuginfod,
+        rules_files=[Path(p) for p in rules_files],
+        with_locals=with_locals,
+        include_env=include_env,
+    )
+    result = analyze_core(core, options)
+    fmt = _format_for(output, fmt)
+    text = render(result.report, fmt)
+    if output == "-":
+        _write_report(text, "-")
+    else:
+        target = output or report_filename(Path(core).name, EXTENSIONS[fmt])
+        _write_report(text, target)
+        click.echo(verdict(result.report, color=_use_color(sys.stdout), report_path=target), nl=False)
+    for line in result.report.warnings:
+        click.echo(f"coreanalyze: warning: {line}", err=True)
+    if result.failure:
+        click.echo(f"coreanalyze: analysis incomplete: {result.failure}", err=True)
+    sys.exit(result.exit_code)
+
+
+@cli.command("triage")
+@click.argument("source", metavar="FILE|-")
+@click.option("-o", "--output", default="-", metavar="PATH|-", show_default=True, help="Where to write the report.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format (default: text on stdout, else from -o's extension).")
+@click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
+def triage_command(source, output, fmt, rules_files):
+    """Classify a backtrace, fatal log or sanitizer report pasted into a ticket."""
+    from coreanalyze.classify import load_rules
+    from coreanalyze.render import render
+    from coreanalyze.triage import triage_text
+
+    if source == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise BadInput(f"{source}: no such file")
+        text, name = path.read_text(encoding="utf-8", errors="replace"), path.name
+    rules = load_rules([Path(p) for p in rules_files])
+    report = triage_text(text, name, rules=rules)
+    fmt = fmt or ("text" if output == "-" else _format_for(output, None))
+    _write_report(render(report, fmt, color=fmt == "text" and output == "-" and _use_color(sys.stdout)), output)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="coreanalyze", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail("interrupted", 130)
+    except click.exceptions.ClickException as e:
+        _fail(e.format_message(), EXIT_BAD_INPUT)
+    except CoreAnalyzeError as e:
+        _fail(f"error: {e}", e.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as e:  # noqa: BLE001 — never a traceback for the user; debug env var shows it
+        if os.environ.get("COREANALYZE_DEBUG"):
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set COREANALYZE_DEBUG=1 for details)", EXIT_ANALYSIS_FAILED)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

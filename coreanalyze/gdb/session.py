@@ -1,0 +1,317 @@
+"""One gdb process driven over GDB/MI: start it hardened, send commands, never hang.
+
+gdb is spawned here with subprocess.Popen (not pygdbmi's GdbController) so that it can run
+under an address-space limit and in its own process group: a timeout or a runaway shell
+command started from gdb is then ended by killing the whole group. pygdbmi's IoManager
+does the non-blocking reads and its parser turns MI records into dicts.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from pygdbmi.IoManager import IoManager
+
+from ..errors import GdbError, GdbTimeout
+
+# Result classes that end an MI command (GDB/MI "result-class").
+_RESULT_CLASSES = frozenset({"done", "running", "connected", "error", "exit"})
+
+# How long one read waits before the loop re-checks gdb's liveness and the deadlines.
+_POLL_SLICE = 0.25
+
+# Environment variables that would make gdb's embedded Python load the wrong stdlib or
+# site-packages (gdb links its own libpython).
+_PYTHON_ENV_PREFIXES = ("PYTHON",)
+_DROPPED_ENV = frozenset({"VIRTUAL_ENV", "CONDA_PREFIX", "DEBUGINFOD_URLS"})
+
+
+def mi_quote(text: str) -> str:
+    """An MI c-string: double quotes around text with backslash escapes.
+
+    gdb's CLI argument splitter (used by `file`) understands the same quoting, so this is
+    also right for commands that hand their raw argument to the CLI.
+    """
+    if "\n" in text or "\r" in text or "\0" in text:
+        # A line break would end the MI command early; no legitimate path contains one.
+        raise GdbError(f"refusing an argument with a line break or NUL: {text!r}")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _gdb_env(debuginfod: bool) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_PYTHON_ENV_PREFIXES) and k not in _DROPPED_ENV
+    }
+    if debuginfod and "DEBUGINFOD_URLS" in os.environ:
+        env["DEBUGINFOD_URLS"] = os.environ["DEBUGINFOD_URLS"]
+    # English messages regardless of the user's locale: some are matched as text.
+    env["LC_ALL"] = "C.UTF-8"
+    env.pop("LANGUAGE", None)
+    return env
+
+
+def _hardening_args(debuginfod: bool) -> list[str]:
+    settings = [
+        # A core's libraries could name .gdbinit / -gdb.py files next to them: never run them.
+        "set auto-load off",
+        f"set debuginfod enabled {'on' if debuginfod else 'off'}",
+        "set pagination off",
+        "set confirm off",
+        "set width 0",
+        "set height 0",
+        # Arguments cost reads of an untrusted stack and are not shown anyway.
+        "set print frame-arguments none",
+        # Demangling every symbol of a big C++ library (TensorFlow: ~470k) costs seconds;
+        # only the frames we show are demangled, afterwards.
+        "set demangle-style none",
+    ]
+    args: list[str] = []
+    for s in settings:
+        args += ["-iex", s]
+    return args
+
+
+class GdbSession:
+    """A hardened gdb process speaking GDB/MI.
+
+    Use as a context manager; every command has a timeout and the session has an overall
+    deadline, after which gdb (with anything it spawned) is killed and GdbTimeout raised.
+    """
+
+    def __init__(
+        self,
+        gdb_path: str = "gdb",
+        timeout: float = 60.0,
+        command_timeout: float = 30.0,
+        memory_limit_mb: int | None = 4096,
+        debuginfod: bool = False,
+    ) -> None:
+        self.gdb_path = gdb_path
+        self.timeout = timeout
+        self.command_timeout = command_timeout
+        self.memory_limit_mb = memory_limit_mb
+        self.debuginfod = debuginfod
+        self.last_console: str = ""  # console stream ("~") of the last command
+        self.last_log: str = ""  # log stream ("&") of the last command: warnings, errors
+        self.last_records: list[dict[str, Any]] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._io: IoManager | None = None
+        self._token = 0
+        self._deadline = float("inf")
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> GdbSession:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        if self._proc is not None:
+            return
+        exe = shutil.which(self.gdb_path)
+        if exe is None:
+            raise GdbError(f"gdb not found: {self.gdb_path} (install gdb or pass its path)")
+        argv = [exe, "--interpreter=mi3", "-nx", "-nh", "-q", *_hardening_args(self.debuginfod)]
+        limit = self.memory_limit_mb
+
+        def limit_memory() -> None:
+            # Runs in the child before exec: a corrupt core must not let gdb eat the machine.
+            if limit:
+                size = limit * 1024 * 1024
+                resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_gdb_env(self.debuginfod),
+                preexec_fn=limit_memory,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as e:
+            raise GdbError(f"gdb not found: cannot run {exe}: {e.strerror or e}") from e
+        # A tiny grace period after output arrives: return as soon as gdb went quiet.
+        self._io = IoManager(
+            self._proc.stdin,  # type: ignore[arg-type]
+            self._proc.stdout,  # type: ignore[arg-type]
+            self._proc.stderr,
+            time_to_check_for_additional_output_sec=0.001,
+        )
+        self._deadline = time.monotonic() + self.timeout
+        # The first answer proves gdb runs MI and drains its start-up output.
+        self.mi("-list-features")
+
+    def close(self) -> None:
+        """Ask gdb to exit, then make sure nothing of it is left."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                self._write("-gdb-exit")
+                proc.wait(timeout=2)
+            except (GdbError, OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            # The group holds gdb and anything it started (shell commands, debuginfod fetches).
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        self._proc = None
+        self._io = None
+
+    # ----------------------------------------------------------------- commands
+
+    def _write(self, line: str) -> None:
+        if self._proc is None or self._proc.stdin is None:
+            raise GdbError("gdb is not running")
+        try:
+            self._proc.stdin.write(line.encode() + b"\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise self._died(f"gdb died while sending {line!r}") from e
+
+    def _died(self, what: str) -> GdbError:
+        code = self._proc.poll() if self._proc is not None else None
+        self._kill()
+        detail = f" (exit status {code})" if code is not None else ""
+        return GdbError(f"{what}{detail}")
+
+    def mi(self, command: str, timeout: float | None = None) -> dict[str, Any]:
+        """Send one MI command and return the payload of its result record.
+
+        ^error raises GdbError with gdb's message; no answer in time kills gdb and raises
+        GdbTimeout; a gdb that died raises GdbError. The command's stream output is kept in
+        last_console / last_log.
+        """
+        if not self.alive:
+            raise GdbError("gdb is not running")
+        assert self._io is not None
+        self._token += 1
+        token = self._token
+        self.last_console = ""
+        self.last_log = ""
+        self.last_records = []
+        console: list[str] = []
+        log: list[str] = []
+        limit = self.command_timeout if timeout is None else timeout
+        now = time.monotonic()
+        command_deadline = min(now + limit, self._deadline)
+        self._write(f"{token}{command}")
+        while True:
+            remaining = command_deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                overall = command_deadline >= self._deadline
+                why = f"the session's {self.timeout:g}s limit" if overall else f"{limit:g}s"
+                raise GdbTimeout(f"gdb did not answer {command[:120]!r} within {why}")
+            if self._proc is None or self._proc.poll() is not None:
+                raise self._died(f"gdb died during {command[:120]!r}")
+            try:
+                records = self._io.get_gdb_response(
+                    timeout_sec=min(_POLL_SLICE, remaining), raise_error_on_timeout=False
+                )
+            except (OSError, ValueError) as e:
+                raise self._died(f"lost gdb during {command[:120]!r}: {e}") from e
+            for rec in records:
+                kind = rec.get("type")
+                if kind == "console" and isinstance(rec.get("payload"), str):
+                    console.append(rec["payload"])
+                elif kind == "log" and isinstance(rec.get("payload"), str):
+                    log.append(rec["payload"])
+                self.last_records.append(rec)
+                if kind == "result" and rec.get("token") == token and rec.get("message") in _RESULT_CLASSES:
+                    self.last_console = "".join(console)
+                    self.last_log = "".join(log)
+                    payload = rec.get("payload") or {}
+                    if rec["message"] == "error":
+                        msg = payload.get("msg") if isinstance(payload, dict) else None
+                        raise GdbError(str(msg or f"gdb rejected {command[:120]!r}"))
+                    return payload if isinstance(payload, dict) else {}
+
+    def console(self, command: str, timeout: float | None = None) -> str:
+        """Run a CLI command; return what it printed on the console stream."""
+        self.mi(f"-interpreter-exec console {mi_quote(command)}", timeout=timeout)
+        return self.last_console
+
+    # ----------------------------------------------------------------- loading
+
+    def load(
+        self,
+        core: str | os.PathLike[str],
+        executable: str | os.PathLike[str] | None = None,
+        sysroot: str | os.PathLike[str] | None = None,
+        solib_search_path: str | os.PathLike[str] | None = None,
+        debug_dirs: Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
+        """Open a core (and its executable) the way the analysis needs it.
+
+        Settings that change where libraries and debug info are found come before
+        `target core`, which is when gdb loads the shared libraries.
+        """
+        if executable is not None:
+            self.mi(f"-file-exec-and-symbols {mi_quote(_abs(executable))}")
+        if sysroot is not None:
+            # `set sysroot` takes the rest of the line as the path, no quote processing.
+            self.mi(f"-gdb-set sysroot {_plain(_abs(sysroot))}")
+        if solib_search_path is not None:
+            self.mi(f"-gdb-set solib-search-path {_plain(str(solib_search_path))}")
+        dirs = [_abs(d) for d in debug_dirs]
+        if dirs:
+            self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
+        self.mi(f"-target-select core {_plain(_abs(core))}")
+
+    def source(self, script_path: str | os.PathLike[str]) -> str:
+        """Load a gdb script (.py runs in gdb's Python); returns its console output."""
+        return self.console(f"source {_plain(_abs(script_path))}")
+
+
+def _abs(path: str | os.PathLike[str]) -> str:
+    # Absolute paths: no tilde expansion surprises, no leading '-' read as an option.
+    return str(Path(path).expanduser().absolute())
+
+
+def _plain(text: str) -> str:
+    """A rest-of-line argument (taken verbatim by gdb): only line breaks are unsafe."""
+    if "\n" in text or "\r" in text or "\0" in text:
+        raise GdbError(f"refusing an argument with a line break or NUL: {text!r}")
+    return text

@@ -1,0 +1,177 @@
+"""The crashed process's memory as the core file holds it, read lazily through PT_LOAD segments.
+
+Cores run to many gigabytes, so nothing here reads more than it is asked for: every read is a
+positioned read (os.pread) of the bytes that back the requested addresses, and every read is
+bounded. Memory the kernel did not dump (file-backed text, p_filesz < p_memsz) or that a
+truncated file lost reads as None, never as zeros: a caller must not mistake "not in the core"
+for "the process had zeros there".
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass
+
+# The largest single read a caller may ask for; anything bigger is a bug or a hostile size.
+MAX_READ = 16 * 1024 * 1024
+
+PF_X = 1
+PF_W = 2
+PF_R = 4
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One PT_LOAD: [start, end) in the process, backed by filesz bytes at file_offset."""
+
+    start: int
+    end: int
+    file_offset: int
+    filesz: int  # bytes present in the file, already clipped to the file's real size
+    flags: int = 0  # PF_R | PF_W | PF_X
+
+    @property
+    def present_end(self) -> int:
+        """First address past the bytes the file actually holds for this segment."""
+        return self.start + min(self.filesz, self.end - self.start)
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.flags & PF_R)
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.flags & PF_X)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.flags & PF_W)
+
+
+class CoreMemory:
+    """Reads process memory out of an open core file; close() (or `with`) releases it."""
+
+    def __init__(self, path: str, segments: list[Segment], little_endian: bool = True):
+        self.path = path
+        # Overlapping or empty segments only come from corrupt headers; keep the first of each.
+        ordered: list[Segment] = []
+        for seg in sorted(segments, key=lambda s: (s.start, s.end)):
+            if seg.end <= seg.start:
+                continue
+            if ordered and seg.start < ordered[-1].end:
+                continue
+            ordered.append(seg)
+        self.segments: list[Segment] = ordered
+        self._starts = [s.start for s in ordered]
+        self._u64 = struct.Struct("<Q" if little_endian else ">Q")
+        self._file = open(path, "rb")
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> CoreMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lookup -----------------------------------------------------------------------------
+
+    def segment_containing(self, address: int) -> Segment | None:
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i >= 0 and self.segments[i].start <= address < self.segments[i].end:
+            return self.segments[i]
+        return None
+
+    def is_present(self, address: int) -> bool:
+        """True when the byte at address is backed by data in the file."""
+        seg = self.segment_containing(address)
+        return seg is not None and address < seg.present_end
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def read(self, address: int, size: int) -> bytes | None:
+        """size bytes at address, or None unless every byte is present in the file."""
+        if size < 0 or size > MAX_READ or address < 0 or self._file.closed:
+            return None
+        if size == 0:
+            return b"" if self.segment_containing(address) else None
+        chunks: list[bytes] = []
+        cursor, remaining = address, size
+        # A read may run across adjacent segments (e.g. two VMAs of one stack); each must be
+        # present without a gap.
+        while remaining > 0:
+            seg = self.segment_containing(cursor)
+            if seg is None or cursor >= seg.present_end:
+                return None
+            take = min(remaining, seg.present_end - cursor)
+            data = self._pread(seg.file_offset + (cursor - seg.start), take)
+            if data is None or len(data) != take:
+                return None
+            chunks.append(data)
+            cursor += take
+            remaining -= take
+        return b"".join(chunks)
+
+    def read_available(self, address: int, size: int) -> bytes:
+        """Up to size bytes from address, stopping at the first byte not in the file."""
+        size = max(0, min(size, MAX_READ))
+        chunks: list[bytes] = []
+        cursor, remaining = address, size
+        while remaining > 0:
+            seg = self.segment_containing(cursor)
+            if seg is None or cursor >= seg.present_end:
+                break
+            take = min(remaining, seg.present_end - cursor)
+            data = self._pread(seg.file_offset + (cursor - seg.start), take)
+            if not data:
+                break
+            chunks.append(data)
+            if len(data) < take:
+                break
+            cursor += take
+            remaining -= take
+        return b"".join(chunks)
+
+    def read_cstring(self, address: int, max_len: int = 4096) -> bytes | None:
+        """The NUL-terminated bytes at address (without the NUL).
+
+        None when address itself is not in the file. When no NUL comes within max_len bytes
+        (or before the dumped memory ends) the bytes found so far are returned.
+        """
+        if not self.is_present(address):
+            return None
+        max_len = max(0, min(max_len, MAX_READ))
+        found = bytearray()
+        cursor = address
+        # Small steps first: nearly every string is short, and a page-sized read of a string
+        # near a segment's end must not fail for want of the rest of the page.
+        step = 256
+        while len(found) < max_len:
+            chunk = self.read_available(cursor, min(step, max_len - len(found)))
+            if not chunk:
+                break
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                found += chunk[:nul]
+                return bytes(found)
+            found += chunk
+            cursor += len(chunk)
+            step = min(step * 4, 65536)
+        return bytes(found[:max_len])
+
+    def read_u64(self, address: int) -> int | None:
+        data = self.read(address, 8)
+        return None if data is None else self._u64.unpack(data)[0]
+
+    def _pread(self, offset: int, size: int) -> bytes | None:
+        try:
+            data = os.pread(self._file.fileno(), size, offset)
+        except (OSError, OverflowError, ValueError):
+            return None
+        return data if len(data) == size else (data or None)

@@ -1,0 +1,511 @@
+"""What every output format shows, derived once from a Report.
+
+The renderers (HTML, Markdown, text, verdict) differ only in markup; what to show — which
+frame is the culprit, which frames to elide, which modules are suspicious, how an address or a
+signal is spelled — is decided here. Every field may be missing (a triage report has no core
+and no modules; a report from the notes alone has frames without names), so nothing here
+assumes a value is present.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Culprit, Frame, Module, Report, Thread
+
+UNKNOWN = "?"
+
+# Strings from a core can be absurdly long (a crafted cmdline, a template-heavy C++ name);
+# display is clipped, the JSON keeps everything.
+MAX_TEXT = 4000
+MAX_FUNCTION = 400
+
+# Frames shown per thread: the top (where it died) and the bottom (how it got there); the
+# middle of a deep recursion says nothing new. The culprit and suspect are always kept.
+CRASHED_HEAD, CRASHED_TAIL = 96, 24
+OTHER_HEAD, OTHER_TAIL = 48, 8
+CONTEXT_AROUND_MARKED = 2
+MAX_OTHER_THREADS = 256
+
+# Control characters would let a core rewrite the user's terminal (ANSI/OSC sequences) or
+# break a line-oriented format; bidirectional overrides can make a name read differently
+# from what it is. Both are shown as visible escapes.
+_UNSAFE_CHARS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n|\t")
+
+# Register display order; anything else follows alphabetically.
+_REGISTER_ORDER = (
+    # x86_64
+    "rip", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi",
+    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "eflags",
+    "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base", "orig_rax",
+    # aarch64
+    "pc", "sp", "lr", "fp", "cpsr", "pstate",
+)
+
+# Module statuses that make the frames inside them doubtful.
+UNRELIABLE_STATUSES = {"mismatch": "build-id differs from the local file", "missing": "no local file"}
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(value: Any, limit: int = MAX_TEXT, *, keep_newlines: bool = True) -> str:
+    """A string safe to print on a terminal or put in any format: no control characters
+    (newlines and tabs kept unless asked otherwise), no bidi overrides, bounded length."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(text) - limit} more characters)"
+    if not keep_newlines:
+        text = _LINE_BREAKS.sub(" ", text)
+        return _UNSAFE_CHARS.sub(_escape_char, text)
+    # Keep \n and \t; escape every other control character.
+    return "".join(
+        part if part in ("\n", "\t") else _UNSAFE_CHARS.sub(_escape_char, part)
+        for part in re.split(r"(\n|\t)", text.replace("\r\n", "\n"))
+    )
+
+
+def one_line(value: Any, limit: int = MAX_TEXT) -> str:
+    return clean(value, limit, keep_newlines=False)
+
+
+def hex_addr(value: int | None, width: int = 0) -> str | None:
+    if value is None:
+        return None
+    if value < 0:  # a sign-extended value from a parser; show the 64-bit pattern
+        value &= (1 << 64) - 1
+    return f"0x{value:0{width}x}"
+
+
+def basename(path: str | None) -> str | None:
+    if not path:
+        return None
+    return path.rstrip("/").rsplit("/", 1)[-1] or path
+
+
+def pretty_value(value: Any) -> str:
+    """An environment value as one string: text as is, structures as compact JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@dataclass
+class FrameRow:
+    """One line of a frame table: a frame, or a gap standing for `omitted` elided frames."""
+
+    frame: Frame | None
+    omitted: int = 0
+    culprit: bool = False
+    suspect: bool = False
+    unreliable: str | None = None  # why the frame's name/line may be wrong
+
+    @property
+    def is_gap(self) -> bool:
+        return self.frame is None
+
+    @property
+    def is_python(self) -> bool:
+        return self.frame is not None and self.frame.kind == "python"
+
+    @property
+    def function(self) -> str:
+        f = self.frame
+        if f is None or not f.function:
+            return "??"
+        return one_line(f.function, MAX_FUNCTION)
+
+    @property
+    def pc(self) -> str | None:
+        return None if self.frame is None else hex_addr(self.frame.pc, 16)
+
+    @property
+    def offset(self) -> str | None:
+        f = self.frame
+        if f is None or f.offset is None:
+            return None
+        return f"+{hex_addr(f.offset)}"
+
+    @property
+    def module_name(self) -> str | None:
+        return None if self.frame is None else basename(self.frame.module)
+
+    @property
+    def location(self) -> str | None:
+        """file:line when known."""
+        f = self.frame
+        if f is None or not f.file:
+            return None
+        return f"{f.file}:{f.line}" if f.line is not None else f.file
+
+    @property
+    def source(self) -> str | None:
+        f = self.frame
+        if f is None or not f.source:
+            return None
+        return f.source.strip()
+
+    @property
+    def locals(self) -> list[tuple[str, str]]:
+        f = self.frame
+        if f is None or not f.locals:
+            return []
+        return [(str(k), str(v)) for k, v in f.locals.items()]
+
+    @property
+    def marks(self) -> list[str]:
+        out = []
+        if self.culprit:
+            out.append("culprit")
+        if self.suspect:
+            out.append("suspect")
+        if self.unreliable:
+            out.append("unreliable")
+        return out
+
+    def plain(self) -> str:
+        """The frame as one line of plain text (text format, Markdown code blocks, verdict)."""
+        if self.frame is None:
+            return f"    ... {self.omitted} frames omitted ..."
+        f = self.frame
+        if f.kind == "python":
+            text = f"#{f.index:<3} [py] {self.function}"
+            if self.location:
+                text += f" ({one_line(self.location)})"
+        else:
+            text = f"#{f.index:<3} {self.pc or '?':<18} in {self.function}"
+            if self.offset:
+                text += f" {self.offset}"
+            if self.module_name:
+                text += f" ({one_line(self.module_name)})"
+            if self.location:
+                text += f" at {one_line(self.location)}"
+        if self.marks:
+            text += "  <== " + ", ".join(self.marks)
+        if self.unreliable:
+            text += f" ({self.unreliable})"
+        return text
+
+
+@dataclass
+class ThreadView:
+    thread: Thread
+    rows: list[FrameRow]
+
+    @property
+    def tid(self) -> int:
+        return self.thread.tid
+
+    @property
+    def name(self) -> str | None:
+        return one_line(self.thread.name, 200) if self.thread.name else None
+
+    @property
+    def role(self) -> str | None:
+        return self.thread.role
+
+    @property
+    def gil(self) -> str | None:
+        """"holds the GIL" / "no GIL" / None when unknown."""
+        if self.thread.holds_gil is None:
+            return None
+        return "holds the GIL" if self.thread.holds_gil else "no GIL"
+
+    @property
+    def title(self) -> str:
+        text = f"Thread {self.tid}"
+        if self.name:
+            text += f' "{self.name}"'
+        return text
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.thread.frames)
+
+    @property
+    def top_function(self) -> str | None:
+        for row in self.rows:
+            if row.frame is not None and row.frame.function:
+                return row.function
+        return None
+
+    @property
+    def has_python(self) -> bool:
+        return any(f.kind == "python" for f in self.thread.frames)
+
+    def plain_lines(self) -> list[str]:
+        lines = []
+        for row in self.rows:
+            lines.append(row.plain())
+            if row.source:
+                lines.append(f"          {one_line(row.source)}")
+            for name, value in row.locals:
+                lines.append(f"          {one_line(name, 200)} = {one_line(value, 400)}")
+        return lines
+
+
+def _culprit_position(frames: list[Frame], culprit: Culprit | None) -> int | None:
+    if culprit is None or culprit.frame_index is None:
+        return None
+    for pos, f in enumerate(frames):
+        if f.index == culprit.frame_index:
+            return pos
+    return None
+
+
+def _kept_positions(count: int, head: int, tail: int, marked: list[int]) -> list[int]:
+    keep = set(range(min(head, count))) | set(range(max(0, count - tail), count))
+    for pos in marked:
+        lo, hi = max(0, pos - CONTEXT_AROUND_MARKED), min(count, pos + CONTEXT_AROUND_MARKED + 1)
+        keep.update(range(lo, hi))
+    return sorted(keep)
+
+
+def frame_rows(
+    thread: Thread,
+    *,
+    head: int,
+    tail: int,
+    culprit: Culprit | None = None,
+    suspect: Culprit | None = None,
+    module_status: dict[str, str] | None = None,
+) -> list[FrameRow]:
+    frames = thread.frames
+    culprit_pos = _culprit_position(frames, culprit)
+    suspect_pos = _culprit_position(frames, suspect)
+    marked = [p for p in (culprit_pos, suspect_pos) if p is not None]
+    statuses = module_status or {}
+    rows: list[FrameRow] = []
+    previous = -1
+    for pos in _kept_positions(len(frames), head, tail, marked):
+        if pos > previous + 1:
+            rows.append(FrameRow(frame=None, omitted=pos - previous - 1))
+        f = frames[pos]
+        unreliable = None
+        status = statuses.get(f.module or "")
+        if status in UNRELIABLE_STATUSES:
+            unreliable = f"module {status}: {UNRELIABLE_STATUSES[status]}"
+        elif not f.reliable:
+            unreliable = "module does not match the core"
+        rows.append(
+            FrameRow(
+                frame=f,
+                culprit=pos == culprit_pos,
+                suspect=pos == suspect_pos and pos != culprit_pos,
+                unreliable=unreliable,
+            )
+        )
+        previous = pos
+    return rows
+
+
+def _register_key(name: str) -> tuple[int, str]:
+    try:
+        return (_REGISTER_ORDER.index(name), name)
+    except ValueError:
+        return (len(_REGISTER_ORDER), name)
+
+
+_MODULE_STATUS_RANK = {"mismatch": 0, "missing": 1, "no-build-id": 2, "ok": 3}
+
+
+@dataclass
+class ReportView:
+    report: Report
+    crashed: ThreadView | None
+    others: list[ThreadView]
+    others_omitted: int
+    registers: list[tuple[str, str]]
+    modules: list[Module]
+    module_problems: list[Module]
+    module_counts: dict[str, int]
+    environment: list[tuple[str, str]]
+    evidence: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # --- the verdict, spelled once for every format -------------------------------------
+
+    @property
+    def classification(self):
+        return self.report.classification
+
+    @property
+    def signal_text(self) -> str | None:
+        """"SIGSEGV (SEGV_MAPERR)", "signal 11", or None."""
+        core = self.report.core
+        if core is None:
+            return None
+        sig = core.signal
+        name = sig.name or (f"signal {sig.number}" if sig.number is not None else None)
+        if name is None:
+            return None
+        if sig.code_name:
+            return f"{name} ({sig.code_name})"
+        if sig.code is not None:
+            return f"{name} (code {sig.code})"
+        return name
+
+    @property
+    def fault_address(self) -> str | None:
+        core = self.report.core
+        return None if core is None else hex_addr(core.signal.address)
+
+    @property
+    def sender_pid(self) -> int | None:
+        core = self.report.core
+        return None if core is None else core.signal.sender_pid
+
+    @property
+    def culprit_text(self) -> str | None:
+        c = self.classification.culprit
+        if not c.function and not c.module:
+            return None
+        text = one_line(c.function, MAX_FUNCTION) if c.function else "??"
+        if c.module:
+            text += f" in {basename(c.module)}"
+        return text
+
+    @property
+    def suspect_text(self) -> str | None:
+        s = self.classification.suspect
+        if s is None or (not s.function and not s.module):
+            return None
+        text = one_line(s.function, MAX_FUNCTION) if s.function else "??"
+        if s.module:
+            text += f" in {basename(s.module)}"
+        return text
+
+    @property
+    def headline(self) -> str:
+        """One line naming what happened: "null-deref in store_result (kernel-compute)"."""
+        cls = self.classification
+        text = cls.fault_kind or "unknown"
+        c = cls.culprit
+        if c.function:
+            text += f" in {one_line(c.function, 120)}"
+        elif c.module:
+            text += f" in {basename(c.module)}"
+        return f"{text} ({cls.category or 'unknown'})"
+
+    @property
+    def title(self) -> str:
+        core = self.report.core
+        subject = basename(core.path) if core is not None and core.path else None
+        if self.report.source == "triage":
+            subject = subject or "pasted backtrace"
+        text = "coreanalyze"
+        if subject:
+            text += f": {one_line(subject, 200)}"
+        return f"{text} — {self.headline}"
+
+    @property
+    def crashed_title(self) -> str:
+        if self.crashed is None:
+            return "Crashing thread"
+        return f"Crashing thread {self.crashed.tid}" + (f' "{self.crashed.name}"' if self.crashed.name else "")
+
+    @property
+    def launched_from_text(self) -> str | None:
+        lf = self.report.launched_from
+        if lf is None:
+            return None
+        where = lf.file or UNKNOWN
+        if lf.line is not None:
+            where += f":{lf.line}"
+        text = f"thread {lf.tid} was started from {where}"
+        if lf.function:
+            text += f" in {lf.function}"
+        return one_line(text)
+
+    @property
+    def core_facts(self) -> list[tuple[str, str]]:
+        """Label/value pairs for the core info block; missing values are left out."""
+        core = self.report.core
+        if core is None:
+            return []
+        sig = core.signal
+        facts: list[tuple[str, Any]] = [
+            ("core", core.path),
+            ("pid", core.pid),
+            ("executable", core.executable),
+            ("analyzed with", core.executable_used if core.executable_used != core.executable else None),
+            ("command line", core.cmdline),
+            ("signal", self.signal_text),
+            ("signal number", sig.number),
+            ("si_code", sig.code),
+            ("fault address", self.fault_address),
+            ("sent by pid", sig.sender_pid),
+            ("sender uid", sig.sender_uid),
+            ("errno", sig.errno),
+            ("uid", core.uid),
+            ("gid", core.gid),
+            ("parent pid", core.ppid),
+            ("architecture", core.arch),
+            ("core size", f"{core.size:,} bytes" if core.size is not None else None),
+        ]
+        return [(label, one_line(value)) for label, value in facts if value is not None and value != ""]
+
+
+def build_view(report: Report) -> ReportView:
+    cls = report.classification
+    module_status = {m.path: m.status for m in report.modules if m.path}
+    crashed_thread = report.crashed_thread
+    crashed = None
+    if crashed_thread is not None:
+        crashed = ThreadView(
+            crashed_thread,
+            frame_rows(
+                crashed_thread,
+                head=CRASHED_HEAD,
+                tail=CRASHED_TAIL,
+                culprit=cls.culprit,
+                suspect=cls.suspect,
+                module_status=module_status,
+            ),
+        )
+    other_threads = [t for t in report.threads if t is not crashed_thread]
+    others = [
+        ThreadView(t, frame_rows(t, head=OTHER_HEAD, tail=OTHER_TAIL, module_status=module_status))
+        for t in other_threads[:MAX_OTHER_THREADS]
+    ]
+    registers: list[tuple[str, str]] = []
+    if crashed_thread is not None:
+        for name in sorted(crashed_thread.registers, key=_register_key):
+            value = crashed_thread.registers[name]
+            shown = hex_addr(value, 16) if isinstance(value, int) else one_line(value, 64)
+            registers.append((one_line(name, 32), shown or UNKNOWN))
+    modules = sorted(
+        report.modules, key=lambda m: (_MODULE_STATUS_RANK.get(m.status, 2), m.path or "")
+    )
+    counts: dict[str, int] = {}
+    for m in report.modules:
+        counts[m.status] = counts.get(m.status, 0) + 1
+    return ReportView(
+        report=report,
+        crashed=crashed,
+        others=others,
+        others_omitted=max(0, len(other_threads) - MAX_OTHER_THREADS),
+        registers=registers,
+        modules=modules,
+        module_problems=[m for m in modules if m.status in UNRELIABLE_STATUSES],
+        module_counts=counts,
+        environment=[(str(k), pretty_value(v)) for k, v in (report.environment or {}).items()],
+        evidence=[str(e) for e in cls.evidence or []],
+        advice=[str(a) for a in cls.advice or []],
+        warnings=[str(w) for w in report.warnings or []],
+    )

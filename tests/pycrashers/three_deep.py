@@ -1,0 +1,22 @@
+"""Three Python functions deep, then a genuine read of address 0x10 through ctypes."""
+import ctypes
+
+
+def load_weights(address):
+    header = b"weights"
+    count = 3
+    return ctypes.string_at(address, 8)  # CRASH-LINE
+
+
+def build_model(name):
+    scale = 1.5
+    return load_weights(0x10)  # CALL-LOAD
+
+
+def train(epochs):
+    label = "resnet"
+    return build_model(label)  # CALL-BUILD
+
+
+if __name__ == "__main__":
+    train(3)  # CALL-TRAIN
