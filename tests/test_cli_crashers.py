@@ -68,7 +68,6 @@ def test_null_deref_in_worker_thread(reports):
     assert report["core"]["signal"]["address"] == "0x0"
     thread = crashed_thread(report)
     assert thread["tid"] != report["core"]["pid"], "the worker thread, not the main thread, crashed"
-    assert thread["name"] == "worker-1"
     assert len(report["threads"]) == 2
     top = next(f for f in thread["frames"] if f["function"] == "store_result")
     source_line = (CRASHERS / "null_thread.c").read_text().splitlines().index(

@@ -89,7 +89,7 @@ def demangle(name: str | None) -> str | None:
         return name
     try:
         return cxxfilt.demangle(name)
-    except (cxxfilt.InvalidName, Exception):  # noqa: BLE001 — a corrupt name must not stop us
+    except Exception:  # noqa: BLE001 — a corrupt name from a core must not stop the analysis
         return name
 
 
@@ -177,6 +177,10 @@ class _ModuleMap:
                         ranges.append((lo, hi, lib.get("target-name") or lib.get("id") or ""))
         return cls(ranges)
 
+    @property
+    def empty(self) -> bool:
+        return not self._ranges
+
     def module_of(self, pc: int | None) -> str | None:
         if pc is None:
             return None
@@ -262,6 +266,22 @@ def _list_frames(
         f"thread {ref.tid}: unwinding stopped after {len(frames)} frame(s): {first_error}"
     )
     return frames
+
+
+def _warn_about_stray_frames(thread: model.Thread, modules: _ModuleMap, warnings: list[str]) -> None:
+    """Callers whose pc lies in no mapped file and has no name: an unwinder following a
+    smashed stack (or JIT code). Frame 0 is left out: a jump to a bad address is the crash
+    itself, reported with the faulting instruction."""
+    if modules.empty:
+        return
+    for frame in thread.frames[1:]:
+        if frame.module is None and frame.function is None:
+            pc = f"{frame.pc:#x}" if frame.pc is not None else "unknown"
+            warnings.append(
+                f"thread {thread.tid}: frame #{frame.index} (pc {pc}) is outside every mapped file: "
+                "the stack may be corrupt from there on (or the code was generated at run time)"
+            )
+            return
 
 
 def _register_numbers(session: GdbSession) -> dict[int, str]:
@@ -432,6 +452,8 @@ def collect(session: GdbSession, *, max_frames: int = 256, max_threads: int = 51
         thread.frames = [_frame_from_mi(i, f, modules) for i, f in enumerate(raw_frames)]
         if not thread.frames:
             warnings.append(f"thread {ref.tid}: gdb could not unwind any frame")
+        elif thread.crashed:
+            _warn_about_stray_frames(thread, modules, warnings)
         thread.registers = _registers(session, ref, register_numbers)
         result.threads.append(thread)
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from pygdbmi.IoManager import IoManager
 
-from ..errors import GdbError, GdbTimeout
+from ..errors import GdbError, GdbNotFound, GdbTimeout
 
 # Result classes that end an MI command (GDB/MI "result-class").
 _RESULT_CLASSES = frozenset({"done", "running", "connected", "error", "exit"})
@@ -130,7 +130,7 @@ class GdbSession:
             return
         exe = shutil.which(self.gdb_path)
         if exe is None:
-            raise GdbError(f"gdb not found: {self.gdb_path} (install gdb or pass its path)")
+            raise GdbNotFound(f"gdb not found: {self.gdb_path} (install gdb or pass its path)")
         argv = [exe, "--interpreter=mi3", "-nx", "-nh", "-q", *_hardening_args(self.debuginfod)]
         limit = self.memory_limit_mb
 
@@ -152,7 +152,7 @@ class GdbSession:
                 close_fds=True,
             )
         except OSError as e:
-            raise GdbError(f"gdb not found: cannot run {exe}: {e.strerror or e}") from e
+            raise GdbNotFound(f"gdb not found: cannot run {exe}: {e.strerror or e}") from e
         # A tiny grace period after output arrives: return as soon as gdb went quiet.
         self._io = IoManager(
             self._proc.stdin,  # type: ignore[arg-type]
