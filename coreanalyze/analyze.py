@@ -120,13 +120,22 @@ def _run_gdb(report: Report, notes, core_path: str, executable: str | None, opti
 
 
 def analyze_core(core_path: str, options: AnalyzeOptions | None = None) -> AnalysisResult:
-    from coreanalyze.abortmsg import find_abort_message
-    from coreanalyze.classify import classify, load_rules
-    from coreanalyze.environment import describe_environment
+    from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
     rules = load_rules(options.rules_files)  # a bad rules file is bad input: fail before the work
     notes = read_core(core_path)
+    try:
+        return _analyze_notes(core_path, notes, options, rules)
+    finally:
+        notes.close()
+
+
+def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> AnalysisResult:
+    from coreanalyze.abortmsg import find_abort_message
+    from coreanalyze.classify import classify
+    from coreanalyze.environment import describe_environment
+
     report = Report(core=to_core_info(notes), tool_version=__version__)
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid

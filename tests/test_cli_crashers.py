@@ -80,7 +80,7 @@ def test_null_deref_in_worker_thread(reports):
 
 def test_wild_write_address(reports):
     _, report = reports("wild_write")
-    assert report["core"]["signal"]["address"] == "0xdead0000beef"
+    assert report["core"]["signal"]["address"] == "0x1ead0000bee8"
 
 
 def test_abort_messages(reports):

@@ -4,6 +4,6 @@
 __attribute__((noinline)) void write_wild(volatile uint64_t *p) { *p = 0x1234; }
 
 int main(void) {
-    write_wild((volatile uint64_t *)(uintptr_t)0xdead0000beefULL);
+    write_wild((volatile uint64_t *)(uintptr_t)0x1ead0000bee8ULL);
     return 0;
 }

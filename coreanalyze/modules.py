@@ -1,0 +1,205 @@
+"""The table of ELF objects the process had mapped, each matched to a local file by build-id.
+
+A frame is only as trustworthy as the file its symbols come from: a library rebuilt or
+upgraded since the crash names the wrong functions. Each module's build-id, read from the
+core's own memory, is compared with the build-id of the file that would be used here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import threading
+
+from elftools.elf.elffile import ELFFile
+
+from coreanalyze import model
+from coreanalyze.corefile import NT_GNU_BUILD_ID, PARSE_ERRORS, CoreNotes, Mapping, parse_notes
+
+DELETED_SUFFIX = " (deleted)"
+# Note segments and sections are small; anything bigger is not a real one.
+MAX_NOTE_BYTES = 1024 * 1024
+MAX_HEADERS_SCANNED = 4096
+
+_cache: dict[tuple[str, int, int], str | None] = {}
+_cache_lock = threading.Lock()
+
+
+def module_table(
+    notes: CoreNotes, executable: str | None = None, sysroot: str | None = None
+) -> list[model.Module]:
+    """Every mapped ELF object, in address order, with its build-id status.
+
+    executable: the local binary to use for the core's executable (replaces its path).
+    sysroot: look up every other file under this directory instead of at its own path.
+    """
+    spans: dict[str, list[Mapping]] = {}
+    for m in notes.mappings:
+        spans.setdefault(m.path, []).append(m)
+
+    modules: list[model.Module] = []
+    for path, mappings in spans.items():
+        local_path = _local_path(path, notes.executable, executable, sysroot)
+        if not _is_elf_object(notes, path, mappings, local_path):
+            continue
+        module = model.Module(
+            path=path,
+            start=min(m.start for m in mappings),
+            end=max(m.end for m in mappings),
+            build_id=notes.build_ids.get(path),
+            local_path=local_path,
+        )
+        if local_path is not None:
+            module.local_build_id = elf_build_id(local_path)
+        module.status = _status(module)
+        if module.status == "no-build-id" and local_path is not None:
+            # Without build-ids the ELF and program headers still tell different files apart
+            # (e_shoff and segment sizes move with any change); equal headers prove nothing.
+            if _headers_differ(notes, mappings, local_path):
+                module.status = "mismatch"
+        modules.append(module)
+    modules.sort(key=lambda m: m.start or 0)
+    return modules
+
+
+def elf_build_id(path: str | os.PathLike[str]) -> str | None:
+    """The GNU build-id of an ELF file on this machine, or None (no file, not ELF, no note).
+
+    Cached per (path, mtime, size) so a file replaced on disk is read again.
+    """
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    build_id = _read_build_id(path)
+    with _cache_lock:
+        _cache[key] = build_id
+    return build_id
+
+
+def _read_build_id(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return None
+            f.seek(0)
+            elf = ELFFile(f)
+            little_endian = elf.little_endian
+            # Program headers first: PT_NOTE sits in the first page, so this avoids parsing
+            # the section table of a huge library. Separate debug files keep it too.
+            for i in range(min(elf.num_segments(), MAX_HEADERS_SCANNED)):
+                segment = elf.get_segment(i)
+                if segment["p_type"] == "PT_NOTE":
+                    found = _build_id_in(f, segment["p_offset"], segment["p_filesz"], segment["p_align"], little_endian)
+                    if found:
+                        return found
+            for i in range(min(elf.num_sections(), MAX_HEADERS_SCANNED)):
+                section = elf.get_section(i)
+                if section["sh_type"] == "SHT_NOTE":
+                    found = _build_id_in(f, section["sh_offset"], section["sh_size"], section["sh_addralign"], little_endian)
+                    if found:
+                        return found
+    except (OSError, *PARSE_ERRORS):
+        return None
+    return None
+
+
+def _build_id_in(f, offset: int, size: int, align: int, little_endian: bool) -> str | None:
+    if size <= 0 or size > MAX_NOTE_BYTES:
+        return None
+    f.seek(offset)
+    data = f.read(size)
+    for note in parse_notes(data, align=align, little_endian=little_endian):
+        if note.name == "GNU" and note.type == NT_GNU_BUILD_ID and 0 < len(note.desc) <= 64:
+            return note.desc.hex()
+    return None
+
+
+def _local_path(path: str, core_executable: str | None, executable: str | None, sysroot: str | None) -> str | None:
+    """The file on this machine that stands for a mapped path, or None when there is none."""
+    if executable and path == core_executable:
+        return executable
+    if path.endswith(DELETED_SUFFIX) or not path.startswith("/"):
+        # The file was deleted (or replaced) after it was mapped: no local file is the same.
+        return None
+    if sysroot:
+        root = os.path.abspath(sysroot)
+        candidate = os.path.normpath(os.path.join(root, path.lstrip("/")))
+        # A path from the core must not climb out of the sysroot with "..".
+        if os.path.commonpath([root, candidate]) != root:
+            return None
+        path = candidate
+    return path if _is_regular_file(path) else None
+
+
+def _is_regular_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_elf_object(notes: CoreNotes, path: str, mappings: list[Mapping], local_path: str | None) -> bool:
+    if path in notes.build_ids:
+        return True
+    first = next((m for m in mappings if m.file_offset == 0), None)
+    if first is not None:
+        head = notes.memory.read(first.start, 4)
+        if head is not None:
+            return head == b"\x7fELF"
+    # The core did not keep the file's first page: ask the local file, if there is one.
+    if local_path is not None:
+        try:
+            with open(local_path, "rb") as f:
+                return f.read(4) == b"\x7fELF"
+        except OSError:
+            return False
+    # A deleted file whose header is not in the core: only an executable mapping suggests code.
+    return path.endswith(DELETED_SUFFIX) and any(
+        (seg := notes.memory.segment_containing(m.start)) is not None and seg.executable for m in mappings
+    )
+
+
+def _headers_differ(notes: CoreNotes, mappings: list[Mapping], local_path: str) -> bool:
+    """True when the ELF header and program headers in the core differ from the local file's.
+
+    The loader never writes to these bytes, so any difference means a different file. False
+    when they are equal or cannot be compared.
+    """
+    first = next((m for m in mappings if m.file_offset == 0), None)
+    if first is None:
+        return False
+    fmt = "<" if notes.little_endian else ">"
+    header = notes.memory.read(first.start, 64)
+    if header is None or not header.startswith(b"\x7fELF") or header[4] != 2:
+        return False
+    phoff = struct.unpack_from(fmt + "Q", header, 32)[0]
+    phentsize, phnum = struct.unpack_from(fmt + "HH", header, 54)
+    length = phoff + phentsize * phnum
+    if phoff < 64 or length > first.end - first.start or length > MAX_NOTE_BYTES:
+        length = 64
+    in_core = notes.memory.read(first.start, length)
+    if in_core is None:
+        return False
+    try:
+        with open(local_path, "rb") as f:
+            on_disk = f.read(length)
+    except OSError:
+        return False
+    return in_core != on_disk
+
+
+def _status(module: model.Module) -> str:
+    if module.local_path is None:
+        return "missing"
+    if module.build_id is None:
+        return "no-build-id"
+    return "ok" if module.build_id == module.local_build_id else "mismatch"
