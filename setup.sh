@@ -11,6 +11,7 @@ missing=()
 command -v gdb >/dev/null 2>&1 || missing+=(gdb)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 if ((${#missing[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -32,9 +32,10 @@ MAX_OTHER_THREADS = 256
 
 # Control characters would let a core rewrite the user's terminal (ANSI/OSC sequences) or
 # break a line-oriented format; bidirectional overrides can make a name read differently
-# from what it is. Both are shown as visible escapes.
+# from what it is. Both are shown as visible escapes, and so are lone surrogates (bytes
+# that were not UTF-8, kept by a surrogateescape decode), which no UTF-8 writer accepts.
 _UNSAFE_CHARS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
 )
 _LINE_BREAKS = re.compile(r"\r\n|\r|\n|\t")
 
@@ -98,6 +99,8 @@ def pretty_value(value: Any) -> str:
     """An environment value as one string: text as is, structures as compact JSON."""
     if isinstance(value, str):
         return value
+    if value is None:
+        return UNKNOWN
     try:
         return json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
@@ -216,7 +219,7 @@ class ThreadView:
 
     @property
     def role(self) -> str | None:
-        return self.thread.role
+        return one_line(self.thread.role, 100) if self.thread.role else None
 
     @property
     def gil(self) -> str | None:
@@ -235,6 +238,10 @@ class ThreadView:
     @property
     def frame_count(self) -> int:
         return len(self.thread.frames)
+
+    @property
+    def frames_text(self) -> str:
+        return f"{self.frame_count} frame{'s' if self.frame_count != 1 else ''}"
 
     @property
     def top_function(self) -> str | None:
@@ -355,10 +362,10 @@ class ReportView:
         if name is None:
             return None
         if sig.code_name:
-            return f"{name} ({sig.code_name})"
+            return one_line(f"{name} ({sig.code_name})", 200)
         if sig.code is not None:
-            return f"{name} (code {sig.code})"
-        return name
+            return one_line(f"{name} (code {sig.code})", 200)
+        return one_line(name, 200)
 
     @property
     def fault_address(self) -> str | None:
@@ -375,20 +382,20 @@ class ReportView:
         c = self.classification.culprit
         if not c.function and not c.module:
             return None
-        text = one_line(c.function, MAX_FUNCTION) if c.function else "??"
+        text = c.function or "??"
         if c.module:
             text += f" in {basename(c.module)}"
-        return text
+        return one_line(text, MAX_FUNCTION)
 
     @property
     def suspect_text(self) -> str | None:
         s = self.classification.suspect
         if s is None or (not s.function and not s.module):
             return None
-        text = one_line(s.function, MAX_FUNCTION) if s.function else "??"
+        text = s.function or "??"
         if s.module:
             text += f" in {basename(s.module)}"
-        return text
+        return one_line(text, MAX_FUNCTION)
 
     @property
     def headline(self) -> str:
@@ -400,7 +407,7 @@ class ReportView:
             text += f" in {one_line(c.function, 120)}"
         elif c.module:
             text += f" in {basename(c.module)}"
-        return f"{text} ({cls.category or 'unknown'})"
+        return one_line(f"{text} ({cls.category or 'unknown'})", 300)
 
     @property
     def title(self) -> str:
@@ -412,6 +419,10 @@ class ReportView:
         if subject:
             text += f": {one_line(subject, 200)}"
         return f"{text} — {self.headline}"
+
+    @property
+    def module_problems_text(self) -> str:
+        return modules_differ_text(len(self.module_problems))
 
     @property
     def crashed_title(self) -> str:
@@ -431,6 +442,24 @@ class ReportView:
         if lf.function:
             text += f" in {lf.function}"
         return one_line(text)
+
+    def register_lines(self, per_line: int = 3) -> list[str]:
+        """Registers as aligned plain-text columns."""
+        cells = [f"{name:<8} {value}" for name, value in self.registers]
+        width = max((len(c) for c in cells), default=0)
+        return [
+            "  ".join(c.ljust(width) for c in cells[i : i + per_line]).rstrip()
+            for i in range(0, len(cells), per_line)
+        ]
+
+    def fault_block(self) -> str:
+        """The faulting instruction and the registers, as plain text."""
+        parts = []
+        if self.report.fault_instruction:
+            parts.append(clean(self.report.fault_instruction).rstrip("\n"))
+        if self.registers:
+            parts.append("\n".join(self.register_lines()))
+        return "\n\n".join(parts)
 
     @property
     def core_facts(self) -> list[tuple[str, str]]:
@@ -461,9 +490,18 @@ class ReportView:
         return [(label, one_line(value)) for label, value in facts if value is not None and value != ""]
 
 
+def module_statuses(report: Report) -> dict[str, str]:
+    """Module path -> status, to flag frames whose names come from the wrong file."""
+    return {m.path: m.status for m in report.modules if m.path}
+
+
+def modules_differ_text(count: int) -> str:
+    return f"{count} module{'s differ' if count != 1 else ' differs'} from the local files"
+
+
 def build_view(report: Report) -> ReportView:
     cls = report.classification
-    module_status = {m.path: m.status for m in report.modules if m.path}
+    module_status = module_statuses(report)
     crashed_thread = report.crashed_thread
     crashed = None
     if crashed_thread is not None:
