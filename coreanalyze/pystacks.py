@@ -1,0 +1,454 @@
+"""Python frames in every thread: run the in-gdb walker and place its frames among the native ones.
+
+The walker (gdb_scripts/pystacks.py) reads the interpreter's state from the core's memory and
+returns each Python thread's frames innermost first, each tagged with the index of the
+`_PyEval_EvalFrameDefault` activation that runs it (0 = the innermost activation). Here every
+native `_PyEval_EvalFrameDefault` frame, innermost first, takes the Python frames of one
+activation, which appear just inside it — the interleaving `pystack --native` shows. When the
+native stack names no evaluation loop (stripped interpreter, broken unwinding) the Python
+frames still appear, at the top of the thread.
+
+This module also labels threads (main thread, TensorFlow pools, tf.data, BLAS workers: rules as
+data below), marks the GIL holder and, when the crashing thread ran no Python at all (a
+TensorFlow worker), names the Python call site that was waiting on it ("launched from").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import model
+from .errors import GdbError, GdbTimeout
+
+SCRIPT = Path(__file__).resolve().parent / "gdb_scripts" / "pystacks.py"
+MI_COMMAND = "-coreanalyze-pystacks"
+RESULT_FORMAT = "coreanalyze-pystacks/1"
+WALK_TIMEOUT = 120.0  # seconds; a TensorFlow process with many threads takes a few
+
+# Frames of the C function that runs one activation of the bytecode loop; `.cold` is the part
+# of the same function the compiler moved away (the same activation, not a call).
+EVAL_FRAME = re.compile(r"^_PyEval_EvalFrameDefault(?:\.cold(?:\.\d+)?)?$")
+
+LOCALS_FRAMES = 5  # innermost Python frames whose locals are shown with --locals
+MAX_SOURCE_BYTES = 16 << 20  # source files bigger than this are not read for one line
+MAX_SOURCE_LINE = 300
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class PythonFrame:
+    function: str
+    file: str | None
+    line: int | None
+    group: int  # index of the _PyEval_EvalFrameDefault activation running it, innermost = 0
+    name: str | None = None  # co_name (function is co_qualname where the version has it)
+    locals: dict[str, str] | None = None
+
+
+@dataclass
+class PythonThread:
+    tid: int | None
+    holds_gil: bool | None
+    frames: list[PythonFrame] = field(default_factory=list)
+
+
+@dataclass
+class WalkResult:
+    """What the in-gdb walker reported, checked and typed."""
+
+    python_version: str | None = None
+    layout: str | None = None  # "debug-offsets" | "dwarf" | "table"
+    pid: int | None = None
+    threads: list[PythonThread] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def gil_known(self) -> bool:
+        return any(t.holds_gil is not None for t in self.threads)
+
+
+@dataclass
+class PythonStacks:
+    python_version: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    launched_from: model.LaunchedFrom | None = None
+    walk: WalkResult | None = None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str_or_none(value: Any, limit: int = 4096) -> str | None:
+    return value[:limit] if isinstance(value, str) else None
+
+
+def parse_walk_result(payload: dict[str, Any]) -> WalkResult:
+    """The walker's MI payload -> WalkResult; anything malformed is dropped with a warning."""
+    if payload.get("format") != RESULT_FORMAT or not isinstance(payload.get("json"), str):
+        return WalkResult(warnings=["the Python frame walker answered in an unknown format"])
+    try:
+        doc = json.loads(payload["json"])
+    except ValueError as e:
+        return WalkResult(warnings=[f"the Python frame walker's answer is not JSON: {e}"])
+    if not isinstance(doc, dict):
+        return WalkResult(warnings=["the Python frame walker's answer is not an object"])
+    result = WalkResult(
+        python_version=_str_or_none(doc.get("python_version"), 32),
+        layout=_str_or_none(doc.get("layout"), 32),
+        pid=_int_or_none(doc.get("pid")),
+        warnings=[w[:1000] for w in doc.get("warnings") or [] if isinstance(w, str)],
+    )
+    for raw in doc.get("threads") or []:
+        if not isinstance(raw, dict):
+            continue
+        holds = raw.get("holds_gil")
+        thread = PythonThread(tid=_int_or_none(raw.get("tid")), holds_gil=holds if isinstance(holds, bool) else None)
+        for f in raw.get("frames") or []:
+            if not isinstance(f, dict):
+                continue
+            group = _int_or_none(f.get("group"))
+            locals_ = f.get("locals")
+            if isinstance(locals_, dict):
+                locals_ = {str(k)[:200]: str(v)[:400] for k, v in locals_.items()}
+            else:
+                locals_ = None
+            thread.frames.append(
+                PythonFrame(
+                    function=_str_or_none(f.get("function"), 1024) or "???",
+                    file=_str_or_none(f.get("file")),
+                    line=_int_or_none(f.get("line")),
+                    group=group if group is not None and group >= 0 else 0,
+                    name=_str_or_none(f.get("name"), 1024),
+                    locals=locals_,
+                )
+            )
+        result.threads.append(thread)
+    return result
+
+
+def read_python_stacks(
+    session, *, locals_tid: int | None = None, with_locals: bool = False, locals_frames: int = LOCALS_FRAMES
+) -> WalkResult:
+    """Run the walker in the session's gdb (loading it first if needed)."""
+    args = []
+    if with_locals:
+        args.append("--locals")
+        args += ["--locals-frames", str(int(locals_frames))]
+        if locals_tid is not None:
+            args += ["--locals-tid", str(int(locals_tid))]
+    command = " ".join([MI_COMMAND, *args])
+    try:
+        payload = session.mi(command, timeout=WALK_TIMEOUT)
+    except GdbTimeout:
+        raise
+    except GdbError as e:
+        if "Undefined MI command" not in str(e):
+            raise
+        session.source(str(SCRIPT))
+        payload = session.mi(command, timeout=WALK_TIMEOUT)
+    return parse_walk_result(payload)
+
+
+# --------------------------------------------------------------------------- placing frames
+
+
+def is_eval_frame(frame: model.Frame) -> bool:
+    name = frame.raw_function or frame.function or ""
+    return frame.kind == "native" and bool(EVAL_FRAME.match(name))
+
+
+def interleave(native: list[model.Frame], python: list[model.Frame], groups: list[int]) -> list[model.Frame]:
+    """Native frames with the Python frames (innermost first, groups[i] = activation of
+    python[i]) placed just inside the evaluation-loop frame that runs them; indexes renumbered.
+
+    Activations beyond the native evaluation frames (a truncated native stack) go to the
+    end; with no evaluation frame at all, the Python frames go to the top.
+    """
+    by_group: dict[int, list[model.Frame]] = {}
+    for frame, group in zip(python, groups):
+        by_group.setdefault(group, []).append(frame)
+    order = sorted(by_group)
+    eval_count = sum(1 for f in native if is_eval_frame(f))
+    out: list[model.Frame] = []
+    if eval_count == 0:
+        out.extend(python)
+        out.extend(native)
+    else:
+        next_group = 0
+        for frame in native:
+            if is_eval_frame(frame) and next_group < len(order):
+                out.extend(by_group[order[next_group]])
+                next_group += 1
+            out.append(frame)
+        for g in order[next_group:]:
+            out.extend(by_group[g])
+    for i, frame in enumerate(out):
+        frame.index = i
+    return out
+
+
+class SourceLines:
+    """Lines of source files readable on this machine, for frames the core names.
+
+    The path comes from the core, so only regular files are read (never a FIFO or device that
+    could block or never end), and only up to a size limit.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[str] | None] = {}
+
+    def line(self, path: str | None, number: int | None) -> str | None:
+        if not path or not number or number < 1 or not os.path.isabs(path) or "\0" in path:
+            return None
+        if path not in self._files:
+            self._files[path] = self._read(path)
+        lines = self._files[path]
+        if lines is None or number > len(lines):
+            return None
+        text = lines[number - 1].strip()
+        return text[:MAX_SOURCE_LINE] or None
+
+    @staticmethod
+    def _read(path: str) -> list[str] | None:
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+                return None
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, ValueError):
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return None  # swapped for something else after the check
+                data = f.read(MAX_SOURCE_BYTES + 1)
+        except OSError:
+            return None
+        return data.decode("utf-8", errors="replace").splitlines()
+
+
+def _model_frames(thread: PythonThread, sources: SourceLines) -> list[model.Frame]:
+    return [
+        model.Frame(
+            index=0,
+            kind="python",
+            function=f.function,
+            file=f.file,
+            line=f.line,
+            source=sources.line(f.file, f.line),
+            locals=f.locals,
+        )
+        for f in thread.frames
+    ]
+
+
+# --------------------------------------------------------------------------- thread roles
+
+
+@dataclass(frozen=True)
+class RoleRule:
+    """A thread gets `role` when its name matches one of `names` or one of its native frames'
+    function names contains one of `frames` (demangled or mangled spelling)."""
+
+    role: str
+    names: tuple[str, ...] = ()
+    frames: tuple[str, ...] = ()
+
+
+# First match wins. TensorFlow names only some of its threads (pthread names such as
+# "tf_Compute", "tf_graph_runner", "tf_data_*"); the Eigen pools behind inter-op and intra-op
+# parallelism keep the process name, and cores carry no thread names at all, so the frames
+# decide in most cases: what a pool thread is running tells which pool it serves.
+ROLE_RULES: tuple[RoleRule, ...] = (
+    # The process's first thread (also found by tid == pid); it may run ops inline too.
+    RoleRule("main", frames=("__libc_start_main", "__libc_start_call_main", "Py_BytesMain", "Py_RunMain")),
+    RoleRule("tf-data", names=(r"^tf_data",), frames=("tensorflow::data::", "N10tensorflow4data")),
+    RoleRule(
+        "tf-inter-op",
+        names=(r"^tf_inter_op", r"^tf_Compute"),
+        frames=("ExecutorState", "ExecutorImpl", "EagerKernelExecute", "KernelAndDeviceOp::Run",
+                "EagerExecutor", "13ExecutorState", "12ExecutorImpl"),
+    ),  # fmt: skip
+    RoleRule(
+        "tf-intra-op",
+        names=(r"^tf_intra_op", r"^tf_numa_.*Eigen", r"^tf_Eigen"),
+        frames=("Eigen::internal::TensorExecutor", "ThreadPool::ParallelFor", "EvalParallelContext",
+                "ThreadPoolDevice::parallelFor", "tsl::thread::ThreadPool::ParallelFor", "dnnl::", "dnnl_"),
+    ),  # fmt: skip
+    RoleRule("tf-graph-runner", names=(r"^tf_graph_runner",)),
+    RoleRule(
+        "tf-pool",
+        names=(r"^tf_",),
+        frames=("ThreadPoolTempl<tsl::thread::EigenEnvironment>::WorkerLoop", "tsl::thread::EigenEnvironment",
+                "16EigenEnvironment", "tsl::UnboundedWorkQueue", "UnboundedWorkQueue"),
+    ),  # fmt: skip
+    RoleRule("blas-worker", frames=("blas_thread_server", "omp_", "gomp_thread_start", "__kmp_launch")),
+)
+
+
+def _frame_names(thread: model.Thread) -> list[str]:
+    out = []
+    for f in thread.frames:
+        if f.kind != "native":
+            continue
+        for name in (f.function, f.raw_function):
+            if name:
+                out.append(name)
+    return out
+
+
+def thread_role(thread: model.Thread, pid: int | None, has_python: bool) -> str | None:
+    if pid is not None and thread.tid == pid:
+        return "main"
+    names = _frame_names(thread)
+    for rule in ROLE_RULES:
+        if thread.name and any(re.search(p, thread.name) for p in rule.names):
+            return rule.role
+        if any(token in name for token in rule.frames for name in names):
+            return rule.role
+    return "python" if has_python else None
+
+
+# --------------------------------------------------------------------------- launched from
+
+# Native frames of a thread that is executing TensorFlow ops or a session/function run on
+# behalf of its Python caller (and so waits for pool threads to do the work).
+OP_EXECUTION_MARKERS: tuple[str, ...] = (
+    "TFE_Execute", "TFE_Py_FastPathExecute", "TFE_Py_Execute", "tensorflow::EagerExecute",
+    "tensorflow::EagerKernelExecute", "tensorflow::DirectSession::Run", "TF_SessionRun",
+    "tensorflow::KernelAndDeviceFunc::Run", "tensorflow::FunctionLibraryRuntime",
+    "tensorflow::ProcessFunctionLibraryRuntime::Run", "TFE_ExecutorWaitForAllPendingNodes",
+    "tensorflow::data::IteratorGetNextOp", "IteratorGetNext", "TF_ExecuteFunction",
+    "10tensorflow12EagerExecute", "10tensorflow13DirectSession3Run",
+)  # fmt: skip
+# Native frames of a thread blocked waiting for another one.
+WAIT_MARKERS: tuple[str, ...] = (
+    "pthread_join", "pthread_cond_wait", "pthread_cond_timedwait", "___pthread_cond_wait",
+    "__pthread_cond_wait", "__futex_abstimed_wait", "futex_wait", "sem_wait", "sem_timedwait",
+    "absl::CondVar::Wait", "absl::Notification::WaitForNotification", "tsl::Notification::WaitForNotification",
+    "tensorflow::Notification::WaitForNotification", "BlockingCounter::Wait", "std::condition_variable::wait",
+    "CondVar", "WaitForNotification",
+)  # fmt: skip
+
+
+# Python files of frameworks and of the standard library: the call site worth naming is the
+# innermost frame outside them (the user's `model.fit(...)`, not TensorFlow's execute.py).
+LIBRARY_FILES: tuple[str, ...] = (
+    r"/(?:site|dist)-packages/(?:tensorflow|tensorflow_core|tf_keras|keras|absl|numpy|tensorboard)/",
+    r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)",
+    r"^<frozen ",
+)
+
+
+def _is_library_file(path: str | None) -> bool:
+    return bool(path) and any(re.search(p, path) for p in LIBRARY_FILES)
+
+
+def _innermost_python_index(thread: model.Thread) -> int | None:
+    return next((i for i, f in enumerate(thread.frames) if f.kind == "python"), None)
+
+
+def _call_site(thread: model.Thread) -> model.Frame:
+    """The innermost Python frame outside the frameworks, else the innermost Python frame."""
+    python = [f for f in thread.frames if f.kind == "python"]
+    return next((f for f in python if not _is_library_file(f.file)), python[0])
+
+
+def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None:
+    """The Python call site behind a crash in a thread that ran no Python.
+
+    Among the threads with Python frames, the best candidate executes TensorFlow ops (its
+    native frames below the Python ones are op execution), or else has released the GIL to
+    wait for other threads; the main thread wins ties. Its call site is its innermost frame
+    outside TensorFlow/Keras and the standard library. None when the crashing thread has
+    Python frames of its own (its own stack is the answer) or when no thread qualifies.
+    """
+    crashed = next((t for t in threads if t.crashed), None)
+    if crashed is None or any(f.kind == "python" for f in crashed.frames):
+        return None
+    best: tuple[int, model.Thread, model.Frame] | None = None
+    for thread in threads:
+        if thread is crashed:
+            continue
+        first = _innermost_python_index(thread)
+        if first is None:
+            continue
+        inner_native = [
+            name for f in thread.frames[:first] if f.kind == "native" for name in (f.function, f.raw_function) if name
+        ]
+        # Only what the thread is doing below its innermost Python frame counts: a thread
+        # running a Python callback for an op has op frames too, but outside its Python.
+        score = 0
+        if any(m in name for m in OP_EXECUTION_MARKERS for name in inner_native):
+            score += 4
+        if thread.holds_gil is not True and any(m in name for m in WAIT_MARKERS for name in inner_native):
+            score += 2
+        if score and thread.role == "main":
+            score += 1
+        if score and (best is None or score > best[0]):
+            best = (score, thread, _call_site(thread))
+    if best is None:
+        return None
+    _, thread, frame = best
+    return model.LaunchedFrom(tid=thread.tid, file=frame.file, line=frame.line, function=frame.function)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def add_python_frames(session, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
+    """Insert Python frames into `threads` (in place), set roles and GIL holders.
+
+    session: a loaded coreanalyze.gdb.session.GdbSession. With with_locals, the innermost
+    Python frames of the crashing thread carry their locals (read, never evaluated).
+    """
+    crashed = next((t for t in threads if t.crashed), None)
+    walk = read_python_stacks(
+        session, with_locals=with_locals, locals_tid=crashed.tid if crashed is not None else None
+    )
+    stacks = PythonStacks(python_version=walk.python_version, warnings=list(walk.warnings), walk=walk)
+    apply_walk(walk, threads, stacks.warnings)
+    stacks.launched_from = find_launched_from(threads)
+    return stacks
+
+
+def apply_walk(walk: WalkResult, threads: list[model.Thread], warnings: list[str]) -> None:
+    """Place a walk's frames into the threads; set holds_gil and role."""
+    by_tid = {t.tid: t for t in threads}
+    sources = SourceLines()
+    python_tids: set[int] = set()
+    for pythread in walk.threads:
+        if pythread.tid is None:
+            continue
+        thread = by_tid.get(pythread.tid)
+        if thread is None:
+            if pythread.frames:
+                warnings.append(
+                    f"Python thread {pythread.tid} is not among the core's threads; its frames are not shown"
+                )
+            continue
+        python_tids.add(pythread.tid)
+        thread.holds_gil = pythread.holds_gil
+        if not pythread.frames:
+            continue
+        # A second walk over the same threads must not duplicate frames.
+        native = [f for f in thread.frames if f.kind != "python"]
+        python = _model_frames(pythread, sources)
+        thread.frames = interleave(native, python, [f.group for f in pythread.frames])
+    for thread in threads:
+        if thread.tid not in python_tids and walk.gil_known and thread.holds_gil is None:
+            thread.holds_gil = False  # a thread without a thread state cannot hold the GIL
+        if thread.role is None:
+            thread.role = thread_role(thread, walk.pid, thread.tid in python_tids)
