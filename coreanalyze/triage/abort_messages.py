@@ -1,0 +1,129 @@
+"""The one-line messages a process prints just before it aborts, and the shell's verdict.
+
+glibc's allocator and fortify checks, glibc assert(), the C++ runtime's uncaught-exception
+report, and the line a shell or IDE prints when the child died by a signal. The messages
+are rules as data: (pattern, weight); adding one is adding a row.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import findings as fd
+from . import limits, signals
+
+FORMAT = "abort-message"
+FORMAT_SHELL = "shell"
+
+# glibc malloc_printerr() texts and friends; each ends in abort().
+_ALLOCATOR_MESSAGES = re.compile(
+    r"(?:^|\s|:)("
+    r"(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc|tcache_thread_shutdown"
+    r"|malloc_check|memalign|posix_memalign|aligned_alloc|mremap_chunk|_int_realloc)\(\): [^\n]{1,200}"
+    r"|double free or corruption(?: \([^)]{1,20}\))?"
+    r"|corrupted size vs\. prev_size(?: while consolidating| in fastbins)?"
+    r"|corrupted double-linked list(?: \(not small\))?"
+    r"|corrupted top size"
+    r"|Fatal glibc error: [^\n]{1,300}"
+    r"|\*\*\* (?:stack smashing|buffer overflow|longjmp causes uninitialized stack frame) detected \*\*\*[^\n]{0,200}"
+    r"|\*\*\* Error in `[^`]{1,300}': [^\n]{1,300}"
+    r")"
+)
+_TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']{1,300})'|without an active exception|recursively)")
+_WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
+# What a shell / IDE / job runner prints when the child died by a signal.
+_SHELL = re.compile(
+    r"(?:^|\s|:)(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception)"
+    r"(?: \(core dumped\))?(?:\s|$)",
+    re.IGNORECASE,
+)
+_EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|killed by signal (\d{1,2})|exit code (1[3-5]\d)\b")
+_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "Bus error", "Floating", "signal", "exit code")
+
+
+def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
+    messages = fd.Finding(FORMAT, 0)
+    shell = fd.Finding(FORMAT_SHELL, 0, substantive=False)
+    first_message = first_shell = None
+    pending_terminate: str | None = None
+    pending_line = -1
+    count = 0
+    for i, line in enumerate(lines):
+        if claimed[i] or not line:
+            continue
+        s = line.strip()
+        if pending_terminate is not None:
+            m = _WHAT.match(s)
+            if m:
+                messages.add_message(fd.MESSAGE_TERMINATE, f"{pending_terminate} (what(): {m.group(1).strip()})")
+                claimed[i] = 1
+                pending_terminate = None
+                continue
+            if i - pending_line > 3:
+                messages.add_message(fd.MESSAGE_TERMINATE, pending_terminate)
+                pending_terminate = None
+        if count >= limits.MAX_BLOCKS_PER_FORMAT:
+            continue
+        hit = False
+        if "terminate called" in s:
+            m = _TERMINATE.search(s)
+            if m:
+                pending_terminate = m.group(0)
+                pending_line = i
+                hit = True
+        elif "(" in s or ":" in s or "***" in s or "corrupted" in s or "double free" in s:
+            m = _ALLOCATOR_MESSAGES.search(s) if _maybe_allocator(s) else None
+            if m:
+                messages.add_message(fd.MESSAGE_ALLOCATOR, m.group(1).strip())
+                hit = True
+            elif "Assertion `" in s and "' failed" in s:
+                # "python3: file.c:12: func: Assertion `x' failed." (glibc assert)
+                messages.add_message(fd.MESSAGE_TERMINATE, s)
+                hit = True
+        if hit:
+            count += 1
+            claimed[i] = 1
+            if first_message is None:
+                first_message = i
+                messages.line = i
+            continue
+        if any(w in s for w in _SIGNAL_WORDS):
+            name = _shell_signal(s)
+            if name is not None:
+                shell.set_signal(name, fd.SIGNAL_FROM_SHELL)
+                if first_shell is None:
+                    first_shell = i
+                    shell.line = i
+    if pending_terminate is not None:
+        messages.add_message(fd.MESSAGE_TERMINATE, pending_terminate)
+    found = []
+    if messages.messages:
+        messages.set_signal("SIGABRT", fd.SIGNAL_IMPLIED)
+        found.append(messages)
+    if shell.signal is not None:
+        found.append(shell)
+    return found
+
+
+def _maybe_allocator(s: str) -> bool:
+    return any(
+        k in s
+        for k in ("free", "malloc", "alloc", "munmap", "corrupted", "glibc", "detected ***", "*** Error in", "_int_")
+    )
+
+
+def _shell_signal(s: str) -> str | None:
+    m = _EXIT_SIGNAL.search(s)
+    if m:
+        if m.group(2):
+            return signals.normalize_name(m.group(2))
+        if m.group(3):
+            return signals.normalize_name(m.group(3))
+        return signals.normalize_name(str(int(m.group(4)) - 128))
+    m = _SHELL.search(s)
+    if m:
+        # Only a line that is the shell's verdict: short, and not part of a sentence.
+        if len(s) > 200:
+            return None
+        return signals.from_description(m.group(1))
+    return None

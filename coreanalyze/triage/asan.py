@@ -1,0 +1,153 @@
+"""AddressSanitizer (and its LLVM siblings') error reports.
+
+    ==12345==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000014 at pc 0x4f5e2d bp .. sp ..
+    WRITE of size 4 at 0x602000000014 thread T0
+        #0 0x4f5e2c in main /tmp/x.c:5:3
+        #1 0x7f3c2a in __libc_start_main (/lib/x86_64-linux-gnu/libc.so.6+0x21b96)
+        #2 0x41c0e9  (/tmp/a.out+0x41c0e9) (BuildId: 4f1a..)
+    ...
+    SUMMARY: AddressSanitizer: heap-buffer-overflow /tmp/x.c:5:3 in main
+
+The first stack after the ERROR line is where the error happened; the stacks after it
+("freed by thread T0 here:", "previously allocated by ...") are history, not threads.
+A SEGV/BUS/FPE/ILL/ABRT report is a signal the sanitizer caught; the other reports are
+memory errors the sanitizer found before anything faulted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import findings as fd
+from . import limits, signals
+
+FORMAT = "asan"
+
+_ERROR = re.compile(r"==(\d{1,9})==\s*ERROR: (\w{1,40}Sanitizer): (.*)")
+_SIGNAL_REPORT = re.compile(r"(SEGV|BUS|FPE|ILL|ABRT|TRAP) on unknown address (0x[0-9a-fA-F]{1,16})")
+_STACK_OVERFLOW = re.compile(r"stack-overflow on address (0x[0-9a-fA-F]{1,16})")
+_THREAD = re.compile(r"\b(?:thread )?T(\d{1,7})\b(?: \(([^)]*)\))?")
+_FRAME = re.compile(r"[ \t]*#(\d{1,6}) (0x[0-9a-fA-F]{1,16})(?: in)? ?(.*)")
+_MODULE = re.compile(r"\(([^()\s]+)\+(0x[0-9a-fA-F]{1,16})\)")
+_BUILD_ID = re.compile(r"\s*\(BuildId: [0-9a-fA-F]{1,80}\)\s*$")
+_FILE_LINE = re.compile(r"(\S+?):(\d{1,9})(?::\d{1,6})?")
+_SUMMARY = re.compile(r"SUMMARY: (\w{1,40}Sanitizer): (.*)")
+# Lines of a report between its first stack and its SUMMARY.
+_REPORT_LINE = re.compile(
+    r"here:$|is located |allocated by|freed by|created by|^==\d+==|^Address |^0x[0-9a-fA-F]+ is |"
+    r"can not provide additional info|^Hint:|^The signal is caused|^[A-Z]+ of size \d+"
+)
+_ACCESS = re.compile(r"(READ|WRITE) of size \d+ at (0x[0-9a-fA-F]{1,16}) thread T(\d{1,7})")
+
+
+def parse_frame_text(rest: str, pc: int | None) -> fd.model.Frame:
+    """'func file:line:col' | 'func (lib.so+0x12)' | '(lib.so+0x12)' -> Frame."""
+    rest = _BUILD_ID.sub("", rest).strip()
+    module = None
+    file = None
+    line = None
+    if rest.endswith(")"):
+        start = rest.rfind(" (")
+        candidate = rest[start + 1 :] if start >= 0 else rest
+        m = _MODULE.fullmatch(candidate)
+        if m:
+            module = m.group(1)
+            rest = rest[:start].strip() if start >= 0 else ""
+    if module is None:
+        cut = rest.rfind(" ")
+        tail = rest[cut + 1 :] if cut >= 0 else ""
+        m = _FILE_LINE.fullmatch(tail) if tail else None
+        if m:
+            file, line = m.group(1), int(m.group(2))
+            rest = rest[:cut].strip()
+    return fd.native_frame(rest or None, pc=pc, module=module, file=file, line=line)
+
+
+def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
+    found: list[fd.Finding] = []
+    i, n = 0, len(lines)
+    while i < n:
+        s = lines[i]
+        if claimed[i] or "Sanitizer" not in s or "ERROR:" not in s:
+            i += 1
+            continue
+        m = _ERROR.search(s)
+        if not m:
+            i += 1
+            continue
+        if len(found) >= limits.MAX_BLOCKS_PER_FORMAT:
+            break
+        finding = fd.Finding(FORMAT, i)
+        finding.pid = int(m.group(1))
+        tool, what = m.group(2), m.group(3).strip()
+        sig = _SIGNAL_REPORT.search(what)
+        overflow = _STACK_OVERFLOW.search(what)
+        if sig:
+            name = signals.normalize_name(sig.group(1))
+            finding.set_signal(name, fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(sig.group(2)))
+        elif overflow:
+            finding.set_signal("SIGSEGV", fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(overflow.group(1)))
+        else:
+            # A memory error found by the sanitizer: it reports and exits (or aborts).
+            finding.add_message(fd.MESSAGE_ALLOCATOR, f"{tool}: {what}")
+        thread = fd.TextThread(crashed=True)
+        tm = _THREAD.search(what)
+        if tm:
+            _name_thread(thread, tm, finding.pid)
+        claimed[i] = 1
+        i += 1
+        # The access line and the first stack.
+        in_stack = False
+        while i < n:
+            s = lines[i]
+            st = s.strip()
+            fm = _FRAME.match(s) if st.startswith("#") else None
+            if fm:
+                in_stack = True
+                thread.add(parse_frame_text(fm.group(3), fd.hex_int(fm.group(2))))
+                claimed[i] = 1
+                i += 1
+                continue
+            if in_stack:
+                break
+            am = _ACCESS.search(st)
+            if am:
+                _name_thread(thread, _THREAD.search(st[am.start(3) - 1 :]), finding.pid)
+            if st.startswith("SUMMARY:") or _ERROR.search(st):
+                break
+            claimed[i] = 1
+            i += 1
+            if i - finding.line > 40:  # no stack within the report's header: give up
+                break
+        # History stacks ("freed by thread T0 here:") and the summary belong to the report.
+        j = i
+        while j < n and j - i < 4000:
+            st = lines[j].strip()
+            if st.startswith("SUMMARY:"):
+                sm = _SUMMARY.search(st)
+                if sm:
+                    finding.warnings.append(f"{sm.group(1)} summary: {sm.group(2)[:300]}")
+                claimed[j] = 1
+                j += 1
+                break
+            if not (not st or _REPORT_LINE.search(st) or (st.startswith("#") and _FRAME.match(st))):
+                break
+            claimed[j] = 1
+            j += 1
+        i = j
+        if thread.dropped_frames:
+            finding.warnings.append(f"only the first {limits.MAX_FRAMES_PER_THREAD} frames of the sanitizer stack were kept")
+        finding.add_thread(thread)
+        found.append(finding)
+    return found
+
+
+def _name_thread(thread: fd.TextThread, m: re.Match | None, pid: int | None) -> None:
+    if m is None:
+        return
+    number = int(m.group(1))
+    thread.number = number
+    if m.group(2):
+        thread.name = m.group(2)
+    if number == 0 and pid is not None:
+        thread.tid = pid  # T0 is the main thread, whose tid is the pid
