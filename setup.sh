@@ -11,7 +11,8 @@ missing=()
 command -v gdb >/dev/null 2>&1 || missing+=(gdb)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if ((${#missing[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -150,8 +150,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> Ana
     try:
         abort_message = _run_gdb(report, notes, core_path, executable, options)
     except GdbError as e:
-        failure, exit_code = str(e), e.exit_code
-        report.warnings.append(f"gdb failed ({e}); this report is built from the core's notes alone")
+        failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
+        report.warnings.append(failure)
         report.threads = threads_from_notes(notes)
     if not report.threads:
         report.threads = threads_from_notes(notes)

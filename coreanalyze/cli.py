@@ -41,10 +41,6 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-def _use_color(stream) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-
-
 def _format_for(output: str | None, fmt: str | None) -> str:
     if fmt:
         return fmt
@@ -58,7 +54,9 @@ def _format_for(output: str | None, fmt: str | None) -> str:
 
 def _write_report(text: str, output: str) -> None:
     if output == "-":
-        click.echo(text, nl=False)
+        from coreanalyze.render import page
+
+        page(text)
         return
     path = Path(output)
     try:
@@ -96,7 +94,7 @@ def cli() -> None:
 def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env):
     """Analyze one core file and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_core
-    from coreanalyze.render import render, verdict
+    from coreanalyze.render import color_wanted, render, verdict
     from coreanalyze.safenames import report_filename
 
     options = AnalyzeOptions(
@@ -112,17 +110,18 @@ def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug
     )
     result = analyze_core(core, options)
     fmt = _format_for(output, fmt)
-    text = render(result.report, fmt)
+    text = render(result.report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout))
     if output == "-":
         _write_report(text, "-")
     else:
         target = output or report_filename(Path(core).name, EXTENSIONS[fmt])
         _write_report(text, target)
-        click.echo(verdict(result.report, color=_use_color(sys.stdout), report_path=target), nl=False)
+        click.echo(verdict(result.report, color=color_wanted(sys.stdout), report_path=target), nl=False)
     for line in result.report.warnings:
-        click.echo(f"coreanalyze: warning: {line}", err=True)
+        if line != result.failure:
+            click.echo(f"coreanalyze: warning: {line}", err=True)
     if result.failure:
-        click.echo(f"coreanalyze: analysis incomplete: {result.failure}", err=True)
+        click.echo(f"coreanalyze: error: {result.failure}", err=True)
     sys.exit(result.exit_code)
 
 
@@ -134,7 +133,7 @@ def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug
 def triage_command(source, output, fmt, rules_files):
     """Classify a backtrace, fatal log or sanitizer report pasted into a ticket."""
     from coreanalyze.classify import load_rules
-    from coreanalyze.render import render
+    from coreanalyze.render import color_wanted, render
     from coreanalyze.triage import triage_text
 
     if source == "-":
@@ -147,7 +146,7 @@ def triage_command(source, output, fmt, rules_files):
     rules = load_rules([Path(p) for p in rules_files])
     report = triage_text(text, name, rules=rules)
     fmt = fmt or ("text" if output == "-" else _format_for(output, None))
-    _write_report(render(report, fmt, color=fmt == "text" and output == "-" and _use_color(sys.stdout)), output)
+    _write_report(render(report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout)), output)
 
 
 def main(argv: list[str] | None = None) -> None:

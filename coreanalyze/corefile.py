@@ -268,7 +268,7 @@ def read_core(path: str | os.PathLike[str]) -> CoreNotes:
         arch = SUPPORTED_ARCHES.get(e_machine) if isinstance(e_machine, str) else None
         if arch is None or elf.elfclass != 64:
             raise BadInput(
-                f"{path}: core is for {_arch_name(e_machine, elf.elfclass)}; "
+                f"{path}: core is for the {_arch_name(e_machine, elf.elfclass)} architecture; "
                 "only x86_64 and aarch64 cores are supported"
             )
         warnings: list[str] = []

@@ -66,6 +66,22 @@ def _find_kernel_core(workdir: Path, pid: int, since: float) -> Path | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
+def _wait_until_blocked(pid: int, timeout: float = 10.0) -> None:
+    """Wait until the process sleeps in a system call, so the signal finds it in its wait loop
+    rather than still flushing its "ready" line."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+        except OSError:
+            return
+        if state == "S" and wchan not in ("", "0"):
+            time.sleep(0.05)
+            return
+        time.sleep(0.02)
+
+
 def compile_c(source: Path, out: Path, extra_flags: tuple[str, ...] = ()) -> Path:
     cc = require("gcc")
     cmd = [cc, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(out), str(source), "-pthread", *extra_flags]
@@ -114,6 +130,7 @@ def run_to_core(
         )
         if kill_after_ready is not None:
             proc.stdout.readline()
+            _wait_until_blocked(proc.pid)
             os.kill(proc.pid, kill_after_ready)
         try:
             out, err = proc.communicate(timeout=timeout)

@@ -142,4 +142,4 @@ def test_python_ctypes_crash(cores, python):
     assert report["classification"]["category"] == "python-runtime"
     thread = crashed_thread(report)
     python_functions = [f["function"] for f in thread["frames"] if f["kind"] == "python"]
-    assert python_functions[:3] == ["read_config", "main", "<module>"], python_functions
+    assert python_functions[:4] == ["string_at", "read_config", "main", "<module>"], python_functions

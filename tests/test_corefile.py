@@ -264,7 +264,7 @@ def _patched_copy(core: Path, tmp_path: Path, offset: int, data: bytes, name: st
 def test_core_of_another_architecture(cores, tmp_path):
     case = cores.c_crash("divzero")
     ppc = _patched_copy(case.core, tmp_path, 18, struct.pack("<H", 21), "ppc64.core")  # EM_PPC64
-    _bad(ppc, "core is for ppc64", "x86_64 and aarch64")
+    _bad(ppc, "core is for the ppc64 architecture", "x86_64 and aarch64")
     other = _patched_copy(case.core, tmp_path, 18, struct.pack("<H", 62 if ARCH == "aarch64" else 183), "other.core")
     # A supported architecture with the wrong note layout: read what fits and say what did not.
     with read_core(other) as notes, read_core(case.core) as original:

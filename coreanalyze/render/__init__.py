@@ -1,7 +1,7 @@
 """Render one Report: HTML, Markdown, text and JSON from the same model, plus the verdict.
 
 Renderers are pure functions of the report; the CLI decides on colour (colors.color_wanted)
-and where output goes.
+and where output goes (pager.page for a terminal).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from ..errors import BadInput
 from ..model import Report
 from . import html, jsonout, markdown, text
 from .colors import color_wanted
+from .pager import page
 from .verdict_text import verdict
 
 FORMATS = ("html", "json", "text", "markdown")
@@ -28,4 +29,4 @@ def render(report: Report, fmt: str, *, color: bool = False) -> str:
     raise BadInput(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "color_wanted", "render", "verdict"]
+__all__ = ["FORMATS", "color_wanted", "page", "render", "verdict"]

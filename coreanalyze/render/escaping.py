@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .view import clean, one_line
+from .view import MAX_TEXT, clean, one_line
 
 
 class MarkdownSafe(str):
@@ -75,9 +75,12 @@ def md_cell_code(value: Any, limit: int = 4000) -> MarkdownSafe:
     return MarkdownSafe(md_code(value, limit).replace("|", "\\|"))
 
 
-def md_fence(value: Any, info: str = "text") -> MarkdownSafe:
-    """A fenced code block (ending with a newline) that no content can close early."""
-    text = clean(value) if value is not None else ""
+def md_fence(value: Any, info: str = "text", limit: int = MAX_TEXT) -> MarkdownSafe:
+    """A fenced code block (ending with a newline) that no content can close early.
+
+    `limit` bounds the whole block; a list of frames, whose lines are bounded one by one,
+    passes a larger one so that the culprit deep in a stack is not cut off."""
+    text = clean(value, limit) if value is not None else ""
     text = text.rstrip("\n")
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     return MarkdownSafe(f"{fence}{info}\n{text}\n{fence}\n")

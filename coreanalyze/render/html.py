@@ -26,5 +26,5 @@ def render(report: Report) -> str:
         csp=Markup(CONTENT_SECURITY_POLICY),  # a constant of ours, not data
         # Escaped here as a whole (Markup): the template's per-value length bound is for
         # fields, not for this full document.
-        markdown=escape(markdown.render_view(view)),
+        markdown=escape(markdown.render(report)),
     )

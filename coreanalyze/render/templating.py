@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .escaping import MarkdownSafe, md_cell_code, md_code, md_fence, md_html_text, md_text
 from .view import UNKNOWN, basename, clean, hex_addr, one_line
@@ -36,6 +36,14 @@ def _markdown_finalize(value: Any) -> Any:
     return md_text(value)
 
 
+def breakable_path(value: Any) -> Markup:
+    """A path (or file:line) escaped for HTML, with a line-break opportunity after each "/",
+    so that a narrow column wraps it between directories instead of inside a name."""
+    if value is None:
+        return Markup(UNKNOWN)
+    return Markup("/<wbr>").join(escape(part) for part in one_line(value).split("/"))
+
+
 def _common_filters(env: jinja2.Environment) -> None:
     env.filters["hex"] = hex_addr
     env.filters["basename"] = basename
@@ -53,6 +61,7 @@ def html_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     _common_filters(env)
+    env.filters["path"] = breakable_path
     return env
 
 

@@ -106,15 +106,15 @@ def render_view(v: ReportView, palette: Palette) -> str:
     if v.evidence:
         out += _section("Evidence", palette) + bullets(v.evidence)
 
+    if cls.abort_message:
+        out += _section("Abort message", palette)
+        out += ["  " + line for line in clean(cls.abort_message).rstrip("\n").split("\n")]
+
     out += _section(one_line(v.crashed_title), palette)
     if v.crashed:
         out += thread_lines(v.crashed, palette)
     else:
         out.append("  " + palette.dim("(the crashing thread could not be determined)"))
-
-    if cls.abort_message:
-        out += _section("Abort message", palette)
-        out += ["  " + line for line in clean(cls.abort_message).rstrip("\n").split("\n")]
 
     block = v.fault_block()
     if block:

@@ -29,6 +29,27 @@ CRASHED_HEAD, CRASHED_TAIL = 96, 24
 OTHER_HEAD, OTHER_TAIL = 48, 8
 CONTEXT_AROUND_MARKED = 2
 MAX_OTHER_THREADS = 256
+# Below this many modules the whole table is shown; above it, the modules that matter for
+# this crash (problems, the crashing thread's own) are shown and the rest is folded.
+MODULES_SHOWN_IN_FULL = 12
+
+
+@dataclass(frozen=True)
+class ViewLimits:
+    """How much of each thread a view keeps; the Markdown renderer tightens these until the
+    report fits in a ticket."""
+
+    crashed_head: int = CRASHED_HEAD
+    crashed_tail: int = CRASHED_TAIL
+    other_head: int = OTHER_HEAD
+    other_tail: int = OTHER_TAIL
+    max_other_threads: int = MAX_OTHER_THREADS
+    value_chars: int = MAX_TEXT  # environment values
+
+    @property
+    def other_frames(self) -> bool:
+        """False when other threads are shown as one line each, without frames."""
+        return self.other_head + self.other_tail > 0
 
 # Control characters would let a core rewrite the user's terminal (ANSI/OSC sequences) or
 # break a line-oriented format; bidirectional overrides can make a name read differently
@@ -95,16 +116,68 @@ def basename(path: str | None) -> str | None:
     return path.rstrip("/").rsplit("/", 1)[-1] or path
 
 
+_MAX_ITEMS = 1000  # items of one environment value shown; the JSON keeps all
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
 def pretty_value(value: Any) -> str:
-    """An environment value as one string: text as is, structures as compact JSON."""
+    """An environment value as one readable string: text as is, a list of packages as
+    "name version, ...", a flat list as "a, b", a flat mapping as "k: v; k: v", anything
+    deeper as compact JSON."""
     if isinstance(value, str):
         return value
     if value is None:
         return UNKNOWN
+    if isinstance(value, (list, tuple)):
+        items = list(value[:_MAX_ITEMS])
+        more = f", … ({len(value) - _MAX_ITEMS} more)" if len(value) > _MAX_ITEMS else ""
+        if items and all(isinstance(i, dict) and "name" in i and "version" in i for i in items):
+            return ", ".join(f"{i['name']} {i['version']}" for i in items) + more
+        if all(_scalar(i) for i in items):
+            return ", ".join(UNKNOWN if i is None else str(i) for i in items) + more
+    if isinstance(value, dict) and len(value) <= _MAX_ITEMS:
+        parts = []
+        for k, v in value.items():
+            shown = pretty_value(v) if _scalar(v) or (
+                isinstance(v, (list, tuple)) and all(_scalar(i) for i in v[:_MAX_ITEMS])) else _json(v)
+            parts.append(f"{k}: {shown}")
+        return "; ".join(parts)
+    return _json(value)
+
+
+def _json(value: Any) -> str:
     try:
         return json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+_TRAILING_QUALIFIERS = re.compile(r"\)(?:\s*(?:const|volatile|noexcept|&&|&))*\s*$")
+_MAX_SPLIT = 20_000  # longer names are shown unsplit rather than scanned
+
+
+def split_signature(name: str) -> tuple[str, str]:
+    """("ns::Op::Compute", "(tensorflow::OpKernelContext*) const") for a demangled C++ name,
+    so that the parameter list can be shown quieter than the name; (name, "") when there is
+    no parameter list ("(anonymous namespace)::f", a Python function, a plain C symbol)."""
+    tail = _TRAILING_QUALIFIERS.search(name) if len(name) <= _MAX_SPLIT else None
+    if tail is None:
+        return name, ""
+    depth = 0
+    for pos in range(tail.start(), -1, -1):
+        ch = name[pos]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                if pos == 0 or not name[:pos].strip():
+                    return name, ""
+                return name[:pos], name[pos:]
+    return name, ""
 
 
 @dataclass
@@ -131,6 +204,17 @@ class FrameRow:
         if f is None or not f.function:
             return "??"
         return one_line(f.function, MAX_FUNCTION)
+
+    @property
+    def function_parts(self) -> tuple[str, str]:
+        """The function's name and its parameter list (maybe ""), each clipped for display."""
+        f = self.frame
+        if f is None or not f.function:
+            return "??", ""
+        if f.kind == "python":
+            return self.function, ""
+        name, params = split_signature(f.function)
+        return one_line(name, MAX_FUNCTION), one_line(params, MAX_FUNCTION) if params else ""
 
     @property
     def pc(self) -> str | None:
@@ -344,6 +428,11 @@ class ReportView:
     evidence: list[str] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The modules that matter for this crash (problems, the crashing thread's own, the
+    # executable) and the rest, which the HTML folds and the Markdown only counts.
+    key_modules: list[Module] = field(default_factory=list)
+    other_modules: list[Module] = field(default_factory=list)
+    limits: ViewLimits = field(default_factory=ViewLimits)
 
     # --- the verdict, spelled once for every format -------------------------------------
 
@@ -419,6 +508,10 @@ class ReportView:
         if subject:
             text += f": {one_line(subject, 200)}"
         return f"{text} — {self.headline}"
+
+    @property
+    def other_module_counts(self) -> dict[str, int]:
+        return _module_counts(self.other_modules)
 
     @property
     def module_problems_text(self) -> str:
@@ -499,7 +592,28 @@ def modules_differ_text(count: int) -> str:
     return f"{count} module{'s differ' if count != 1 else ' differs'} from the local files"
 
 
-def build_view(report: Report) -> ReportView:
+def _split_modules(report: Report, modules: list[Module]) -> tuple[list[Module], list[Module]]:
+    if len(modules) <= MODULES_SHOWN_IN_FULL:
+        return modules, []
+    crashed = report.crashed_thread
+    in_crash = {f.module for f in crashed.frames if f.module} if crashed is not None else set()
+    executable = report.core.executable if report.core is not None else None
+    key, rest = [], []
+    for m in modules:
+        wanted = m.status in UNRELIABLE_STATUSES or m.path in in_crash or (executable and m.path == executable)
+        (key if wanted else rest).append(m)
+    return key, rest
+
+
+def _module_counts(modules: list[Module]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for m in modules:
+        counts[m.status] = counts.get(m.status, 0) + 1
+    return counts
+
+
+def build_view(report: Report, limits: ViewLimits | None = None) -> ReportView:
+    limits = limits or ViewLimits()
     cls = report.classification
     module_status = module_statuses(report)
     crashed_thread = report.crashed_thread
@@ -509,8 +623,8 @@ def build_view(report: Report) -> ReportView:
             crashed_thread,
             frame_rows(
                 crashed_thread,
-                head=CRASHED_HEAD,
-                tail=CRASHED_TAIL,
+                head=limits.crashed_head,
+                tail=limits.crashed_tail,
                 culprit=cls.culprit,
                 suspect=cls.suspect,
                 module_status=module_status,
@@ -518,8 +632,8 @@ def build_view(report: Report) -> ReportView:
         )
     other_threads = [t for t in report.threads if t is not crashed_thread]
     others = [
-        ThreadView(t, frame_rows(t, head=OTHER_HEAD, tail=OTHER_TAIL, module_status=module_status))
-        for t in other_threads[:MAX_OTHER_THREADS]
+        ThreadView(t, frame_rows(t, head=limits.other_head, tail=limits.other_tail, module_status=module_status))
+        for t in other_threads[: limits.max_other_threads]
     ]
     registers: list[tuple[str, str]] = []
     if crashed_thread is not None:
@@ -530,20 +644,23 @@ def build_view(report: Report) -> ReportView:
     modules = sorted(
         report.modules, key=lambda m: (_MODULE_STATUS_RANK.get(m.status, 2), m.path or "")
     )
-    counts: dict[str, int] = {}
-    for m in report.modules:
-        counts[m.status] = counts.get(m.status, 0) + 1
+    key_modules, other_modules = _split_modules(report, modules)
     return ReportView(
         report=report,
         crashed=crashed,
         others=others,
-        others_omitted=max(0, len(other_threads) - MAX_OTHER_THREADS),
+        others_omitted=max(0, len(other_threads) - limits.max_other_threads),
         registers=registers,
         modules=modules,
         module_problems=[m for m in modules if m.status in UNRELIABLE_STATUSES],
-        module_counts=counts,
-        environment=[(str(k), pretty_value(v)) for k, v in (report.environment or {}).items()],
+        module_counts=_module_counts(report.modules),
+        environment=[
+            (str(k), one_line(pretty_value(v), limits.value_chars)) for k, v in (report.environment or {}).items()
+        ],
         evidence=[str(e) for e in cls.evidence or []],
         advice=[str(a) for a in cls.advice or []],
         warnings=[str(w) for w in report.warnings or []],
+        key_modules=key_modules,
+        other_modules=other_modules,
+        limits=limits,
     )
