@@ -1,0 +1,345 @@
+"""Recover the text a dying process wrote about itself from its memory.
+
+TensorFlow's CHECK / LOG(FATAL) (absl logging: `F0000 00:00:1712345678.123456  4242
+tensor_shape.cc:356] Check failed: d < dims() (1 vs. 1)`), protobuf's `[libprotobuf FATAL ...]`,
+libstdc++'s `terminate called after throwing an instance of 'X'`, glibc's assert and malloc
+messages: all of them are formatted into memory before the process aborts, on the stack of
+the crashing thread, in a heap buffer that a stack frame still points to, or (glibc's
+`__abort_msg`) in a small anonymous mapping of their own.
+
+The scan reads, in this order and within a fixed total budget: the crashing thread's stack
+from a little below its stack pointer upward; memory that words on that stack point to; small
+writable mappings; then other writable memory nearest the stack. Only writable memory the core
+holds is read, so string literals in a library's read-only data never pass for a message.
+
+The memory object needs `read(address, size) -> bytes | None` and `segments` (objects with
+start, end, file_offset, filesz, flags), as coreanalyze.memory.CoreMemory provides.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, Iterator, Protocol, Sequence
+
+PF_W = 2
+
+STACK_ABOVE_SP = 2 * 1024 * 1024  # the live frames of the crashing thread
+STACK_BELOW_SP = 64 * 1024  # dead frames just popped (formatting buffers of the logger)
+POINTER_WINDOW = 256 * 1024  # stack words looked at for pointers into the heap
+POINTER_TARGETS = 512  # distinct heap pages those pointers lead to, at most
+POINTER_READ_BEFORE = 256
+POINTER_READ_AFTER = 20 * 1024  # absl's LogMessageData holds a ~15 KB text buffer
+SMALL_SEGMENT = 256 * 1024
+TOTAL_BUDGET = 64 * 1024 * 1024
+CHUNK = 1024 * 1024
+OVERLAP = 4096
+MAX_LINE = 2048
+MAX_BACKTRACK = 512
+MAX_MESSAGES = 32
+
+# (kind, pattern); a kind's place in this list is its rank (most telling first).
+_PATTERNS: list[tuple[str, bytes]] = [
+    # absl: "F0820 12:34:56.789012  4242 file.cc:42] "; before absl::InitializeLog() the
+    # time reads "F0000 00:00:1712345678.123456".
+    ("fatal-log", rb"F\d{4} \d\d:\d\d:\d+(?:\.\d+)?\s+\d+ [\w./+-]{1,200}:\d{1,7}\] "),
+    ("fatal-log", rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: F [\w./+-]{1,200}:\d{1,7}\] "),
+    ("check-failure", rb"Check failed: "),
+    ("protobuf-fatal", rb"\[libprotobuf FATAL [\w./+-]{1,200}:\d{1,7}\] "),
+    ("check-failure", rb"CHECK failed: "),
+    ("terminate", rb"terminate called (?:after throwing an instance of '|recursively|without an active exception)"),
+    ("python-fatal", rb"Fatal Python error: "),
+    ("glibc-assert", rb": Assertion `"),
+    ("glibc-fortify", rb"\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*"),
+    (
+        "glibc-malloc",
+        rb"(?:double free or corruption \(|free\(\): (?:invalid|double free|unaligned|too many)|malloc\(\): (?:corrupted|invalid|unaligned|memory corruption|mismatching)|realloc\(\): (?:invalid|corrupted)|corrupted size vs\. prev_size|corrupted double-linked list|malloc_consolidate\(\): |munmap_chunk\(\): invalid pointer|tcache_thread_shutdown\(\): )",
+    ),
+]
+# Kinds that describe the same event share a tier; within a tier the most complete line wins.
+_KIND_TIER = {
+    "fatal-log": 0,
+    "protobuf-fatal": 0,
+    "check-failure": 0,
+    "terminate": 1,
+    "python-fatal": 1,
+    "glibc-assert": 2,
+    "glibc-fortify": 2,
+    "glibc-malloc": 2,
+}
+_FULL_PREFIX = re.compile(rb"^(?:" + _PATTERNS[0][1] + rb"|" + _PATTERNS[1][1] + rb"|" + _PATTERNS[3][1] + rb")")
+# printf directives: a format string (a compiler-built copy of a literal), not a message.
+_FORMAT_DIRECTIVE = re.compile(rb"%[-+ #0-9.*]*(?:hh|h|ll|l|z|j|t)?[sdiuxXfFgGpc]")
+_COMBINED = re.compile(b"|".join(b"(?P<k%d>%s)" % (i, p) for i, (_, p) in enumerate(_PATTERNS)))
+# Memory tied to the crash (the stack, what it points to, glibc's own abort-message mapping)
+# outranks the rest of the heap, where old text (even a script's source) may linger.
+_WHERE_RANK = {"stack": 0, "stack-pointer": 0, "small-mapping": 0, "writable-memory": 1}
+_PRINTABLE = frozenset(range(0x20, 0x7F)) | {0x09}
+_WHAT_LINE = re.compile(rb"\n\s*what\(\):\s+([ -~\t]{1,1000})")
+
+
+class _Memory(Protocol):
+    segments: Sequence[Any]
+
+    def read(self, address: int, size: int) -> bytes | None: ...
+
+
+@dataclass(frozen=True)
+class AbortMessage:
+    text: str
+    kind: str  # fatal-log | check-failure | protobuf-fatal | terminate | python-fatal | glibc-*
+    address: int  # where the line starts in the process
+    where: str  # stack | stack-pointer | small-mapping | writable-memory
+
+    @property
+    def rank(self) -> tuple[int, int, int, int, int]:
+        # Among copies of one message the longest is the whole one: a freed copy loses its
+        # first bytes to the allocator's free-list pointers, a stack copy its tail.
+        raw = self.text.encode("ascii", "replace")
+        whole = 0 if _FULL_PREFIX.match(raw) else 1
+        if _has_repeated_run(raw):
+            whole = 2  # pieces of string literals the compiler assembled on the stack, not a message
+        return (_WHERE_RANK[self.where], _KIND_TIER.get(self.kind, 9), whole, -len(self.text), self.address)
+
+
+def _has_repeated_run(text: bytes, run: int = 20) -> bool:
+    seen: set[bytes] = set()
+    for i in range(0, max(0, len(text) - run + 1)):
+        piece = text[i: i + run]
+        if piece in seen:
+            return True
+        seen.add(piece)
+    return False
+
+
+def _present_end(seg: Any) -> int:
+    size = max(0, int(seg.end) - int(seg.start))
+    return int(seg.start) + max(0, min(int(seg.filesz), size))
+
+
+def _writable(seg: Any) -> bool:
+    return bool(int(getattr(seg, "flags", 0)) & PF_W)
+
+
+def _segment_at(segments: Sequence[Any], address: int) -> Any | None:
+    for seg in segments:
+        if seg.start <= address < seg.end:
+            return seg
+    return None
+
+
+class _Budget:
+    def __init__(self, total: int):
+        self.left = total
+
+    def take(self, size: int) -> int:
+        granted = max(0, min(size, self.left))
+        self.left -= granted
+        return granted
+
+
+def _read_range(memory: _Memory, start: int, end: int, budget: _Budget) -> Iterator[tuple[int, bytes]]:
+    """(address, bytes) chunks of [start, end), overlapping so that no line is cut in two."""
+    cursor = start
+    while cursor < end:
+        size = budget.take(min(CHUNK, end - cursor))
+        if size <= 0:
+            return
+        data = memory.read(cursor, size)
+        if data:
+            yield cursor, data
+        if cursor + size >= end:
+            return
+        cursor = cursor + size - OVERLAP if size > OVERLAP else cursor + size
+
+
+def _line_at(data: bytes, pos: int) -> tuple[int, bytes] | None:
+    """The printable line around pos: (start offset, bytes)."""
+    start = pos
+    limit = max(0, pos - MAX_BACKTRACK)
+    while start > limit and data[start - 1] in _PRINTABLE:
+        start -= 1
+    end = pos
+    stop = min(len(data), pos + MAX_LINE)
+    while end < stop and data[end] in _PRINTABLE:
+        end += 1
+    while start < end and data[start] in (0x20, 0x09):
+        start += 1
+    line = data[start:end].rstrip()
+    if not line:
+        return None
+    return start, line
+
+
+def _what_after(data: bytes, end: int) -> bytes | None:
+    m = _WHAT_LINE.match(data, end)
+    return m.group(1).rstrip() if m else None
+
+
+def _plausible(kind: str, line: bytes) -> bool:
+    letters = sum(1 for b in line if 0x41 <= (b | 0x20) <= 0x7A)
+    if letters < 8 or _FORMAT_DIRECTIVE.search(line):
+        return False
+    if kind == "check-failure":
+        tail = line.split(b"ailed:", 1)[-1]
+        return sum(1 for b in tail if chr(b).isalnum()) >= 3
+    if kind == "glibc-assert":
+        return line.endswith(b"failed.") or line.endswith(b"failed")
+    if kind == "terminate":
+        return b"'" in line[40:] or b"recursively" in line or b"without an active" in line
+    return True
+
+
+# Literal byte strings that every message contains somewhere: memchr-speed `find` locates the
+# few candidate lines, and only those lines meet the regular expressions (a regex alone runs
+# at a few MB/s over binary memory).
+_ANCHORS = (
+    b"Check failed: ",
+    b"CHECK failed: ",
+    b"[libprotobuf FATAL ",
+    b"terminate called ",
+    b"Fatal Python error: ",
+    b": Assertion `",
+    b" detected ***",
+    b"(): ",
+    b"double free or corruption",
+    b"corrupted ",
+    b": F ",  # "2024-01-01 12:00:00.000000: F file.cc:12] "
+    b"F0",  # absl's "F0820 12:34:56..." / "F0000 00:00:..."
+    b"F1",
+)
+MAX_HITS_PER_CHUNK = 4096
+
+
+def _scan_bytes(base: int, data: bytes, where: str, seen: set[int], out: list[AbortMessage]) -> None:
+    hits = 0
+    done_lines: set[int] = set()
+    for anchor in _ANCHORS:
+        pos = data.find(anchor)
+        while pos >= 0:
+            hits += 1
+            if hits > MAX_HITS_PER_CHUNK or len(out) >= MAX_MESSAGES:
+                return
+            found = _line_at(data, pos)
+            next_from = pos + len(anchor)
+            if found is not None:
+                offset, line = found
+                next_from = max(next_from, offset + len(line))
+                if offset not in done_lines:
+                    done_lines.add(offset)
+                    _take_line(base, data, offset, line, where, seen, out)
+            pos = data.find(anchor, next_from)
+
+
+def _take_line(base: int, data: bytes, offset: int, line: bytes, where: str, seen: set[int], out: list[AbortMessage]) -> None:
+    m = _COMBINED.search(line)
+    if m is None or m.lastgroup is None:
+        return
+    kind = _PATTERNS[int(m.lastgroup[1:])][0]
+    address = base + offset
+    if address in seen or not _plausible(kind, line):
+        return
+    seen.add(address)
+    text = line
+    if kind == "terminate":
+        newline = data.find(b"\n", offset, offset + MAX_LINE + MAX_BACKTRACK)
+        what = _what_after(data, newline) if newline >= 0 else None
+        if what:
+            text = line + b"\n  what():  " + what
+    out.append(AbortMessage(text.decode("ascii", "replace"), kind, address, where))
+
+
+def _stack_pointers(data: bytes, targets: Sequence[Any], stack_seg: Any | None) -> list[int]:
+    """Distinct page-aligned targets of stack words that point into writable, dumped memory."""
+    ranges = sorted((int(s.start), _present_end(s)) for s in targets if s is not stack_seg)
+    if not ranges:
+        return []
+    starts = [r[0] for r in ranges]
+    pages: list[int] = []
+    seen: set[int] = set()
+    for (value,) in struct.iter_unpack("<Q", data[: len(data) - len(data) % 8]):
+        if value < 4096:
+            continue
+        i = bisect.bisect_right(starts, value) - 1
+        if i < 0 or not (ranges[i][0] <= value < ranges[i][1]):
+            continue
+        page = value & ~0xFFF
+        if page in seen:
+            continue
+        seen.add(page)
+        pages.append(value)
+        if len(pages) >= POINTER_TARGETS:
+            break
+    return pages
+
+
+def scan_abort_messages(
+    memory: _Memory,
+    sp: int | None,
+    *,
+    stack_limit: int = STACK_ABOVE_SP,
+    budget: int = TOTAL_BUDGET,
+) -> list[AbortMessage]:
+    """Every fatal message found, best first."""
+    try:
+        segments = [s for s in memory.segments if int(s.end) > int(s.start)]
+    except (AttributeError, TypeError, ValueError):
+        return []
+    writable = [s for s in segments if _writable(s) and _present_end(s) > s.start]
+    spent = _Budget(budget)
+    seen: set[int] = set()
+    found: list[AbortMessage] = []
+    scanned: list[tuple[int, int]] = []
+
+    stack_seg = _segment_at(segments, sp) if isinstance(sp, int) else None
+    if stack_seg is not None:
+        lo = max(int(stack_seg.start), sp - STACK_BELOW_SP)
+        hi = min(_present_end(stack_seg), sp + max(0, stack_limit))
+        stack_bytes = bytearray()
+        for base, data in _read_range(memory, lo, hi, spent):
+            _scan_bytes(base, data, "stack", seen, found)
+            if base - lo < POINTER_WINDOW + STACK_BELOW_SP:
+                stack_bytes += data[: max(0, lo + POINTER_WINDOW + STACK_BELOW_SP - base)]
+        scanned.append((lo, hi))
+        # Pointers from the live part of the stack into the heap (absl's LogMessage keeps its
+        # text in a heap buffer that the LogMessage object on the stack points to).
+        live_from = sp - lo
+        pointer_words = bytes(stack_bytes[live_from - live_from % 8: live_from - live_from % 8 + POINTER_WINDOW])
+        for target in _stack_pointers(pointer_words, writable, stack_seg):
+            seg = _segment_at(writable, target)
+            if seg is None:
+                continue
+            start = max(int(seg.start), target - POINTER_READ_BEFORE)
+            end = min(_present_end(seg), target + POINTER_READ_AFTER)
+            for base, data in _read_range(memory, start, end, spent):
+                _scan_bytes(base, data, "stack-pointer", seen, found)
+            if spent.left <= 0:
+                break
+
+    def covered(seg: Any) -> bool:
+        return any(lo <= seg.start and _present_end(seg) <= hi for lo, hi in scanned)
+
+    small = [s for s in writable if _present_end(s) - s.start <= SMALL_SEGMENT and not covered(s)]
+    for seg in small:
+        for base, data in _read_range(memory, int(seg.start), _present_end(seg), spent):
+            _scan_bytes(base, data, "small-mapping", seen, found)
+    big = [s for s in writable if _present_end(s) - s.start > SMALL_SEGMENT and s is not stack_seg]
+    anchor = sp if isinstance(sp, int) else 0
+    big.sort(key=lambda s: min(abs(int(s.start) - anchor), abs(_present_end(s) - anchor)))
+    for seg in big:
+        if spent.left <= 0:
+            break
+        for base, data in _read_range(memory, int(seg.start), _present_end(seg), spent):
+            _scan_bytes(base, data, "writable-memory", seen, found)
+
+    return sorted(found, key=lambda m: m.rank)
+
+
+def find_abort_message(memory: _Memory | None, sp: int | None, **limits: int) -> str | None:
+    """The most telling fatal message in the process's memory, or None."""
+    if memory is None:
+        return None
+    messages = scan_abort_messages(memory, sp, **limits)
+    return messages[0].text if messages else None

@@ -1,0 +1,57 @@
+"""Concrete next steps, chosen from the [[advice]] entries of the rules by category, fault kind
+and whether a custom op is involved; {placeholders} are filled from the crash."""
+
+from __future__ import annotations
+
+import string
+from typing import Mapping
+
+from coreanalyze.classify.rules import AdviceEntry, RuleSet
+
+MAX_LINES = 6
+_FORMATTER = string.Formatter()
+
+
+def _fill(line: str, values: Mapping[str, str | None]) -> str | None:
+    """The line with its placeholders filled; None when one of them has no value."""
+    try:
+        fields = [f for _, f, _, _ in _FORMATTER.parse(line) if f is not None]
+    except ValueError:
+        return line  # a stray brace in a user's text: show it as written
+    for f in fields:
+        if not values.get(f):
+            return None
+    try:
+        return line.format_map({k: v for k, v in values.items() if v})
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+def _applies(entry: AdviceEntry, category: str, fault_kind: str, custom_op: bool) -> bool:
+    if entry.category is not None and entry.category != category:
+        return False
+    if entry.fault_kind is not None and entry.fault_kind != fault_kind:
+        return False
+    if entry.custom_op is not None and entry.custom_op != custom_op:
+        return False
+    return True
+
+
+def advise(category: str, fault_kind: str, custom_op: bool, values: Mapping[str, str | None], rules: RuleSet) -> list[str]:
+    entries = [e for e in rules.advice if _applies(e, category, fault_kind, custom_op)]
+    if any(e.custom_op for e in entries):
+        # The custom-op advice says it better than the generic advice for its category.
+        entries = [
+            e for e in entries if not (e.origin == "built-in" and e.custom_op is None and e.fault_kind is None and e.category == category)
+        ]
+    # A user's advice first (it knows the local setup), then the most specific of ours.
+    entries.sort(key=lambda e: (e.origin == "built-in", -e.specificity))
+    lines: list[str] = []
+    for entry in entries:
+        for raw in entry.lines:
+            line = _fill(raw, values)
+            if line and line not in lines:
+                lines.append(line)
+            if len(lines) >= MAX_LINES:
+                return lines
+    return lines

@@ -1,0 +1,119 @@
+"""Which subsystem the crash belongs to: the best-scoring rule over the top of the stack.
+
+Every frame from the top of the crash (allocator evidence included) down through the culprit's
+window takes its best rule; its score is the rule's priority minus a penalty per frame of
+distance from the top, so the nearest specific code wins over distant context, yet a generic
+frame on top (`TensorShapeBase::dim_size`) yields to the kernel right below it. Abort-message
+rules and a custom-op frame take part with the same scoring; Python frames and noise frames
+(CPython's eval loop, ...) only decide when nothing else does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from coreanalyze.classify.culprit import CulpritPick
+from coreanalyze.classify.customop import CustomOpHit
+from coreanalyze.classify.frames import FrameView
+from coreanalyze.classify.rules import NOISE_ROLES, Rule, RuleSet
+
+MAX_PYTHON_FRAMES = 30
+
+
+@dataclass(frozen=True)
+class Candidate:
+    category: str
+    score: int
+    distance: int
+    source: str  # what matched, for the evidence
+    rule: Rule | None = None
+    view: FrameView | None = None
+
+
+@dataclass(frozen=True)
+class CategoryDecision:
+    category: str
+    winner: Candidate | None
+    runner_up: Candidate | None
+
+    def evidence(self) -> list[str]:
+        if self.winner is None:
+            return ["no rule matched any frame of the crashing thread"]
+        w = self.winner
+        lines = [f"category {w.category}: {w.source} (score {w.score})"]
+        r = self.runner_up
+        if r is not None and r.category != w.category:
+            lines.append(f"next best: {r.category} from {r.source} (score {r.score})")
+        return lines
+
+
+def _describe(rule: Rule, view: FrameView) -> str:
+    where = f"frame #{view.index} {view.label}"
+    if view.module_base and not view.python:
+        where += f" in {view.module_base}"
+    elif view.python and view.frame.file:
+        where += f" ({view.frame.file})"
+    return f"rule {rule.name} matched {where}"
+
+
+def decide_category(
+    views: Sequence[FrameView],
+    pick: CulpritPick,
+    abort_message: str | None,
+    custom: CustomOpHit | None,
+    rules: RuleSet,
+) -> CategoryDecision:
+    s = rules.settings
+    candidates: list[Candidate] = []
+
+    # The ranked native frames: allocator evidence above the culprit, the culprit, its window.
+    ranked: list[FrameView] = []
+    if pick.native:
+        ranked = [*pick.allocator_frames, pick.view, *pick.below]
+    for distance, v in enumerate(ranked):
+        rule = rules.best_native_rule(v.name, v.module_base)
+        if rule is not None:
+            candidates.append(Candidate(rule.category, rule.priority - s.distance_penalty * distance, distance, _describe(rule, v), rule, v))
+
+    if custom is not None:
+        distance = ranked.index(custom.view) if custom.view in ranked else 0
+        candidates.append(
+            Candidate(
+                s.custom_op_category,
+                s.custom_op_priority - s.distance_penalty * distance,
+                distance,
+                f"frame #{custom.view.index} {custom.view.label} is custom-op code: {custom.reason}",
+                None,
+                custom.view,
+            )
+        )
+
+    for rule in rules.message_rules(abort_message):
+        candidates.append(Candidate(rule.category, rule.priority, 0, f"rule {rule.name} matched the abort message", rule))
+
+    # Noise frames between the top and the end of the window, at a discount.
+    if ranked:
+        last = ranked[-1].position
+        for v in views[pick.start: last + 1]:
+            if v.python or v.role not in NOISE_ROLES:
+                continue
+            rule = rules.best_native_rule(v.name, v.module_base)
+            if rule is not None:
+                distance = sum(1 for r in ranked if r.position < v.position)
+                candidates.append(Candidate(rule.category, rule.priority - s.noise_penalty - s.distance_penalty * distance, distance, _describe(rule, v), rule, v))
+
+    # Python frames: the only frames of a faulthandler dump, context otherwise.
+    python = [v for v in views if v.python][:MAX_PYTHON_FRAMES]
+    for rank, v in enumerate(python):
+        rule = rules.best_python_rule(v.name, v.frame.file or "")
+        if rule is not None:
+            score = rule.priority - s.distance_penalty * rank - (s.noise_penalty if ranked else 0)
+            candidates.append(Candidate(rule.category, score, rank, _describe(rule, v), rule, v))
+
+    if not candidates:
+        return CategoryDecision("unknown", None, None)
+    ordered = sorted(candidates, key=lambda c: (-c.score, c.distance))
+    winner = ordered[0]
+    runner = next((c for c in ordered[1:] if c.category != winner.category), None)
+    return CategoryDecision(winner.category, winner, runner)

@@ -1,0 +1,199 @@
+"""classify(report) -> Classification: the steps of this package run in order on one report.
+
+frames -> culprit (skip lists) -> custom-op frames -> category (rules) -> fault kind -> op ->
+signature -> summary -> advice -> confidence. Each step is its own module; this one only wires
+them together and writes down the evidence.
+"""
+
+from __future__ import annotations
+
+from coreanalyze.classify.advice import advise
+from coreanalyze.classify.category import decide_category
+from coreanalyze.classify.culprit import CulpritPick, pick_culprit
+from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
+from coreanalyze.classify.faultkind import (
+    thrown_exception,
+    cpu_feature_for,
+    fault_kind_from_views,
+    instruction_text,
+    short_message,
+    signal_name,
+    signal_origin,
+)
+from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.names import normalize_function, short_name
+from coreanalyze.classify.op import find_op
+from coreanalyze.classify.rules import RuleSet, default_rules
+from coreanalyze.classify.signature import make_signature
+from coreanalyze.classify.summary import SummaryFacts, summarize
+from coreanalyze.model import Classification, Culprit, Report, SignalInfo, Thread
+
+ROLE_WORDS = {
+    "trampoline": "signal handler",
+    "abort": "abort path",
+    "logging": "logging",
+    "libc": "libc primitives",
+    "runtime": "plumbing",
+    "allocator": "allocator",
+}
+
+
+def _crashed_thread(report: Report) -> Thread | None:
+    thread = report.crashed_thread
+    if thread is not None:
+        return thread
+    # A pasted report often has one thread and does not say it crashed.
+    return next((t for t in report.threads if t.frames), None)
+
+
+def _display_function(v: FrameView, rules: RuleSet) -> str | None:
+    if v.python:
+        return v.name or None
+    if not v.frame.function and not v.frame.raw_function:
+        return None
+    readable = rules.fold(normalize_function(v.frame.function or v.frame.raw_function, keep_templates=True))
+    return readable or None
+
+
+def _culprit_of(v: FrameView | None, rules: RuleSet) -> Culprit:
+    if v is None:
+        return Culprit()
+    module = v.frame.file if v.python else v.module_path
+    return Culprit(function=_display_function(v, rules), module=module, frame_index=v.index)
+
+
+def _skipped_evidence(pick: CulpritPick) -> str | None:
+    skipped = [*pick.handler_frames, *pick.skipped]
+    if not skipped or pick.view is None:
+        return None
+    roles: list[str] = []
+    for v in skipped:
+        word = ROLE_WORDS.get(v.role or "", "noise")
+        if word not in roles:
+            roles.append(word)
+    first, last = skipped[0].index, skipped[-1].index
+    span = f"#{first}" if first == last else f"#{first}-#{last}"
+    return f"skipped frames {span} ({', '.join(roles)}) above the culprit"
+
+
+def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int | None, signal: str | None) -> str:
+    if category == "unknown" or pick.view is None:
+        return "low"
+    reliable = all(v.frame.reliable for v in [pick.view, *pick.below[:3]])
+    strong = decision_score is not None and decision_score >= 40
+    if signal and kind != "unknown" and pick.native and pick.view.name and strong and reliable and not pick.fallback:
+        return "high"
+    return "medium"
+
+
+def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
+    rules = rules or default_rules()
+    abort_message = abort_message or report.classification.abort_message
+    thread = _crashed_thread(report)
+    frames = thread.frames if thread is not None else []
+    registers = thread.registers if thread is not None else {}
+    signal = report.core.signal if report.core is not None else SignalInfo()
+    pid = report.core.pid if report.core is not None else None
+    sig = signal_name(signal)
+
+    views = build_views(frames, report.modules, rules)
+    pick = pick_culprit(views, rules)
+    custom = find_custom_op(views, pick, report.modules, rules)
+    decision = decide_category(views, pick, abort_message, custom, rules)
+    kind, kind_evidence = fault_kind_from_views(
+        signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules
+    )
+    op = find_op(views, pick, custom, rules)
+
+    evidence: list[str] = list(kind_evidence)
+    if abort_message:
+        evidence.append(f"abort message: {' '.join(abort_message.split())[:300]}")
+    if pick.view is not None:
+        where = f"culprit: frame #{pick.view.index} {pick.view.label}"
+        if pick.view.module_base:
+            where += f" in {pick.view.module_base}"
+        if pick.fallback:
+            where += " (every frame is on a skip list; this is the least noisy one)"
+        evidence.append(where)
+    skipped = _skipped_evidence(pick)
+    if skipped:
+        evidence.append(skipped)
+    if pick.allocator_frames:
+        evidence.append("allocator frames on top of the crash: " + ", ".join(v.label for v in pick.allocator_frames[:4]))
+    evidence.extend(decision.evidence())
+    if custom is not None and (decision.winner is None or decision.winner.view is not custom.view or decision.winner.rule is not None):
+        evidence.append(f"custom-op code: frame #{custom.view.index} {custom.view.label} ({custom.library}): {custom.reason}")
+    if op is not None:
+        evidence.append(f"op: {op.name}" + (f" from frame #{op.view.index} {op.view.label}" if op.view is not None else ""))
+    unreliable = sorted({v.module_base for v in [pick.view, *pick.below] if v is not None and not v.frame.reliable and v.module_base})
+    if unreliable:
+        evidence.append("frames in " + ", ".join(unreliable) + " may be misnamed: the library here differs from the crashed process's")
+    if not frames:
+        evidence.append("the crashing thread has no frames")
+
+    culprit = _culprit_of(pick.view, rules)
+    suspect = None
+    if custom is not None and custom.view is not pick.view:
+        suspect = Culprit(function=_display_function(custom.view, rules), module=custom.library_path, frame_index=custom.view.index)
+
+    origin = signal_origin(signal, pid, any(v.role == "abort" for v in pick.skipped))
+    insn = instruction_text(report.fault_instruction)
+    feature = cpu_feature_for(insn, rules)
+    caller = pick.below[0] if pick.below else None
+    tf_caller = None
+    if custom is not None:
+        tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v)), None)
+    summary = summarize(
+        SummaryFacts(
+            signal=sig,
+            fault_kind=kind,
+            category=decision.category,
+            culprit=pick.view,
+            caller=caller,
+            custom=custom,
+            op=op,
+            abort_message=short_message(abort_message),
+            address=signal.address,
+            sender=origin.sender or (f"pid {signal.sender_pid}" if signal.sender_pid is not None else None),
+            instruction=insn,
+            feature=feature[0] if feature else None,
+            python_only=pick.view is not None and pick.view.python,
+            tf_caller=tf_caller,
+        )
+    )
+
+    values = {
+        "culprit": short_name(pick.view.name) if pick.view is not None and pick.view.name else None,
+        "module": pick.view.module_base if pick.view is not None else None,
+        "library": custom.library if custom is not None else None,
+        "library_path": custom.library_path if custom is not None else None,
+        "op": op.name if op is not None else None,
+        "kernel": short_name(op.view.name) if op is not None and op.view is not None and op.view.name else (op.name if op is not None else None),
+        "abort_message": short_message(abort_message),
+        "sender_pid": str(signal.sender_pid) if signal.sender_pid is not None else None,
+        "instruction": insn,
+        "feature": feature[0] if feature and not feature[1] else None,
+        "address": f"0x{signal.address:x}" if signal.address is not None else None,
+        "signal": sig,
+        "exception": thrown_exception(views, rules),
+        "loaded_custom_ops": ", ".join(loaded_custom_libraries(report.modules, rules)) or None,
+    }
+    advice = advise(decision.category, kind, custom is not None, values, rules)
+
+    score = decision.winner.score if decision.winner is not None else None
+    return Classification(
+        category=decision.category,
+        fault_kind=kind,
+        culprit=culprit,
+        signature=make_signature(sig, views, pick, rules),
+        summary=summary,
+        evidence=evidence,
+        advice=advice,
+        abort_message=abort_message,
+        confidence=_confidence(decision.category, kind, pick, score, sig),
+        suspect=suspect,
+        op=op.name if op is not None else None,
+    )
+
+
+

@@ -1,0 +1,95 @@
+"""Which frame to blame: skip the noise the way crash-signature systems do.
+
+Above the culprit sit frames that say how the process died, not why: a signal handler that
+re-raised the signal, raise/abort, logging, libc's string primitives, C++ terminate machinery.
+Allocator internals are skipped too, but remembered: they are the evidence of a damaged heap.
+The skip lists are the skip_*.txt files next to this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from coreanalyze.classify.frames import FrameView
+from coreanalyze.classify.rules import NOISE_ROLES, RuleSet
+
+# A signal handler's frames sit above the trampoline; a handler deeper than this is not one we
+# skip (it would be the crash itself, not a re-raise).
+MAX_HANDLER_DEPTH = 40
+
+
+@dataclass
+class CulpritPick:
+    view: FrameView | None = None
+    start: int = 0  # position of the first frame after a re-raising signal handler
+    handler_frames: list[FrameView] = field(default_factory=list)
+    skipped: list[FrameView] = field(default_factory=list)  # noise and evidence above the culprit
+    allocator_frames: list[FrameView] = field(default_factory=list)  # evidence above the culprit
+    fallback: bool = False  # every frame was noise; the culprit is the least noisy one
+    below: list[FrameView] = field(default_factory=list)  # significant native frames under it
+
+    @property
+    def native(self) -> bool:
+        return self.view is not None and not self.view.python
+
+
+def _handler_end(views: Sequence[FrameView]) -> tuple[int, list[FrameView]]:
+    """Position after the topmost signal trampoline when only handler noise sits above it."""
+    for v in views[:MAX_HANDLER_DEPTH]:
+        if v.python:
+            break
+        if v.role == "trampoline":
+            above = views[: v.position]
+            # A handler that re-raised (faulthandler, TF's stack-trace handler) shows only
+            # abort-path and logging frames; real code above means the handler itself crashed.
+            if all(a.role is not None for a in above):
+                return v.position + 1, list(views[: v.position + 1])
+            return 0, []
+    return 0, []
+
+
+def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None = None) -> CulpritPick:
+    window = window or rules.settings.window
+    pick = CulpritPick()
+    if not views:
+        return pick
+    start, handler = _handler_end(views)
+    pick.start, pick.handler_frames = start, handler
+    native = [v for v in views[start:] if not v.python]
+    for v in native:
+        if v.role in NOISE_ROLES:
+            pick.skipped.append(v)
+        elif v.role == "allocator":
+            pick.skipped.append(v)
+            pick.allocator_frames.append(v)
+        else:
+            pick.view = v
+            break
+    if pick.view is None and native:
+        pick.fallback = True
+        pick.skipped, pick.allocator_frames = [], []
+        pick.view = _least_noisy(native)
+        for v in native:
+            if v is pick.view:
+                break
+            pick.skipped.append(v)
+            if v.role == "allocator":
+                pick.allocator_frames.append(v)
+    if pick.view is None:
+        python = [v for v in views if v.python]
+        pick.view = python[0] if python else None
+        return pick
+    after = [v for v in native if v.position > pick.view.position and v.role not in NOISE_ROLES]
+    pick.below = after[:window]
+    return pick
+
+
+def _least_noisy(native: Sequence[FrameView]) -> FrameView:
+    # Roles in NOISE_ROLES are ordered from surely-irrelevant to plumbing; "runtime" frames
+    # (the eval loop, main) and allocator frames are better culprits than raise() or memcpy.
+    for tolerated in (("runtime",), ("allocator",), ("libc", "logging")):
+        for v in native:
+            if v.role in tolerated:
+                return v
+    return native[0]

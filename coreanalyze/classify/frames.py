@@ -1,0 +1,96 @@
+"""The crashing thread's frames as the classifier sees them: normalized names, library classes
+and skip roles, computed once."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Sequence
+
+from coreanalyze.classify.names import basename, normalize_function
+from coreanalyze.classify.rules import RuleSet
+from coreanalyze.model import Frame, Module
+
+# Frames beyond this depth are never looked at: a runaway recursion has a hundred thousand,
+# and the interesting ones are at the top.
+MAX_FRAMES = 1024
+
+
+@dataclass(frozen=True)
+class FrameView:
+    position: int  # place in the thread's frame list (0 = innermost)
+    frame: Frame
+    name: str  # normalized and folded function name, "" when unknown
+    module_path: str | None  # the frame's library (resolved by pc when the frame lacks it)
+    module_base: str  # its basename, "" when unknown
+    module_class: str | None  # tensorflow | python | system | extension | foreign | None
+    role: str | None  # skip list the name is on, if any
+    python: bool
+
+    @property
+    def index(self) -> int:
+        return self.frame.index
+
+    @property
+    def label(self) -> str:
+        """The frame as a person reads it: its function, else its library, else ??."""
+        if self.name:
+            return self.name
+        if self.python:
+            return "<python>"
+        return self.module_base or "??"
+
+    @property
+    def file_base(self) -> str:
+        return basename(self.frame.file)
+
+
+class ModuleIndex:
+    """Library lookup by address, for frames whose library the backtrace did not name."""
+
+    def __init__(self, modules: Sequence[Module]):
+        ranged = sorted((m for m in modules if m.start is not None and m.end is not None and m.end > m.start), key=lambda m: m.start)
+        self._modules = ranged
+        self._starts = [m.start for m in ranged]
+
+    def path_at(self, pc: int | None) -> str | None:
+        if pc is None or not self._modules:
+            return None
+        i = bisect.bisect_right(self._starts, pc) - 1
+        if i >= 0 and self._modules[i].start <= pc < self._modules[i].end:
+            return self._modules[i].path
+        return None
+
+
+def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleSet) -> list[FrameView]:
+    ordered = sorted(frames[:MAX_FRAMES], key=lambda f: f.index)
+    index = ModuleIndex(modules)
+    views = []
+    # Deep recursions repeat a handful of frames thousands of times: look each one up once.
+    memo: dict[tuple[str | None, str | None, bool], tuple[str, str | None, str | None]] = {}
+    for position, frame in enumerate(ordered):
+        python = frame.kind == "python"
+        raw = frame.function or (frame.raw_function if not python else None)
+        module_path = None if python else (frame.module or index.path_at(frame.pc))
+        key = (raw, module_path, python)
+        if key not in memo:
+            if python:
+                name = (frame.function or "").strip()
+            else:
+                name = normalize_function(raw)
+                name = rules.fold(name) if name else name
+            memo[key] = (name, rules.module_class(module_path), None if python else rules.skip_role(name))
+        name, module_class, role = memo[key]
+        views.append(
+            FrameView(
+                position=position,
+                frame=frame,
+                name=name,
+                module_path=module_path,
+                module_base=basename(module_path),
+                module_class=module_class,
+                role=role,
+                python=python,
+            )
+        )
+    return views

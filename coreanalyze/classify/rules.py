@@ -1,0 +1,495 @@
+"""The classifier's rules: loaded from rules.toml and the skip_*.txt lists, checked, merged.
+
+A user's `--rules FILE` has the shape of rules.toml. Anything wrong with it (bad TOML, an
+unknown category, a regex that does not compile, a field of the wrong type) is reported as
+errors.BadInput with one line naming the file and the entry, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+from coreanalyze.errors import BadInput
+from coreanalyze.model import CATEGORIES, FAULT_KINDS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+BUILTIN_RULES = HERE / "rules.toml"
+
+# Roles of the skip lists, each from its own plain-text file (Socorro-style).
+SKIP_ROLES = ("trampoline", "abort", "logging", "libc", "runtime", "allocator")
+# Roles that are pure noise for the culprit; "allocator" frames are skipped too but kept as
+# evidence. The order is the fallback order: when every frame is skipped, the culprit is the
+# first frame outside the earlier (more certainly irrelevant) roles.
+NOISE_ROLES = ("trampoline", "abort", "logging", "libc", "runtime")
+
+# A rules file bigger than this is not a rules file.
+MAX_RULES_FILE = 2 * 1024 * 1024
+MAX_PATTERN = 4000
+
+MODULE_CLASSES = ("tensorflow", "python", "system", "extension")
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    category: str
+    priority: int
+    function: re.Pattern[str] | None = None
+    module: re.Pattern[str] | None = None
+    python_file: re.Pattern[str] | None = None
+    abort_message: re.Pattern[str] | None = None
+    description: str = ""
+    origin: str = "built-in"
+
+    @property
+    def frame_rule(self) -> bool:
+        return any(p is not None for p in (self.function, self.module, self.python_file))
+
+    @property
+    def native_rule(self) -> bool:
+        return self.function is not None or self.module is not None
+
+    def matches_native(self, function: str, module_base: str) -> bool:
+        if self.python_file is not None or not self.native_rule:
+            return False
+        if self.function is not None and not (function and self.function.search(function)):
+            return False
+        if self.module is not None and not (module_base and self.module.search(module_base)):
+            return False
+        return True
+
+    def matches_python(self, function: str, file: str) -> bool:
+        if self.python_file is None or not file or not self.python_file.search(file):
+            return False
+        return self.function is None or bool(function and self.function.search(function))
+
+    def matches_message(self, message: str | None) -> bool:
+        return bool(self.abort_message is not None and message and self.abort_message.search(message))
+
+
+@dataclass(frozen=True)
+class OpPattern:
+    name: str
+    kind: str  # kernel | tflite-builtin | tflite-custom | tflite-delegate | custom
+    function: re.Pattern[str]
+    exclude: re.Pattern[str] | None = None
+    label: str | None = None
+
+    def op_of(self, function: str) -> str | None:
+        m = self.function.search(function)
+        if not m:
+            return None
+        if self.label:
+            return self.label
+        op = m.groupdict().get("op") or m.group(0)
+        if self.exclude is not None and self.exclude.search(op):
+            return None
+        return op
+
+
+@dataclass(frozen=True)
+class AdviceEntry:
+    lines: tuple[str, ...]
+    category: str | None = None
+    fault_kind: str | None = None
+    custom_op: bool | None = None
+    origin: str = "built-in"
+
+    @property
+    def specificity(self) -> int:
+        return (2 if self.fault_kind else 0) + (1 if self.category else 0) + (4 if self.custom_op else 0)
+
+
+@dataclass(frozen=True)
+class CpuFeature:
+    pattern: re.Pattern[str]
+    feature: str
+    trap: bool = False
+
+
+@dataclass(frozen=True)
+class ThrowHelper:
+    function: re.Pattern[str]
+    exception: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    window: int = 12
+    distance_penalty: int = 5
+    noise_penalty: int = 30
+    signature_frames: int = 5
+    signature_templates: bool = False
+    custom_op_priority: int = 85
+    custom_op_category: str = "kernel-compute"
+
+
+@dataclass(frozen=True)
+class FaultKindData:
+    heap_messages: tuple[re.Pattern[str], ...] = ()
+    check_messages: tuple[re.Pattern[str], ...] = ()
+    assert_messages: tuple[re.Pattern[str], ...] = ()
+    terminate_frames: re.Pattern[str] | None = None
+    assert_frames: re.Pattern[str] | None = None
+    stack_protector_frames: re.Pattern[str] | None = None
+    stack_overflow_slack: int = 65536
+    recursion_min_frames: int = 1000
+    recursion_min_repeats: int = 50
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule] = field(default_factory=list)
+    skip: dict[str, list[re.Pattern[str]]] = field(default_factory=lambda: {r: [] for r in SKIP_ROLES})
+    folds: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+    modules: dict[str, list[re.Pattern[str]]] = field(default_factory=lambda: {c: [] for c in MODULE_CLASSES})
+    custom_op_callers: re.Pattern[str] | None = None
+    custom_op_known_namespaces: re.Pattern[str] | None = None
+    ops: list[OpPattern] = field(default_factory=list)
+    fault: FaultKindData = field(default_factory=FaultKindData)
+    throw_helpers: list[ThrowHelper] = field(default_factory=list)
+    cpu_features: list[CpuFeature] = field(default_factory=list)
+    advice: list[AdviceEntry] = field(default_factory=list)
+    settings: Settings = field(default_factory=Settings)
+    sources: list[str] = field(default_factory=list)
+    _skip_cache: dict[str, re.Pattern[str]] | None = field(default=None, repr=False, compare=False)
+
+    # -- queries used by the classifier ----------------------------------------------------
+
+    def fold(self, name: str) -> str:
+        for pattern, replacement in self.folds:
+            name = pattern.sub(replacement, name)
+        return name
+
+    def skip_role(self, name: str) -> str | None:
+        """The skip list a normalized name is on ('abort', 'allocator', ...), if any."""
+        if not name:
+            return None
+        combined = self._combined_skip()
+        for role in SKIP_ROLES:
+            pattern = combined.get(role)
+            if pattern is not None and pattern.match(name):
+                return role
+        return None
+
+    def _combined_skip(self) -> dict[str, re.Pattern[str]]:
+        # One alternation per list, built once: a deep recursion has thousands of frames.
+        if self._skip_cache is None:
+            self._skip_cache = {
+                role: re.compile("|".join(f"(?:{p.pattern})" for p in self.skip[role])) for role in SKIP_ROLES if self.skip[role]
+            }
+        return self._skip_cache
+
+    def module_class(self, path: str | None) -> str | None:
+        """tensorflow | python | system | extension | foreign; None when the path is unknown."""
+        if not path:
+            return None
+        for cls in MODULE_CLASSES:
+            if any(p.search(path) for p in self.modules[cls]):
+                return cls
+        return "foreign"
+
+    def best_native_rule(self, function: str, module_base: str) -> Rule | None:
+        best = None
+        for rule in self.rules:
+            if (best is None or rule.priority > best.priority) and rule.matches_native(function, module_base):
+                best = rule
+        return best
+
+    def best_python_rule(self, function: str, file: str) -> Rule | None:
+        best = None
+        for rule in self.rules:
+            if (best is None or rule.priority > best.priority) and rule.matches_python(function, file):
+                best = rule
+        return best
+
+    def message_rules(self, message: str | None) -> list[Rule]:
+        return [r for r in self.rules if r.matches_message(message)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+class _Problem(Exception):
+    """A defect in one rules file; turned into BadInput naming the file."""
+
+
+def _compile(value: Any, where: str) -> re.Pattern[str]:
+    if not isinstance(value, str) or not value:
+        raise _Problem(f"{where}: expected a non-empty regex string")
+    if len(value) > MAX_PATTERN:
+        raise _Problem(f"{where}: regex longer than {MAX_PATTERN} characters")
+    try:
+        return re.compile(value)
+    except re.error as e:
+        raise _Problem(f"{where}: bad regex {value!r}: {e}") from None
+
+
+def _optional_regex(table: dict[str, Any], key: str, where: str) -> re.Pattern[str] | None:
+    return _compile(table[key], f"{where}: {key}") if key in table else None
+
+
+def _int_field(table: dict[str, Any], key: str, where: str, default: int, lo: int, hi: int) -> int:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise _Problem(f"{where}: {key} must be an integer from {lo} to {hi}")
+    return value
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Problem(f"{where}: expected a list of strings")
+    return value
+
+
+def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise _Problem(f"[[{key}]] must be an array of tables")
+    return value
+
+
+_KNOWN_TOP_LEVEL = {"settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "cpu_feature", "rule", "advice", "skip"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description"}
+
+
+def _parse_rule(t: dict[str, Any], i: int, origin: str) -> Rule:
+    name = t.get("name")
+    where = f"rule #{i + 1}" + (f" {name!r}" if isinstance(name, str) else "")
+    if not isinstance(name, str) or not name.strip():
+        raise _Problem(f"{where}: missing name")
+    unknown = set(t) - _RULE_FIELDS
+    if unknown:
+        raise _Problem(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_RULE_FIELDS))})")
+    category = t.get("category")
+    if category not in CATEGORIES:
+        raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(CATEGORIES)})")
+    rule = Rule(
+        name=name.strip(),
+        category=category,
+        priority=_int_field(t, "priority", where, 50, 0, 100),
+        function=_optional_regex(t, "function", where),
+        module=_optional_regex(t, "module", where),
+        python_file=_optional_regex(t, "python_file", where),
+        abort_message=_optional_regex(t, "abort_message", where),
+        description=str(t.get("description", "")),
+        origin=origin,
+    )
+    if not rule.frame_rule and rule.abort_message is None:
+        raise _Problem(f"{where}: needs at least one of function, module, python_file, abort_message")
+    if rule.python_file is not None and rule.module is not None:
+        raise _Problem(f"{where}: python_file and module cannot be combined (Python frames have no library)")
+    return rule
+
+
+def _parse_advice(t: dict[str, Any], i: int, origin: str) -> AdviceEntry:
+    where = f"advice #{i + 1}"
+    category, kind = t.get("category"), t.get("fault_kind")
+    if category is not None and category not in CATEGORIES:
+        raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(CATEGORIES)})")
+    if kind is not None and kind not in FAULT_KINDS:
+        raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
+    custom_op = t.get("custom_op")
+    if custom_op is not None and not isinstance(custom_op, bool):
+        raise _Problem(f"{where}: custom_op must be true or false")
+    lines = tuple(_str_list(t.get("text"), f"{where}: text"))
+    if not lines:
+        raise _Problem(f"{where}: text is empty")
+    return AdviceEntry(lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin)
+
+
+def _read_skip_file(path: Path) -> list[str]:
+    lines = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    unknown = set(data) - _KNOWN_TOP_LEVEL
+    if unknown:
+        raise _Problem(f"unknown table(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_KNOWN_TOP_LEVEL))})")
+
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise _Problem("[settings] must be a table")
+    if settings:
+        s = rs.settings
+        custom_cat = settings.get("custom_op_category", s.custom_op_category)
+        if custom_cat not in CATEGORIES:
+            raise _Problem(f"[settings] custom_op_category: unknown category {custom_cat!r}")
+        templates = settings.get("signature_templates", s.signature_templates)
+        if not isinstance(templates, bool):
+            raise _Problem("[settings] signature_templates must be true or false")
+        rs.settings = replace(
+            s,
+            window=_int_field(settings, "window", "[settings]", s.window, 1, 200),
+            distance_penalty=_int_field(settings, "distance_penalty", "[settings]", s.distance_penalty, 0, 100),
+            noise_penalty=_int_field(settings, "noise_penalty", "[settings]", s.noise_penalty, 0, 100),
+            signature_frames=_int_field(settings, "signature_frames", "[settings]", s.signature_frames, 1, 50),
+            signature_templates=templates,
+            custom_op_priority=_int_field(settings, "custom_op_priority", "[settings]", s.custom_op_priority, 0, 100),
+            custom_op_category=custom_cat,
+        )
+
+    for i, t in enumerate(_tables(data, "fold")):
+        where = f"fold #{i + 1}"
+        replacement = t.get("replace", "")
+        if not isinstance(replacement, str):
+            raise _Problem(f"{where}: replace must be a string")
+        rs.folds.append((_compile(t.get("pattern"), f"{where}: pattern"), replacement))
+
+    modules = data.get("modules", {})
+    if not isinstance(modules, dict):
+        raise _Problem("[modules] must be a table")
+    for cls, patterns in modules.items():
+        if cls not in MODULE_CLASSES:
+            raise _Problem(f"[modules] unknown class {cls!r} (one of: {', '.join(MODULE_CLASSES)})")
+        rs.modules[cls].extend(_compile(p, f"[modules] {cls}") for p in _str_list(patterns, f"[modules] {cls}"))
+
+    skip = data.get("skip", {})
+    if not isinstance(skip, dict):
+        raise _Problem("[skip] must be a table")
+    for role, patterns in skip.items():
+        if role not in SKIP_ROLES:
+            raise _Problem(f"[skip] unknown list {role!r} (one of: {', '.join(SKIP_ROLES)})")
+        rs.skip[role].extend(_compile(p, f"[skip] {role}") for p in _str_list(patterns, f"[skip] {role}"))
+        rs._skip_cache = None
+
+    custom = data.get("custom_op", {})
+    if not isinstance(custom, dict):
+        raise _Problem("[custom_op] must be a table")
+    if "callers" in custom:
+        rs.custom_op_callers = _compile(custom["callers"], "[custom_op] callers")
+    if "known_namespaces" in custom:
+        rs.custom_op_known_namespaces = _compile(custom["known_namespaces"], "[custom_op] known_namespaces")
+
+    new_ops = []
+    for i, t in enumerate(_tables(data, "op")):
+        where = f"op #{i + 1}"
+        label = t.get("label")
+        if label is not None and not isinstance(label, str):
+            raise _Problem(f"{where}: label must be a string")
+        new_ops.append(
+            OpPattern(
+                name=str(t.get("name", where)),
+                kind=str(t.get("kind", "kernel")),
+                function=_compile(t.get("function"), f"{where}: function"),
+                exclude=_optional_regex(t, "exclude", where),
+                label=label,
+            )
+        )
+    rs.ops = new_ops + rs.ops if origin != "built-in" else rs.ops + new_ops
+
+    fk = data.get("fault_kind", {})
+    if not isinstance(fk, dict):
+        raise _Problem("[fault_kind] must be a table")
+    if fk:
+        f = rs.fault
+        rs.fault = replace(
+            f,
+            heap_messages=f.heap_messages + tuple(_compile(p, "[fault_kind] heap_messages") for p in _str_list(fk.get("heap_messages", []), "[fault_kind] heap_messages")),
+            check_messages=f.check_messages + tuple(_compile(p, "[fault_kind] check_messages") for p in _str_list(fk.get("check_messages", []), "[fault_kind] check_messages")),
+            assert_messages=f.assert_messages + tuple(_compile(p, "[fault_kind] assert_messages") for p in _str_list(fk.get("assert_messages", []), "[fault_kind] assert_messages")),
+            terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
+            assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
+            stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
+            stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
+            recursion_min_frames=_int_field(fk, "recursion_min_frames", "[fault_kind]", f.recursion_min_frames, 2, 1 << 20),
+            recursion_min_repeats=_int_field(fk, "recursion_min_repeats", "[fault_kind]", f.recursion_min_repeats, 2, 1 << 20),
+        )
+
+    for i, t in enumerate(_tables(data, "throw_helper")):
+        where = f"throw_helper #{i + 1}"
+        exc = t.get("exception")
+        if not isinstance(exc, str) or not exc:
+            raise _Problem(f"{where}: missing exception")
+        rs.throw_helpers.append(ThrowHelper(_compile(t.get("function"), f"{where}: function"), exc))
+
+    for i, t in enumerate(_tables(data, "cpu_feature")):
+        where = f"cpu_feature #{i + 1}"
+        feature = t.get("feature")
+        if not isinstance(feature, str) or not feature:
+            raise _Problem(f"{where}: missing feature")
+        rs.cpu_features.append(CpuFeature(_compile(t.get("pattern"), f"{where}: pattern"), feature, bool(t.get("trap", False))))
+
+    new_rules = [_parse_rule(t, i, origin) for i, t in enumerate(_tables(data, "rule"))]
+    seen: set[str] = set()
+    for rule in new_rules:
+        if rule.name in seen:
+            raise _Problem(f"rule {rule.name!r} is defined twice")
+        seen.add(rule.name)
+    by_name = {r.name: i for i, r in enumerate(rs.rules)}
+    for rule in new_rules:
+        if rule.name in by_name:
+            rs.rules[by_name[rule.name]] = rule  # a user's rule of the same name replaces ours
+        else:
+            rs.rules.append(rule)
+
+    new_advice = [_parse_advice(t, i, origin) for i, t in enumerate(_tables(data, "advice"))]
+    rs.advice = new_advice + rs.advice if origin != "built-in" else rs.advice + new_advice
+
+
+def _load_file(rs: RuleSet, path: Path, origin: str) -> None:
+    label = str(path)
+    try:
+        if not path.is_file():
+            raise BadInput(f"rules file {label}: no such file")
+        if path.stat().st_size > MAX_RULES_FILE:
+            raise BadInput(f"rules file {label}: larger than {MAX_RULES_FILE // 1024} KiB, not a rules file")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"rules file {label}: not UTF-8 text") from None
+    except OSError as e:
+        raise BadInput(f"rules file {label}: cannot read it ({e.strerror or e})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput(f"rules file {label}: invalid TOML: {e}") from None
+    try:
+        _merge_document(rs, data, origin)
+    except _Problem as e:
+        raise BadInput(f"rules file {label}: {e}") from None
+    rs.sources.append(label)
+
+
+def _builtin() -> RuleSet:
+    rs = RuleSet()
+    for role in SKIP_ROLES:
+        path = HERE / f"skip_{role}.txt"
+        rs.skip[role] = [_compile(p, f"{path.name}") for p in _read_skip_file(path)]
+    _load_file(rs, BUILTIN_RULES, "built-in")
+    return rs
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> RuleSet:
+    """The built-in rules (cached: they never change while the process runs)."""
+    return _builtin()
+
+
+def load_rules(extra_files: Sequence[Path | str] = ()) -> RuleSet:
+    """Built-in rules plus the user's files, in order (later files win)."""
+    if not extra_files:
+        return default_rules()
+    rs = _builtin()
+    for path in extra_files:
+        _load_file(rs, Path(path), str(path))
+    return rs
+

@@ -1,0 +1,79 @@
+"""A stable, human-readable key for grouping the same crash across cores and pasted backtraces.
+
+    SIGSEGV | BadScaleOp::Compute | tensorflow::ThreadPoolDevice::Compute | ... #1a2b3c4d5e
+
+It is built only from what every source agrees on: the signal name and the normalized names of
+the first significant frames of the crashing thread (names as in names.normalize_function, with
+glibc's aliases folded: __GI_raise -> raise, __memcpy_avx_unaligned_erms -> memcpy). Addresses,
+offsets, paths, line numbers, template arguments, clone suffixes and inline namespaces never
+enter it; a frame without a name contributes its library's basename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Sequence
+
+from coreanalyze.classify.culprit import CulpritPick, pick_culprit
+from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.names import normalize_function
+from coreanalyze.classify.rules import NOISE_ROLES, RuleSet, default_rules
+from coreanalyze.model import Frame
+
+HASH_CHARS = 10
+
+
+def _frame_key(v: FrameView, rules: RuleSet) -> str:
+    if v.python:
+        file = v.file_base or "?"
+        return f"{file}:{v.name or '?'}"
+    if rules.settings.signature_templates and v.frame.function:
+        name = rules.fold(normalize_function(v.frame.function, keep_templates=True))
+    else:
+        name = v.name
+    return name or _library_key(v.module_base) or "??"
+
+
+def _library_key(base: str) -> str:
+    # gdb names a library by its link-map path (libffi.so.8), the core's file table by the
+    # file it resolves to (libffi.so.8.1.2): keep only what both agree on.
+    return re.sub(r"\.so(\.\d+)*$", ".so", base)
+
+
+def signature_frames(views: Sequence[FrameView], pick: CulpritPick, rules: RuleSet) -> list[FrameView]:
+    """The culprit and the significant frames under it, as many as the settings ask for."""
+    n = rules.settings.signature_frames
+    if pick.view is None:
+        return []
+    if pick.view.python:
+        python = [v for v in views if v.python]
+        start = python.index(pick.view)
+        return python[start: start + n]
+    chosen = [pick.view]
+    for v in views[pick.view.position + 1:]:
+        if len(chosen) >= n:
+            break
+        if v.python or v.role in NOISE_ROLES:
+            continue
+        chosen.append(v)
+    return chosen
+
+
+def make_signature(signal_name: str | None, views: Sequence[FrameView], pick: CulpritPick, rules: RuleSet) -> str:
+    parts = [signal_name or "crash"]
+    frames = signature_frames(views, pick, rules)
+    if frames:
+        parts.extend(_frame_key(v, rules) for v in frames)
+    else:
+        parts.append("no frames")
+    key = " | ".join(parts)
+    digest = hashlib.sha1(key.encode("utf-8", "replace")).hexdigest()[:HASH_CHARS]
+    return f"{key} #{digest}"
+
+
+def signature_of(signal_name: str | None, frames: Sequence[Frame], rules: RuleSet | None = None) -> str:
+    """Signature straight from a frame list (for callers that have no classification yet)."""
+    rules = rules or default_rules()
+    views = build_views(frames, [], rules)
+    return make_signature(signal_name, views, pick_culprit(views, rules), rules)

@@ -1,0 +1,109 @@
+"""The one-sentence verdict: signal, fault kind, where, and what called it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coreanalyze.classify.customop import CustomOpHit
+from coreanalyze.classify.frames import FrameView
+from coreanalyze.classify.names import short_name
+from coreanalyze.classify.op import OpFinding
+
+MAX_MESSAGE = 120
+
+KIND_PHRASES = {
+    "null-deref": "null-deref",
+    "invalid-access": "invalid access",
+    "stack-overflow": "stack overflow",
+    "heap-corruption": "heap corruption",
+    "check-failure": "check failure",
+    "abort": "abort",
+    "illegal-instruction": "illegal instruction",
+    "divide-by-zero": "division by zero",
+    "bus-error": "bus error",
+    "sent-signal": "",
+    "unknown": "",
+}
+
+
+@dataclass
+class SummaryFacts:
+    signal: str | None
+    fault_kind: str
+    category: str
+    culprit: FrameView | None
+    caller: FrameView | None  # the next significant frame under the culprit
+    custom: CustomOpHit | None
+    op: OpFinding | None
+    abort_message: str | None
+    address: int | None
+    sender: str | None
+    instruction: str | None
+    feature: str | None
+    python_only: bool
+    tf_caller: FrameView | None  # the first TensorFlow frame under a custom-op frame
+
+
+def _where(v: FrameView) -> str:
+    if v.python:
+        file = v.frame.file or "?"
+        for marker in ("/site-packages/", "/dist-packages/"):
+            if marker in file:
+                file = file.split(marker, 1)[1]  # the package path says more than the venv
+        line = f":{v.frame.line}" if v.frame.line else ""
+        return f"{v.name or '?'} ({file}{line})"
+    name = short_name(v.name) if v.name else "an unnamed function"
+    lib = v.module_base or (v.file_base if v.frame.file else "")
+    return f"{name} ({lib})" if lib else name
+
+
+def _message(text: str | None) -> str | None:
+    if not text:
+        return None
+    line = " ".join(text.strip().split())
+    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
+
+
+def summarize(f: SummaryFacts) -> str:
+    head = f.signal or "Crash"
+    phrase = KIND_PHRASES.get(f.fault_kind, "")
+    if f.fault_kind == "sent-signal":
+        phrase = f"sent by {f.sender}" if f.sender else "sent by another process"
+    if phrase:
+        head += f" {phrase}"
+    msg = _message(f.abort_message)
+    if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort"):
+        head += f" ({msg})"
+    if f.fault_kind == "null-deref" and f.address is not None:
+        head += f" at 0x{f.address:x}"
+    if f.fault_kind == "illegal-instruction" and f.instruction:
+        head += f" `{f.instruction}`" + (f" (needs {f.feature})" if f.feature and not f.feature.startswith("none") else "")
+
+    if f.culprit is None:
+        return f"{head}; no frames were recovered for the crashing thread."
+    if f.fault_kind == "sent-signal":
+        return f"{head} while the thread was in {_where(f.culprit)}."
+
+    if f.custom is not None:
+        lib = f.custom.library
+        custom_name = short_name(f.custom.view.name) or "an unnamed function"
+        if f.custom.view is f.culprit:
+            by = f", called by TensorFlow's {short_name(f.tf_caller.name)}" if f.tf_caller is not None and f.tf_caller.name else ""
+            return f"{head} in custom op {custom_name} ({lib}){by}."
+        return f"{head} in {_where(f.culprit)}, called from custom op {custom_name} ({lib})."
+
+    if f.python_only:
+        return f"{head} in {_where(f.culprit)}; the report has no native frames."
+
+    where = _where(f.culprit)
+    if f.op is not None and f.op.view is not None and f.op.view is not f.culprit:
+        kind = {"kernel": "kernel", "tflite-builtin": "TFLite builtin op", "tflite-custom": "TFLite custom op", "tflite-delegate": "TFLite"}.get(f.op.kind, "op")
+        if f.op.kind == "kernel":
+            return f"{head} in {where}, called from {kind} {short_name(f.op.view.name)}."
+        return f"{head} in {where}, in {kind} {f.op.name}."
+    if f.op is not None and f.op.kind in ("tflite-builtin", "tflite-custom"):
+        kind = "TFLite builtin op" if f.op.kind == "tflite-builtin" else "TFLite custom op"
+        return f"{head} in {kind} {f.op.name}: {where}."
+    if f.caller is not None:
+        return f"{head} in {where}, called by {short_name(f.caller.name) if f.caller.name else f.caller.label}."
+    return f"{head} in {where}."
