@@ -91,14 +91,14 @@ def _mark_unreliable(report: Report) -> None:
                 frame.reliable = False
 
 
-def _run_gdb(report: Report, notes, core_path: str, executable: str | None, options: AnalyzeOptions):
+def _run_gdb(report: Report, notes, core_path: str, executable: str | None, options: AnalyzeOptions, debug_dirs: list[str]):
     """gdb's view of the core; returns (abort message, failure reason or None)."""
     from coreanalyze.gdb.collect import collect
     from coreanalyze.gdb.session import GdbSession
     from coreanalyze.pystacks import add_python_frames
 
     with GdbSession(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod) as session:
-        session.load(core_path, executable=executable, sysroot=options.sysroot, debug_dirs=options.debug_dirs)
+        session.load(core_path, executable=executable, sysroot=options.sysroot, debug_dirs=debug_dirs)
         analysis = collect(session)
         report.threads = analysis.threads
         report.warnings.extend(analysis.warnings)
@@ -135,6 +135,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> Ana
     from coreanalyze.abortmsg import find_abort_message
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
     report.warnings.extend(notes.warnings)
@@ -147,8 +148,10 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> Ana
     failure = None
     exit_code = EXIT_OK
     abort_message = None
+    symbolizer = Symbolizer(options.debug_dirs, options.sysroot)
+    gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
     try:
-        abort_message = _run_gdb(report, notes, core_path, executable, options)
+        abort_message = _run_gdb(report, notes, core_path, executable, options, gdb_debug_dirs)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
@@ -159,6 +162,12 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> Ana
         thread.crashed = thread.tid == report.crashing_thread
 
     _mark_unreliable(report)
+    try:
+        report.warnings.extend(
+            improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer, notes=notes)
+        )
+    finally:
+        symbolizer.close()
     if not abort_message:
         crashed = report.crashed_thread
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None

@@ -66,6 +66,13 @@ class CoreCache:
         return self.cases[name]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory):
+    """Symbol indexes and library copies go to a per-session cache, not the user's."""
+    os.environ["COREANALYZE_CACHE_DIR"] = str(tmp_path_factory.mktemp("coreanalyze-cache"))
+    yield
+
+
 @pytest.fixture(scope="session")
 def cores(tmp_path_factory) -> CoreCache:
     require("gcc")
@@ -76,3 +83,22 @@ def cores(tmp_path_factory) -> CoreCache:
 @pytest.fixture(scope="session")
 def in_ci() -> bool:
     return os.environ.get("CI") == "true"
+
+
+@pytest.fixture(scope="session")
+def tf_cores(tmp_path_factory):
+    """Real TensorFlow crash cores (tests/tfcores.py), each built on first use.
+
+    `tf_cores.get("kernel_check_failure")` -> CrashCase. The cores (~300 MB each) live in one
+    directory of this session, removed when the session ends.
+    """
+    from tfcores import TFCoreCache, claim_corpus_dir, release_corpus_dir, require_tensorflow
+
+    python = require_tensorflow()
+    require("gdb")
+    require("g++")
+    root, lock = claim_corpus_dir(tmp_path_factory.getbasetemp())
+    try:
+        yield TFCoreCache(root, python)
+    finally:
+        release_corpus_dir(root, lock)
