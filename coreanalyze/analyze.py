@@ -91,6 +91,13 @@ def _mark_unreliable(report: Report) -> None:
                 frame.reliable = False
 
 
+def _looks_like_python(report: Report) -> bool:
+    names = [os.path.basename(m.path) for m in report.modules]
+    if report.core and report.core.executable:
+        names.append(os.path.basename(report.core.executable))
+    return any(n.startswith(("python", "libpython")) for n in names)
+
+
 def _run_gdb(report: Report, notes, core_path: str, executable: str | None, options: AnalyzeOptions, debug_dirs: list[str]):
     """gdb's view of the core; returns (abort message, failure reason or None)."""
     from coreanalyze.gdb.collect import collect
@@ -112,7 +119,9 @@ def _run_gdb(report: Report, notes, core_path: str, executable: str | None, opti
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
         else:
-            report.warnings.extend(stacks.warnings)
+            if stacks.python_version or _looks_like_python(report):
+                # A program without an interpreter has no Python frames to miss.
+                report.warnings.extend(stacks.warnings)
             report.launched_from = stacks.launched_from
             if stacks.python_version:
                 report.environment["python_version"] = stacks.python_version

@@ -1,4 +1,5 @@
 /* A null pointer dereference in a worker thread; the main thread waits in join. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stddef.h>
 
