@@ -13,6 +13,12 @@ from coreanalyze.gdb.session import GdbSession
 from coregen import CRASHERS, CrashCase, compile_c, require, run_to_core
 
 
+def _line_of(source: str, text: str) -> int:
+    """1-based line of the first line of a crasher's source containing text."""
+    lines = (CRASHERS / source).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
 def analyze(case: CrashCase, **kwargs) -> GdbAnalysis:
     debug_dirs = kwargs.pop("debug_dirs", ())
     with GdbSession() as s:
@@ -91,7 +97,7 @@ def test_null_deref_in_a_worker_thread(cores):
     assert top.function == "store_result"
     assert top.module == str(case.exe)
     assert Path(top.file).name == "null_thread.c"
-    assert top.line == 7
+    assert top.line == _line_of("null_thread.c", "*j->target = value")
     assert top.pc == worker.registers["rip"]
     assert functions(worker)[:2] == ["store_result", "worker"]
     assert {"rip", "rsp", "rbp", "rax", "r15", "eflags", "fs_base"} <= set(worker.registers)
