@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -60,9 +61,25 @@ def _write_report(text: str, output: str) -> None:
         return
     path = Path(output)
     try:
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        if path.exists() and not path.is_file():
+            # A device, FIFO or /dev/stdout: write into it. Replacing it would put a regular
+            # file where /dev/null was.
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        # A fresh temporary name, created exclusively: a file or symlink planted at a
+        # predictable name in a shared directory is never written through.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # the permissions a plain open() would have given
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     except OSError as e:
         raise BadInput(f"cannot write the report to {output}: {e.strerror or e}") from None
 
@@ -147,6 +164,63 @@ def triage_command(source, output, fmt, rules_files):
     report = triage_text(text, name, rules=rules)
     fmt = fmt or ("text" if output == "-" else _format_for(output, None))
     _write_report(render(report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout)), output)
+
+
+@cli.command("batch")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--out", required=True, metavar="DIR", help="Output directory: reports/, results/, summary.json, index.html, cores.jsonl.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="N", help="Cores analyzed in parallel (default: one per CPU).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for one core's analysis.")
+@click.option("--resume", is_flag=True, help="Continue a batch in --out: skip cores (by content) that already have a result.")
+@click.option("--shard", metavar="I/N", help="Analyze only shard I of N (split by core content; combine with `coreanalyze merge`).")
+@click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped every core (default: each core's own).")
+@click.option("--sysroot", metavar="DIR", help="Directory holding the crashed machines' files in the same layout.")
+@click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
+@click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR", help="Where to look for separate debug files (repeatable).")
+@click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
+def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files):
+    """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
+    from coreanalyze.analyze import AnalyzeOptions
+    from coreanalyze.batch import BatchOptions, parse_shard, run_batch
+    from coreanalyze.batch.report import batch_outcome_lines
+
+    options = BatchOptions(
+        out=Path(out),
+        analyze=AnalyzeOptions(
+            python=python,
+            gdb=gdb_path,
+            sysroot=sysroot,
+            debug_dirs=list(debug_dirs),
+            rules_files=[Path(p) for p in rules_files],
+        ),
+        jobs=jobs,
+        timeout=timeout,
+        resume=resume,
+        shard=parse_shard(shard) if shard else None,
+        progress=sys.stderr.isatty(),
+    )
+    result = run_batch(list(paths), options)
+    for line in result.warnings:
+        click.echo(f"coreanalyze: warning: {line}", err=True)
+    for line in batch_outcome_lines(result):
+        click.echo(line)
+    if result.interrupted:
+        _fail(f"interrupted; what is done is kept: rerun with --resume --out {out} to continue", 130)
+
+
+@cli.command("merge")
+@click.argument("dirs", nargs=-1, required=True, metavar="DIR...")
+@click.option("--out", required=True, metavar="DIR", help="Where the combined batch goes (may be one of DIR...).")
+def merge_command(dirs, out):
+    """Combine batch output directories (shards, machines) into one, counting each core once."""
+    from coreanalyze.batch import merge_batches
+    from coreanalyze.batch.report import merge_outcome_lines
+
+    result = merge_batches(list(dirs), out)
+    for line in result.warnings:
+        click.echo(f"coreanalyze: warning: {line}", err=True)
+    for line in merge_outcome_lines(result):
+        click.echo(line)
 
 
 def main(argv: list[str] | None = None) -> None:

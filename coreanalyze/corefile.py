@@ -143,6 +143,7 @@ MAX_SEGMENTS = 200_000
 MAX_ARGV = 100_000
 MAX_ARG_BYTES = 128 * 1024  # the kernel's MAX_ARG_STRLEN
 MAX_ARGV_TOTAL_BYTES = 4 * 1024 * 1024
+MAX_ENVIRON = 100_000
 STACK_SEARCH_BYTES = 8 * 1024 * 1024
 MAX_PHNUM_IN_MEMORY = 1024
 MAX_BUILD_ID_NOTES_BYTES = 64 * 1024
@@ -194,6 +195,9 @@ class CoreNotes:
     executable: str | None = None
     cmdline: str | None = None
     argv: list[str] = field(default_factory=list)
+    # The environment the process was started with (NAME -> value), read from the initial
+    # stack; values may be secrets, so reports show them only when asked to.
+    environ: dict[str, str] = field(default_factory=dict)
     signal: model.SignalInfo = field(default_factory=model.SignalInfo)
     threads: list[ThreadNotes] = field(default_factory=list)
     crashing_tid: int | None = None
@@ -780,14 +784,17 @@ def _argv_from_stack(core: CoreNotes, auxv_raw: bytes) -> tuple[list[str] | None
 
     # at - 8 is envp's NULL; walk back over the environment to argv's NULL.
     cursor = at - 16
+    env_pointers: list[int] = []
     for _ in range(len(window) // 8):
         value = word_at(cursor)
         if value is None:
             return None, "the environment runs off the stack"
         if value == 0:
             break
+        env_pointers.append(value)
         cursor -= 8
     argv_null = cursor
+    core.environ = _environ_from(core, reversed(env_pointers))
     pointers: list[int] = []
     for count in range(MAX_ARGV + 1):
         value = word_at(argv_null - 8 * (count + 1))
@@ -813,6 +820,27 @@ def _argv_from_stack(core: CoreNotes, auxv_raw: bytes) -> tuple[list[str] | None
     if not argv:
         return None, "argc is zero"
     return argv, ""
+
+
+def _environ_from(core: CoreNotes, pointers: Iterator[int] | list[int]) -> dict[str, str]:
+    """NAME=value strings at the envp pointers; the first of a repeated name wins, as getenv's."""
+    environ: dict[str, str] = {}
+    total = 0
+    for count, pointer in enumerate(pointers):
+        if count >= MAX_ENVIRON:
+            core.warnings.append(f"more than {MAX_ENVIRON} environment variables; the rest are left out")
+            break
+        text = core.memory.read_cstring(pointer, MAX_ARG_BYTES)
+        if text is None:
+            continue
+        total += len(text)
+        if total > MAX_ARGV_TOTAL_BYTES:
+            core.warnings.append(f"environment longer than {MAX_ARGV_TOTAL_BYTES} bytes; the rest is left out")
+            break
+        name, sep, value = _text(text).partition("=")
+        if sep and name:
+            environ.setdefault(name, value)
+    return environ
 
 
 def _auxv_pointer(auxv_raw: bytes, fmt: str, keys: tuple[int, ...]) -> int | None:

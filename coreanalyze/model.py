@@ -100,6 +100,9 @@ class Module:
     local_path: str | None = None  # the file used on this machine
     local_build_id: str | None = None
     status: str = "missing"  # one of MODULE_STATUSES
+    # DT_NEEDED of the local file when it is the crashed build (ok / no-build-id): tells a
+    # custom-op library (it links libtensorflow_framework) from any other extension.
+    needed: list[str] | None = None
 
 
 @dataclass

@@ -23,7 +23,9 @@ MAX_NOTE_BYTES = 1024 * 1024
 MAX_HEADERS_SCANNED = 4096
 
 _cache: dict[tuple[str, int, int], str | None] = {}
+_needed_cache: dict[tuple[str, int, int], list[str] | None] = {}
 _cache_lock = threading.Lock()
+MAX_NEEDED = 256
 
 
 def module_table(
@@ -58,6 +60,8 @@ def module_table(
             # (e_shoff and segment sizes move with any change); equal headers prove nothing.
             if _headers_differ(notes, mappings, local_path):
                 module.status = "mismatch"
+        if module.status in ("ok", "no-build-id") and local_path is not None:
+            module.needed = elf_needed(local_path)
         modules.append(module)
     modules.sort(key=lambda m: m.start or 0)
     return modules
@@ -83,6 +87,36 @@ def elf_build_id(path: str | os.PathLike[str]) -> str | None:
     with _cache_lock:
         _cache[key] = build_id
     return build_id
+
+
+def elf_needed(path: str) -> list[str] | None:
+    """The DT_NEEDED entries of a local ELF file (None when unreadable), cached like build-ids."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    with _cache_lock:
+        if key in _needed_cache:
+            return _needed_cache[key]
+    needed: list[str] | None = None
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) == b"\x7fELF":
+                f.seek(0)
+                elf = ELFFile(f)
+                for i in range(min(elf.num_segments(), MAX_HEADERS_SCANNED)):
+                    segment = elf.get_segment(i)
+                    if segment["p_type"] == "PT_DYNAMIC":
+                        needed = [t.needed for t in segment.iter_tags("DT_NEEDED")][:MAX_NEEDED]
+                        break
+                else:
+                    needed = []
+    except (*PARSE_ERRORS, OSError):
+        needed = None
+    with _cache_lock:
+        _needed_cache[key] = needed
+    return needed
 
 
 def _read_build_id(path: str) -> str | None:

@@ -35,6 +35,7 @@ ROLE_WORDS = {
     "libc": "libc primitives",
     "runtime": "plumbing",
     "allocator": "allocator",
+    "checked": "checked accessor",
 }
 
 

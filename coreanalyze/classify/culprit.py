@@ -63,6 +63,9 @@ def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None 
         elif v.role == "allocator":
             pick.skipped.append(v)
             pick.allocator_frames.append(v)
+        elif v.role == "checked" and any(s.role == "logging" for s in pick.skipped):
+            # The CHECK fired in a helper on its caller's bad argument: blame the caller.
+            pick.skipped.append(v)
         else:
             pick.view = v
             break

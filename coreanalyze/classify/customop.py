@@ -102,6 +102,8 @@ def loaded_custom_libraries(modules: Sequence[Module], rules: RuleSet, limit: in
         path = m.path
         if not re.search(r"\.so(\.[\d.]+)?$", path) or path in found:
             continue
+        if m.needed is not None and not any(n.startswith("libtensorflow_framework") for n in m.needed):
+            continue  # an op library links TensorFlow's framework; this one does not
         found.append(path)
         if len(found) >= limit:
             break

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 BUILTIN_RULES = HERE / "rules.toml"
 
 # Roles of the skip lists, each from its own plain-text file (Socorro-style).
-SKIP_ROLES = ("trampoline", "abort", "logging", "libc", "runtime", "allocator")
+SKIP_ROLES = ("trampoline", "abort", "logging", "libc", "runtime", "allocator", "checked")
 # Roles that are pure noise for the culprit; "allocator" frames are skipped too but kept as
 # evidence. The order is the fallback order: when every frame is skipped, the culprit is the
 # first frame outside the earlier (more certainly irrelevant) roles.

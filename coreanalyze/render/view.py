@@ -463,8 +463,11 @@ class ReportView:
 
     @property
     def sender_pid(self) -> int | None:
+        """Who sent the signal, when it came from another process (abort() sends it to itself)."""
         core = self.report.core
-        return None if core is None else core.signal.sender_pid
+        if core is None or core.signal.sender_pid == core.pid:
+            return None
+        return core.signal.sender_pid
 
     @property
     def culprit_text(self) -> str | None:

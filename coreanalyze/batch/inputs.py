@@ -1,0 +1,361 @@
+"""Which files a batch analyzes, what their names and extended attributes say, and how a
+compressed core becomes a plain file gdb can open.
+
+Inputs are directories (walked), globs and files. In a directory, a file is taken when its
+name is a core's (`core`, `core.PID`, systemd-coredump's `core.COMM.UID.BOOTID.PID.USEC[.zst|.lz4|.xz]`)
+or when its first bytes are an ELF core header, so reports or notes lying next to the cores are
+left alone while a corrupt `core.1234` is still reported. A file or glob named explicitly is
+always taken.
+
+Compression is decided by the file's magic bytes, never by its name, and decompressed streaming
+into a temporary file with a bound on the size written (a corrupt or hostile stream must not
+fill the disk).
+"""
+
+from __future__ import annotations
+
+import glob
+import lzma
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from coreanalyze.batch.identity import content_identity
+from coreanalyze.errors import BadInput
+from coreanalyze.safenames import safe_stem
+
+# systemd-coredump escapes '.', '/' and ' ' in COMM as \xNN, so the fields split cleanly.
+SYSTEMD_NAME = re.compile(
+    r"^core\.(?P<comm>.+)\.(?P<uid>\d+)\.(?P<boot_id>[0-9a-f]{32})\.(?P<pid>\d+)\.(?P<usec>\d+)"
+    r"(?:\.(?P<compression>zst|lz4|xz))?$"
+)
+PLAIN_NAME = re.compile(r"^core(?:\.(?P<pid>\d+))?$")
+COMPRESSED_NAME = re.compile(r"^core\..+\.(?:zst|lz4|xz)$")
+
+# Magic bytes -> compression name (zstd frame, LZ4 frame, xz stream).
+MAGICS = (
+    (b"\x28\xb5\x2f\xfd", "zst"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+ELF_CORE_HEADER = b"\x7fELF"
+ET_CORE = 4
+
+# systemd-coredump's extended attributes that a batch reads (user.coredump.<name>).
+XATTR_PREFIX = "user.coredump."
+XATTR_FIELDS = ("pid", "uid", "gid", "signal", "timestamp", "rlimit", "hostname", "comm", "exe")
+MAX_XATTR_NAMES = 256
+MAX_XATTR_CHARS = 1024
+
+MAX_CORE_BYTES = 64 << 30  # bound on one decompressed core
+READ_CHUNK = 1 << 20
+# Compressed input fed per call: bounds the memory one call may expand to (zstd RLE blocks).
+COMPRESSED_FEED = 4096
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_SYSTEMD_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
+
+
+@dataclass(frozen=True)
+class SystemdName:
+    comm: str
+    uid: int
+    boot_id: str
+    pid: int
+    usec: int
+    compression: str | None
+
+
+@dataclass(frozen=True)
+class CoreInput:
+    """One file to analyze, with everything known about it before analysis."""
+
+    path: str  # absolute, as found
+    size: int
+    mtime: float
+    compression: str | None  # "zst" | "lz4" | "xz" by magic bytes; None for a plain core
+    file_identity: str  # identity of the bytes as stored (== the core's for a plain core)
+    systemd: SystemdName | None = None
+    xattrs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def pid(self) -> int | None:
+        for text in (self.xattrs.get("pid"),):
+            if text and text.isdigit():
+                return int(text)
+        if self.systemd:
+            return self.systemd.pid
+        m = PLAIN_NAME.match(self.name)
+        return int(m.group("pid")) if m and m.group("pid") else None
+
+    @property
+    def host(self) -> str | None:
+        return self.xattrs.get("hostname") or None
+
+    @property
+    def timestamp(self) -> tuple[float, str]:
+        """When the process crashed (epoch seconds) and where that came from."""
+        text = self.xattrs.get("timestamp", "")
+        if text.isdigit():
+            return int(text) / 1e6, "xattr"
+        if self.systemd:
+            return self.systemd.usec / 1e6, "filename"
+        return self.mtime, "mtime"
+
+    @property
+    def build_hint(self) -> str | None:
+        """A cheap guess of which program dumped the core: cores with the same hint go to the
+        same worker, whose warm gdb then already holds that program's libraries."""
+        return self.xattrs.get("exe") or (self.systemd.comm if self.systemd else None)
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def parse_systemd_name(name: str) -> SystemdName | None:
+    m = SYSTEMD_NAME.match(name)
+    if not m:
+        return None
+    comm = _SYSTEMD_ESCAPE.sub(lambda e: chr(int(e.group(1), 16)), m.group("comm"))
+    return SystemdName(
+        comm=_clean(comm),
+        uid=int(m.group("uid")),
+        boot_id=m.group("boot_id"),
+        pid=int(m.group("pid")),
+        usec=int(m.group("usec")),
+        compression=m.group("compression"),
+    )
+
+
+def looks_like_core_name(name: str) -> bool:
+    return bool(PLAIN_NAME.match(name) or SYSTEMD_NAME.match(name) or COMPRESSED_NAME.match(name))
+
+
+def sniff(path: str) -> tuple[str | None, bool]:
+    """(compression by magic, is an ELF core) from the first bytes of the file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except OSError:
+        return None, False
+    for magic, name in MAGICS:
+        if head.startswith(magic):
+            return name, False
+    if not head.startswith(ELF_CORE_HEADER) or len(head) < 18:
+        return None, False
+    byteorder = "big" if head[5:6] == b"\x02" else "little"  # EI_DATA
+    return None, int.from_bytes(head[16:18], byteorder) == ET_CORE
+
+
+# ------------------------------------------------------------------------------ xattrs
+
+
+def _clean(text: str, limit: int = MAX_XATTR_CHARS) -> str:
+    return _CONTROL.sub("", text)[:limit]
+
+
+def read_xattrs(path: str) -> dict[str, str]:
+    """systemd-coredump's `user.coredump.*` attributes of the file, cleaned; {} when none
+    (or when the file system has no extended attributes)."""
+    if not hasattr(os, "listxattr"):
+        return {}
+    try:
+        names = os.listxattr(path)
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for name in names[:MAX_XATTR_NAMES]:
+        if not name.startswith(XATTR_PREFIX):
+            continue
+        key = name[len(XATTR_PREFIX):]
+        if key not in XATTR_FIELDS:
+            continue
+        try:
+            raw = os.getxattr(path, name)
+        except OSError:
+            continue
+        found[key] = _clean(raw.decode("utf-8", errors="replace").strip("\0 \n"))
+    return found
+
+
+# ------------------------------------------------------------------------------ discovery
+
+
+def describe(path: str) -> CoreInput:
+    """Everything known about one file before analysis (reads its first bytes, its last MiB
+    and its extended attributes)."""
+    st = os.stat(path)
+    compression, _ = sniff(path)
+    return CoreInput(
+        path=path,
+        size=st.st_size,
+        mtime=st.st_mtime,
+        compression=compression,
+        file_identity=content_identity(path),
+        systemd=parse_systemd_name(os.path.basename(path)),
+        xattrs=read_xattrs(path),
+    )
+
+
+def _walk(directory: str, skip: set[str]) -> Iterator[str]:
+    for root, dirs, files in os.walk(directory, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(root, d)) not in skip)
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            if not os.path.isfile(path):
+                continue
+            if looks_like_core_name(name):
+                yield path
+                continue
+            compression, is_core = sniff(path)
+            if is_core:
+                yield path
+
+
+def discover(arguments: list[str], exclude: list[str] = ()) -> list[CoreInput]:
+    """The cores named by directories, globs and files, each once (by real path), in a stable
+    order. A path that does not exist or a glob that matches nothing is bad input."""
+    skip = {os.path.realpath(p) for p in exclude}
+    paths: list[str] = []
+    for argument in arguments:
+        if os.path.isdir(argument):
+            paths.extend(_walk(argument, skip))
+        elif os.path.exists(argument):
+            if not os.path.isfile(argument):
+                raise BadInput(f"{argument}: not a regular file or directory")
+            paths.append(argument)
+        elif glob.has_magic(argument):
+            matches = sorted(glob.glob(argument, recursive=True))
+            if not matches:
+                raise BadInput(f"{argument}: matches no file")
+            for match in matches:
+                if os.path.isdir(match):
+                    paths.extend(_walk(match, skip))
+                elif os.path.isfile(match):
+                    paths.append(match)
+        else:
+            raise BadInput(f"{argument}: no such file or directory")
+    seen: set[str] = set()
+    inputs: list[CoreInput] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen or any(real == s or real.startswith(s + os.sep) for s in skip):
+            continue
+        seen.add(real)
+        try:
+            inputs.append(describe(os.path.abspath(path)))
+        except OSError as e:
+            raise BadInput(f"{path}: cannot read: {e.strerror or e}") from None
+    return inputs
+
+
+# ------------------------------------------------------------------------------ decompression
+
+
+class _ZstdReader:
+    """Streaming zstd decoding (concatenated frames too) that notices a truncated stream,
+    which zstandard's stream_reader silently accepts."""
+
+    def __init__(self, src):
+        import zstandard
+
+        self._src = src
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._pending = b""
+        self._in_frame = False
+        self.error = zstandard.ZstdError
+
+    def read(self, _size: int) -> bytes:
+        while True:
+            if not self._pending:
+                self._pending = self._src.read(COMPRESSED_FEED)
+                if not self._pending:
+                    if self._in_frame:
+                        raise EOFError("compressed stream ended before the end of its frame")
+                    return b""
+            data, self._pending = self._pending, b""
+            self._in_frame = True
+            out = self._obj.decompress(data)
+            if self._obj.eof:
+                self._pending = self._obj.unused_data
+                self._obj = self._dctx.decompressobj()
+                self._in_frame = False
+            if out:
+                return out
+
+
+def _reader(compression: str, src):
+    if compression == "zst":
+        return _ZstdReader(src)
+    if compression == "lz4":
+        import lz4.frame
+
+        return lz4.frame.open(src, "rb")
+    if compression == "xz":
+        return lzma.open(src, "rb")
+    raise BadInput(f"unknown compression {compression!r}")
+
+
+def _decompression_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [EOFError, lzma.LZMAError, RuntimeError, ValueError]
+    try:
+        import zstandard
+
+        errors.append(zstandard.ZstdError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def decompress_to(core: CoreInput, target: str, limit: int = MAX_CORE_BYTES) -> int:
+    """Decompress `core` into the file `target`; returns the bytes written. A corrupt,
+    truncated or oversized stream is bad input with one line saying which."""
+    written = 0
+    try:
+        with open(core.path, "rb") as src, open(target, "wb") as out:
+            reader = _reader(core.compression or "", src)
+            while True:
+                chunk = reader.read(READ_CHUNK)
+                if not chunk:
+                    break
+                written += len(chunk)
+                if written > limit:
+                    raise BadInput(f"{core.name}: decompresses to more than {limit >> 20} MiB; not analyzed")
+                out.write(chunk)
+    except BadInput:
+        raise
+    except ImportError as e:
+        raise BadInput(f"{core.name}: cannot decompress {core.compression}: {e}") from None
+    except OSError as e:
+        raise BadInput(f"{core.name}: cannot decompress: {e.strerror or e}") from None
+    except _decompression_errors() as e:
+        raise BadInput(f"{core.name}: corrupt {core.compression} stream: {str(e)[:200] or type(e).__name__}") from None
+    if written == 0:
+        raise BadInput(f"{core.name}: the {core.compression} stream holds nothing")
+    return written
+
+
+@contextmanager
+def materialized(core: CoreInput, tmp_dir: str | None = None, limit: int = MAX_CORE_BYTES) -> Iterator[str]:
+    """A plain core file for `core`: the file itself, or a decompressed temporary copy that is
+    removed on exit."""
+    if core.compression is None:
+        yield core.path
+        return
+    directory = tempfile.mkdtemp(prefix="coreanalyze-", dir=tmp_dir)
+    try:
+        target = os.path.join(directory, safe_stem(Path(core.name).stem))
+        decompress_to(core, target, limit)
+        yield target
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,43 @@
+"""What `coreanalyze batch` and `merge` print when they finish: counts, top groups, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from coreanalyze.batch.merge import MergeResult
+from coreanalyze.batch.runner import BatchResult
+from coreanalyze.batch.summary import INDEX_FILE
+from coreanalyze.render.view import one_line
+
+TOP_GROUPS = 10
+LISTED_FAILURES = 10
+
+
+def _summary_lines(summary: dict[str, Any], out: Path) -> Iterator[str]:
+    t = summary.get("totals", {})
+    yield (
+        f"{t.get('cores', 0)} cores: {t.get('analyzed', 0)} analyzed, {t.get('partial', 0)} partly, "
+        f"{t.get('failed', 0)} failed, {t.get('duplicates', 0)} duplicate files; {t.get('groups', 0)} crash groups"
+    )
+    for g in summary.get("groups", [])[:TOP_GROUPS]:
+        yield f"  {g['count']:>5}  {g['fault_kind']:<19} {g['category']:<22} {one_line(g['signature'], 120)}"
+    if len(summary.get("groups", [])) > TOP_GROUPS:
+        yield f"  ... {len(summary['groups']) - TOP_GROUPS} more groups"
+    failed = summary.get("failed", [])
+    for f in failed[:LISTED_FAILURES]:
+        yield f"  failed: {one_line(f['path'], 200)}: {one_line(f['reason'], 200)}"
+    if len(failed) > LISTED_FAILURES:
+        yield f"  ... {len(failed) - LISTED_FAILURES} more failures in summary.json"
+    yield f"index: {out / INDEX_FILE}"
+
+
+def batch_outcome_lines(result: BatchResult) -> Iterator[str]:
+    skipped = f", {result.skipped} already done" if result.skipped else ""
+    yield f"{result.found} core files found{skipped}"
+    yield from _summary_lines(result.summary, result.out)
+
+
+def merge_outcome_lines(result: MergeResult) -> Iterator[str]:
+    yield f"merged {result.sources} batch directories: {result.records} core records"
+    yield from _summary_lines(result.summary, result.out)

@@ -1,0 +1,318 @@
+"""Running a batch: find the cores, skip those already done, feed worker processes, keep every
+result the moment it exists.
+
+The batch process alone decides: which core goes to which worker (cores that look like the
+same program go to the worker that just had one, whose warm gdb holds its libraries), whether a
+core's content was already analyzed (claims), when a worker has overrun its time (it is killed
+and the core recorded as timed out), and when to stop (Ctrl-C or SIGTERM: workers are ended,
+what is done is kept, the summary is written).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait as wait_for
+from pathlib import Path
+from typing import Any, Callable
+
+from coreanalyze.analyze import AnalyzeOptions
+from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, discover
+from coreanalyze.batch.progress import Progress
+from coreanalyze.batch.shard import Shard
+from coreanalyze.batch.store import BatchStore, CoreRecord
+from coreanalyze.batch.summary import write_outputs
+from coreanalyze.batch.worker import WorkerConfig, base_record, worker_main
+from coreanalyze.errors import AnalysisFailed, BadInput
+
+DEFAULT_TIMEOUT = 300.0
+# Beyond --timeout before the batch kills a worker: gdb's own limit (the same --timeout) fires
+# first and still yields a partial report; this catches a hang anywhere else.
+GRACE_SECONDS = 30.0
+STOP_SECONDS = 5.0  # how long a worker gets to clean up (its gdb) before SIGKILL
+POLL_SECONDS = 1.0
+
+
+@dataclass
+class BatchOptions:
+    out: Path
+    analyze: AnalyzeOptions = field(default_factory=AnalyzeOptions)
+    jobs: int | None = None  # None: one per CPU this process may use
+    timeout: float = DEFAULT_TIMEOUT  # per core
+    resume: bool = False
+    shard: Shard | None = None
+    progress: bool = False
+    tmp_dir: str | None = None  # where compressed cores are decompressed
+    max_core_bytes: int = MAX_CORE_BYTES
+
+
+@dataclass
+class BatchResult:
+    out: Path
+    found: int  # cores found (in this shard)
+    skipped: int  # done by an earlier run (--resume)
+    this_run: Counter = field(default_factory=Counter)  # status -> cores finished now
+    interrupted: bool = False
+    summary: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+class _Queue:
+    """Pending cores grouped by their build hint, each group in discovery order."""
+
+    def __init__(self, cores: list[CoreInput]):
+        self._groups: OrderedDict[str | None, deque[CoreInput]] = OrderedDict()
+        for core in cores:
+            self._groups.setdefault(core.build_hint, deque()).append(core)
+
+    def __bool__(self) -> bool:
+        return bool(self._groups)
+
+    def pop(self, hint: str | None) -> CoreInput:
+        key = hint if hint is not None and hint in self._groups else next(iter(self._groups))
+        group = self._groups[key]
+        core = group.popleft()
+        if not group:
+            del self._groups[key]
+        return core
+
+
+class _Worker:
+    def __init__(self, ctx, config: WorkerConfig):
+        parent_end, child_end = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child_end, config), name="coreanalyze-batch-worker", daemon=True)
+        try:
+            self.process.start()
+        except OSError as e:
+            raise AnalysisFailed(f"cannot start a worker process: {e.strerror or e}") from None
+        child_end.close()
+        self.conn = parent_end
+        self.task: CoreInput | None = None
+        self.identity: str | None = None  # the content identity it claimed for its task
+        self.duplicate_of: str | None = None  # when the claim was refused: the core it repeats
+        self.deadline = float("inf")
+        self.hint: str | None = None
+
+    def assign(self, core: CoreInput, limit: float) -> None:
+        self.task, self.identity, self.duplicate_of, self.hint = core, None, None, core.build_hint
+        self.deadline = time.monotonic() + limit
+        self.conn.send(("analyze", core))
+
+    def finish(self) -> None:
+        self.task, self.identity, self.deadline = None, None, float("inf")
+
+    def stop(self) -> None:
+        """An idle worker: ask it to leave."""
+        try:
+            self.conn.send(("stop",))
+        except OSError:
+            pass
+        self.process.join(STOP_SECONDS)
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGTERM (the worker kills its gdb on the way out), then SIGKILL."""
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(STOP_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(STOP_SECONDS)
+        self.conn.close()
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"the analysis process died by {name}{hint}"
+    return f"the analysis process exited unexpectedly (status {exitcode})"
+
+
+class _Batch:
+    def __init__(self, options: BatchOptions, store: BatchStore, claimed: dict[str, str], on_record):
+        self.options = options
+        self.store = store
+        self.claimed = claimed  # content identity -> path of the core analyzed for it
+        self.owners: dict[str, str] = {}  # content identity -> the plain file that must own it
+        self.on_record = on_record
+        self.limit = options.timeout + GRACE_SECONDS
+        self.counts: Counter = Counter()
+        self.config = WorkerConfig(
+            out=str(options.out),
+            options=replace(options.analyze, timeout=options.timeout),
+            tmp_dir=options.tmp_dir,
+            max_core_bytes=options.max_core_bytes,
+            parent_pid=os.getpid(),
+        )
+        self.ctx = multiprocessing.get_context("spawn")
+        self.workers: list[_Worker] = []
+
+    def keep(self, record: CoreRecord) -> None:
+        if record.status == "duplicate" and record.duplicate_of is None:
+            record.duplicate_of = self.claimed.get(record.identity)
+        self.store.write(record)
+        self.counts[record.status] += 1
+        if self.on_record:
+            self.on_record(record)
+
+    def _failed(self, worker: _Worker, reason: str) -> CoreRecord:
+        assert worker.task is not None
+        record = base_record(worker.task)
+        record.identity = worker.identity or record.identity
+        record.reason = reason
+        return record
+
+    def _service(self, worker: _Worker) -> CoreRecord | None:
+        """Answer the worker's claims; its record once it is done (or dead)."""
+        try:
+            while worker.conn.poll():
+                message = worker.conn.recv()
+                if message[0] == "claim":
+                    identity = message[1]
+                    holder = self.claimed.get(identity)
+                    owner = self.owners.get(identity)
+                    # A plain file with this content is analyzed in its own right, whatever
+                    # finishes decompressing first: the outcome never depends on timing.
+                    fresh = holder is None and owner in (None, worker.task.path)
+                    worker.duplicate_of = None if fresh else (holder or owner)
+                    if fresh:
+                        self.claimed[identity] = worker.task.path
+                        worker.identity = identity
+                        # Decompression had its own time; the analysis gets the full limit.
+                        worker.deadline = time.monotonic() + self.limit
+                    worker.conn.send(("claim-answer", fresh))
+                elif message[0] == "done":
+                    record = message[1]
+                    if record.status == "duplicate":
+                        record.duplicate_of = worker.duplicate_of
+                    return record
+        except (EOFError, OSError):
+            worker.process.join(STOP_SECONDS)
+        if not worker.process.is_alive():
+            return self._failed(worker, _death_reason(worker.process.exitcode))
+        return None
+
+    def _replace(self, index: int) -> None:
+        self.workers[index].kill()
+        self.workers[index] = _Worker(self.ctx, self.config)
+
+    def run(self, pending: list[CoreInput], progress: Progress) -> None:
+        for core in pending:
+            if core.compression is None and core.file_identity not in self.claimed:
+                current = self.owners.get(core.file_identity)
+                if current is None or core.path < current:
+                    self.owners[core.file_identity] = core.path
+        queue = _Queue(pending)
+        self.workers = [_Worker(self.ctx, self.config) for _ in range(min(self.options.jobs or default_jobs(), len(pending)))]
+        while queue or any(w.task for w in self.workers):
+            for w in self.workers:
+                if w.task is None and queue:
+                    w.assign(queue.pop(w.hint), self.limit)
+            busy = [w for w in self.workers if w.task is not None]
+            soonest = min(w.deadline for w in busy)
+            waitables = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+            wait_for(waitables, timeout=min(POLL_SECONDS, max(0.0, soonest - time.monotonic())))
+            now = time.monotonic()
+            for index, w in enumerate(self.workers):
+                if w.task is None:
+                    continue
+                record = self._service(w)
+                if record is None and now >= w.deadline:
+                    record = self._failed(w, f"timed out: no result within {self.options.timeout:g} s (+{GRACE_SECONDS:g} s grace)")
+                    self._replace(index)
+                elif record is not None and not w.process.is_alive():
+                    self._replace(index)
+                if record is not None:
+                    self.workers[index].finish()
+                    self.keep(record)
+                    progress.advance(record)
+
+    def shut_down(self) -> None:
+        busy = [w for w in self.workers if w.task is not None]
+        for w in busy:  # all at once: each gets its few seconds in parallel
+            if w.process.is_alive():
+                w.process.terminate()
+        for w in self.workers:
+            if w.task is not None:
+                w.kill()
+            else:
+                w.stop()
+        self.workers = []
+
+
+def _interrupt_on_sigterm():
+    """SIGTERM (a service stop, a scheduler's kill) ends the batch like Ctrl-C: cleanly."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[CoreRecord], None] | None = None) -> BatchResult:
+    """Analyze every core under `paths` into `options.out`; see the module docstring."""
+    if options.jobs is not None and options.jobs < 1:
+        raise BadInput("--jobs must be at least 1")
+    store = BatchStore(options.out)
+    store.prepare(options.resume)
+    inputs = discover(paths, exclude=[str(options.out)])
+    if not inputs:
+        raise BadInput(f"no core files found in {', '.join(paths)}")
+    if options.shard is not None:
+        inputs = [c for c in inputs if options.shard.owns(c.file_identity)]
+
+    result = BatchResult(out=Path(options.out), found=len(inputs), skipped=0)
+    done = store.load(result.warnings)
+    by_file = {r.file_identity: r for r in done}
+    done_paths = {r.path for r in done}
+    claimed = {r.identity: r.path for r in done if r.status != "duplicate"}
+    pending: list[CoreInput] = []
+    batch = _Batch(options, store, claimed, on_record)
+    for core in inputs:
+        earlier = by_file.get(core.file_identity)
+        if earlier is None:
+            pending.append(core)
+            continue
+        result.skipped += 1
+        if core.path not in done_paths:
+            # The same bytes under a new name: recorded, never counted again.
+            record = base_record(core)
+            record.identity, record.status = earlier.identity, "duplicate"
+            batch.keep(record)
+
+    progress = Progress(len(inputs), result.skipped, options.progress)
+    previous_sigterm = _interrupt_on_sigterm()
+    try:
+        if pending:
+            batch.run(pending, progress)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        try:
+            batch.shut_down()
+        finally:
+            progress.close()
+            if previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, previous_sigterm)
+    result.this_run = batch.counts
+    records = store.load(result.warnings)
+    result.summary = write_outputs(store, records, shard=options.shard)
+    return result

@@ -1,0 +1,260 @@
+"""The batch output directory, and the one record per core that makes a batch resumable.
+
+    OUT/results/<identity>.json   one record per core, written atomically (tmp + rename):
+                                  the record IS the fact that the core is done
+    OUT/reports/<name>-<id>.html  the core's report, and .json beside it
+    OUT/cores.jsonl, summary.json, index.html   derived from results/ alone, rewritten at the end
+
+Everything derived is recomputed from results/, so a batch killed at any instant (SIGKILL
+included) loses at most the cores in flight, and a rerun with --resume counts nothing twice:
+a core is skipped when a record with its content identity exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from coreanalyze.errors import BadInput
+from coreanalyze.safenames import safe_stem
+
+RECORD_SCHEMA = "coreanalyze-batch-core/1"
+RESULTS_DIR = "results"
+REPORTS_DIR = "reports"
+STATUSES = ("ok", "partial", "failed", "duplicate")
+ANALYZED = ("ok", "partial")  # statuses that have a report and count in the groups
+
+MAX_RECORD_BYTES = 1 << 20  # a record is a few KiB; anything bigger is not ours
+MAX_RECORDS = 1_000_000
+_IDENTITY = re.compile(r"^[0-9a-f]{64}$")
+_REPORT_PATH = re.compile(r"^reports/[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:html|json)$")
+_TMP_MARK = ".tmp-"
+_STEM_CHARS = 80
+_ID_IN_NAME = 16
+
+
+@dataclass
+class CoreRecord:
+    """What a batch knows about one core file once it is done with it."""
+
+    identity: str  # content identity of the (decompressed) core
+    file_identity: str  # identity of the file as stored (differs when compressed)
+    path: str
+    status: str  # one of STATUSES
+    reason: str | None = None  # why failed / partial
+    compression: str | None = None
+    size: int | None = None  # bytes on disk
+    timestamp: float | None = None  # when the process crashed, epoch seconds
+    timestamp_source: str | None = None  # "xattr" | "filename" | "mtime"
+    host: str | None = None  # from systemd's hostname attribute
+    pid: int | None = None
+    executable: str | None = None
+    signal: str | None = None
+    signature: str | None = None
+    category: str | None = None
+    fault_kind: str | None = None
+    culprit: dict[str, Any] = field(default_factory=dict)  # {function, module}
+    summary: str | None = None
+    confidence: str | None = None
+    report_html: str | None = None  # relative to the output directory
+    report_json: str | None = None
+    duplicate_of: str | None = None  # path of the core this one repeats
+    seconds: float | None = None  # time spent on it
+    xattrs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def key(self) -> str:
+        """The results/ file name: one per core identity; duplicates get one per path."""
+        if self.status == "duplicate":
+            return "dup-" + hashlib.sha256(f"{self.identity}\0{self.path}".encode()).hexdigest()[:40]
+        return self.identity
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": RECORD_SCHEMA, **dataclasses.asdict(self)}
+
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "identity": (str,),
+    "file_identity": (str,),
+    "path": (str,),
+    "status": (str,),
+    "reason": (str, type(None)),
+    "compression": (str, type(None)),
+    "size": (int, type(None)),
+    "timestamp": (int, float, type(None)),
+    "timestamp_source": (str, type(None)),
+    "host": (str, type(None)),
+    "pid": (int, type(None)),
+    "executable": (str, type(None)),
+    "signal": (str, type(None)),
+    "signature": (str, type(None)),
+    "category": (str, type(None)),
+    "fault_kind": (str, type(None)),
+    "culprit": (dict,),
+    "summary": (str, type(None)),
+    "confidence": (str, type(None)),
+    "report_html": (str, type(None)),
+    "report_json": (str, type(None)),
+    "duplicate_of": (str, type(None)),
+    "seconds": (int, float, type(None)),
+    "xattrs": (dict,),
+}
+
+
+def record_from_dict(d: Any) -> CoreRecord:
+    """A record read back from disk (possibly another machine's): checked field by field, so a
+    damaged or foreign file is rejected with a reason instead of poisoning the summary."""
+    if not isinstance(d, dict) or d.get("schema") != RECORD_SCHEMA:
+        raise ValueError("not a coreanalyze batch record")
+    kwargs: dict[str, Any] = {}
+    for name, types in _FIELD_TYPES.items():
+        if name not in d:
+            continue
+        value = d[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ValueError(f"field {name} has the wrong type")
+        kwargs[name] = value
+    for name in ("identity", "file_identity", "path", "status"):
+        if name not in kwargs:
+            raise ValueError(f"field {name} is missing")
+    if not _IDENTITY.match(kwargs["identity"]) or not _IDENTITY.match(kwargs["file_identity"]):
+        raise ValueError("bad identity")
+    if kwargs["status"] not in STATUSES:
+        raise ValueError(f"unknown status {kwargs['status']!r}")
+    for name in ("report_html", "report_json"):
+        if kwargs.get(name) is not None and not _REPORT_PATH.match(kwargs[name]):
+            raise ValueError(f"{name} is not a report path of this layout")
+    kwargs["culprit"] = {k: v for k, v in kwargs.get("culprit", {}).items() if k in ("function", "module") and isinstance(v, (str, type(None)))}
+    kwargs["xattrs"] = {k: v for k, v in kwargs.get("xattrs", {}).items() if isinstance(k, str) and isinstance(v, str)}
+    return CoreRecord(**kwargs)
+
+
+def atomic_write(path: Path, data: str | bytes, *, durable: bool = True) -> None:
+    """Write the whole file or nothing: a reader (or a rerun after SIGKILL) never sees half."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}{_TMP_MARK}{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(payload)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def report_stem(core_path: str, identity: str) -> str:
+    """`/var/crash/core.python3.0.<boot>.1234.<usec>.zst` -> `core.python3.0....1234.<usec>-<id16>`:
+    sanitized, and unique because it carries the content identity."""
+    name = os.path.basename(core_path)
+    for suffix in (".zst", ".lz4", ".xz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return f"{safe_stem(name)[:_STEM_CHARS]}-{identity[:_ID_IN_NAME]}"
+
+
+class BatchStore:
+    """One batch output directory."""
+
+    def __init__(self, out: str | os.PathLike[str]):
+        self.out = Path(out)
+        self.results = self.out / RESULTS_DIR
+        self.reports = self.out / REPORTS_DIR
+
+    # -------------------------------------------------------------- set-up
+
+    def has_results(self) -> bool:
+        return self.results.is_dir() and any(p.suffix == ".json" for p in self.results.iterdir())
+
+    def is_batch_dir(self) -> bool:
+        return self.results.is_dir()
+
+    def prepare(self, resume: bool) -> None:
+        """Create the layout; refuse to mix a new batch into an old one unless resuming."""
+        if self.out.exists() and not self.out.is_dir():
+            raise BadInput(f"--out {self.out}: exists and is not a directory")
+        if not resume and self.has_results():
+            raise BadInput(
+                f"--out {self.out} already holds batch results; pass --resume to continue that batch, "
+                "or choose an empty directory"
+            )
+        try:
+            self.results.mkdir(parents=True, exist_ok=True)
+            self.reports.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BadInput(f"--out {self.out}: cannot create it: {e.strerror or e}") from None
+        self.remove_temporaries()
+
+    def remove_temporaries(self) -> None:
+        """Half-written files of a run that was killed: never results, safe to drop."""
+        for directory in (self.out, self.results, self.reports):
+            if not directory.is_dir():
+                continue
+            for p in directory.iterdir():
+                if p.name.startswith(".") and _TMP_MARK in p.name:
+                    try:
+                        p.unlink()
+                    except OSError:
+                        pass
+
+    # -------------------------------------------------------------- records
+
+    def write(self, record: CoreRecord) -> None:
+        atomic_write(self.results / f"{record.key}.json", json.dumps(record.to_dict(), indent=1, sort_keys=True) + "\n")
+
+    def load(self, warnings: list[str] | None = None) -> list[CoreRecord]:
+        """Every record in results/, in a stable order; unreadable files are skipped with a
+        warning (they can only come from outside: ours are written atomically)."""
+        records: list[CoreRecord] = []
+        if not self.results.is_dir():
+            return records
+        for p in sorted(self.results.iterdir())[:MAX_RECORDS]:
+            if p.suffix != ".json" or p.name.startswith("."):
+                continue
+            try:
+                if p.stat().st_size > MAX_RECORD_BYTES:
+                    raise ValueError("too large")
+                record = record_from_dict(json.loads(p.read_text(encoding="utf-8")))
+                if p.stem != record.key:
+                    raise ValueError("file name does not match its content")
+            except (OSError, ValueError, UnicodeDecodeError) as e:
+                if warnings is not None:
+                    warnings.append(f"{p}: skipped: {e}")
+                continue
+            records.append(record)
+        return records
+
+    # -------------------------------------------------------------- reports
+
+    def write_report(self, stem: str, extension: str, text: str) -> str:
+        """Write a report file; returns its path relative to the output directory."""
+        name = f"{stem}{extension}"
+        atomic_write(self.reports / name, text)
+        return f"{REPORTS_DIR}/{name}"
+
+    def write_output(self, name: str, text: str) -> Path:
+        path = self.out / name
+        atomic_write(path, text)
+        return path
+
+
+def lines_of(records: Iterable[CoreRecord]) -> str:
+    """cores.jsonl: one record per line, sorted by path, for other tools."""
+    ordered = sorted(records, key=lambda r: (r.path, r.key))
+    return "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in ordered)

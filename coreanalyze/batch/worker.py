@@ -1,0 +1,198 @@
+"""One worker process of a batch: analyzes the cores it is sent, one at a time, for its life.
+
+A worker keeps what is worth keeping between cores — a pool of warm gdb processes, when this
+installation has one, so that the next core of the same build opens in milliseconds — and
+turns every outcome of one core into a CoreRecord: a broken core is a record with its reason,
+never an exception that reaches the batch.
+
+Protocol over the worker's pipe (tuples):
+    batch -> worker   ("analyze", CoreInput) | ("claim-answer", bool) | ("stop",)
+    worker -> batch   ("claim", identity) | ("done", record dict)
+The claim asks the batch, which alone knows every core in flight, whether this content was
+already analyzed (a plain core and its compressed copy share an identity).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from coreanalyze.analyze import AnalyzeOptions, analyze_core
+from coreanalyze.batch.identity import content_identity
+from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
+from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
+from coreanalyze.errors import CoreAnalyzeError
+from coreanalyze.model import Report
+
+MAX_FIELD_CHARS = 2000  # bound on one text field copied from a report into a record
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    out: str
+    options: AnalyzeOptions
+    tmp_dir: str | None = None
+    max_core_bytes: int = MAX_CORE_BYTES
+    parent_pid: int = 0
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= MAX_FIELD_CHARS else text[:MAX_FIELD_CHARS] + "…"
+
+
+def _signal_name(number: str | None) -> str | None:
+    if not number or not number.isdigit():
+        return None
+    try:
+        return signal.Signals(int(number)).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def base_record(core: CoreInput) -> CoreRecord:
+    """What is known before analysis: names, systemd's attributes, the file's own facts."""
+    when, source = core.timestamp
+    return CoreRecord(
+        identity=core.file_identity,
+        file_identity=core.file_identity,
+        path=core.path,
+        status="failed",
+        compression=core.compression,
+        size=core.size,
+        timestamp=when,
+        timestamp_source=source,
+        host=core.host,
+        pid=core.pid,
+        executable=core.xattrs.get("exe") or None,
+        signal=_signal_name(core.xattrs.get("signal")),
+        xattrs=dict(core.xattrs),
+    )
+
+
+def fill_from_report(record: CoreRecord, report: Report) -> None:
+    cls = report.classification
+    record.signature = _clip(cls.signature) or None
+    record.category = cls.category
+    record.fault_kind = cls.fault_kind
+    record.culprit = {"function": _clip(cls.culprit.function), "module": _clip(cls.culprit.module)}
+    record.summary = _clip(cls.summary) or None
+    record.confidence = cls.confidence
+    if report.core is not None:
+        record.pid = report.core.pid if report.core.pid is not None else record.pid
+        record.executable = _clip(report.core.executable) or record.executable
+        record.signal = report.core.signal.name or record.signal
+
+
+def _analyze_kwargs(gdb_pool: Any) -> dict[str, Any]:
+    return {"gdb_pool": gdb_pool} if gdb_pool is not None else {}
+
+
+def analyze_one(
+    core: CoreInput,
+    config: WorkerConfig,
+    claim: Callable[[str], bool],
+    gdb_pool: Any = None,
+) -> CoreRecord:
+    """Analyze one core and write its reports; every failure becomes the record's reason."""
+    from coreanalyze.render import render
+
+    started = time.monotonic()
+    record = base_record(core)
+    store = BatchStore(config.out)
+    try:
+        with materialized(core, config.tmp_dir, config.max_core_bytes) as local:
+            if core.compression is not None:
+                record.identity = content_identity(local)
+            if not claim(record.identity):
+                record.status = "duplicate"
+                return record
+            result = analyze_core(local, config.options, **_analyze_kwargs(gdb_pool))
+            report = result.report
+            if report.core is not None:
+                report.core.path = core.path  # not the temporary decompressed copy
+            stem = report_stem(core.path, record.identity)
+            record.report_json = store.write_report(stem, ".json", render(report, "json"))
+            record.report_html = store.write_report(stem, ".html", render(report, "html"))
+            fill_from_report(record, report)
+            record.status = "ok" if result.exit_code == 0 else "partial"
+            record.reason = _clip(result.failure)
+    except CoreAnalyzeError as e:
+        record.status = "failed"
+        record.reason = _clip(str(e)) or type(e).__name__
+    except Exception as e:  # noqa: BLE001
+        # A core can break a parser in ways nobody foresaw; the batch goes on without it.
+        record.status = "failed"
+        record.reason = _clip(f"internal error: {type(e).__name__}: {e}")
+    finally:
+        record.seconds = round(time.monotonic() - started, 3)
+    return record
+
+
+# ---------------------------------------------------------------------------------- process
+
+
+def _terminate(signum, frame) -> None:  # noqa: ARG001
+    # Unwinds through the gdb session's context manager, which kills gdb's process group.
+    raise SystemExit(128 + signum)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGTERM this worker when the batch process dies (even by SIGKILL),
+    so that no worker or gdb outlives it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if parent_pid and os.getppid() != parent_pid:
+        raise SystemExit(0)  # the batch died before the request above took effect
+
+
+def open_gdb_pool(config: WorkerConfig) -> Any:
+    """This worker's pool of warm gdb processes, or None when coreanalyze has none."""
+    try:
+        from coreanalyze.gdb import pool  # noqa: F401
+    except ImportError:
+        return None
+    return None
+
+
+def close_gdb_pool(gdb_pool: Any) -> None:
+    close = getattr(gdb_pool, "close", None)
+    if callable(close):
+        close()
+
+
+def worker_main(conn, config: WorkerConfig) -> None:
+    """Entry point of a worker process."""
+    # Ctrl-C reaches the whole process group; the batch alone decides how to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminate)
+    _die_with_parent(config.parent_pid)
+    gdb_pool = open_gdb_pool(config)
+
+    def claim(identity: str) -> bool:
+        conn.send(("claim", identity))
+        answer = conn.recv()
+        return bool(answer[0] == "claim-answer" and answer[1])
+
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            if message[0] != "analyze":
+                break
+            record = analyze_one(message[1], config, claim, gdb_pool)
+            conn.send(("done", record))
+    finally:
+        close_gdb_pool(gdb_pool)
