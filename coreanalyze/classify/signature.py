@@ -50,7 +50,8 @@ def signature_frames(views: Sequence[FrameView], pick: CulpritPick, rules: RuleS
         python = [v for v in views if v.python]
         start = python.index(pick.view)
         return python[start: start + n]
-    chosen = [pick.view]
+    # A checked accessor skipped for the culprit still tells two CHECKs in one kernel apart.
+    chosen = [v for v in pick.skipped if v.role == "checked"][: n - 1] + [pick.view]
     for v in views[pick.view.position + 1:]:
         if len(chosen) >= n:
             break
