@@ -182,7 +182,7 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
-    from coreanalyze.batch.report import batch_outcome_lines
+    from coreanalyze.batch.outcome import batch_outcome_lines
 
     options = BatchOptions(
         out=Path(out),
@@ -214,7 +214,7 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
 def merge_command(dirs, out):
     """Combine batch output directories (shards, machines) into one, counting each core once."""
     from coreanalyze.batch import merge_batches
-    from coreanalyze.batch.report import merge_outcome_lines
+    from coreanalyze.batch.outcome import merge_outcome_lines
 
     result = merge_batches(list(dirs), out)
     for line in result.warnings:

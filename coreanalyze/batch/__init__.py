@@ -6,6 +6,8 @@
     runner    the batch: scheduling, claims, timeouts, Ctrl-C
     store     the output directory: atomic per-core records and reports
     summary   crash groups -> summary.json, index.html, cores.jsonl
+    outcome   the lines `batch` and `merge` print when they finish
+    progress  the progress bar on a terminal
     shard     --shard I/N
     merge     several batch directories -> one
 """

@@ -216,7 +216,7 @@ def _walk(directory: str, skip: set[str]) -> Iterator[str]:
             if looks_like_core_name(name):
                 yield path
                 continue
-            compression, is_core = sniff(path)
+            _, is_core = sniff(path)
             if is_core:
                 yield path
 

@@ -8,6 +8,7 @@ from typing import IO
 import click
 
 from coreanalyze.batch.store import CoreRecord
+from coreanalyze.render.view import one_line
 
 
 class Progress:
@@ -29,7 +30,7 @@ class Progress:
 
     def advance(self, record: CoreRecord) -> None:
         if self._bar is not None:
-            self._bar.update(1, current_item=f"{record.name[:40]} {record.status}")
+            self._bar.update(1, current_item=f"{one_line(record.name, 40)} {record.status}")
 
     def close(self) -> None:
         if self._bar is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
 import threading
 import time
@@ -49,6 +50,7 @@ class BatchOptions:
     progress: bool = False
     tmp_dir: str | None = None  # where compressed cores are decompressed
     max_core_bytes: int = MAX_CORE_BYTES
+    grace: float = GRACE_SECONDS  # beyond `timeout` before a worker is killed
 
 
 @dataclass
@@ -151,7 +153,7 @@ class _Batch:
         self.claimed = claimed  # content identity -> path of the core analyzed for it
         self.owners: dict[str, str] = {}  # content identity -> the plain file that must own it
         self.on_record = on_record
-        self.limit = options.timeout + GRACE_SECONDS
+        self.limit = options.timeout + options.grace
         self.counts: Counter = Counter()
         self.config = WorkerConfig(
             out=str(options.out),
@@ -164,6 +166,12 @@ class _Batch:
         self.workers: list[_Worker] = []
 
     def keep(self, record: CoreRecord) -> None:
+        if record.status != "duplicate":
+            # A core that failed before it could claim its content (a corrupt stream, a worker
+            # that died) is still one file among others with the same bytes.
+            holder = self.claimed.setdefault(record.identity, record.path)
+            if holder != record.path:
+                record.status, record.duplicate_of = "duplicate", holder
         if record.status == "duplicate" and record.duplicate_of is None:
             record.duplicate_of = self.claimed.get(record.identity)
         self.store.write(record)
@@ -234,7 +242,7 @@ class _Batch:
                     continue
                 record = self._service(w)
                 if record is None and now >= w.deadline:
-                    record = self._failed(w, f"timed out: no result within {self.options.timeout:g} s (+{GRACE_SECONDS:g} s grace)")
+                    record = self._failed(w, f"timed out: no result within {self.options.timeout:g} s (+{self.options.grace:g} s grace)")
                     self._replace(index)
                 elif record is not None and not w.process.is_alive():
                     self._replace(index)
@@ -267,10 +275,23 @@ def _interrupt_on_sigterm():
     return signal.signal(signal.SIGTERM, handler)
 
 
-def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[CoreRecord], None] | None = None) -> BatchResult:
-    """Analyze every core under `paths` into `options.out`; see the module docstring."""
+def check_options(options: BatchOptions) -> None:
+    """Mistakes that would fail every core fail the batch instead, before any work."""
+    from coreanalyze.classify import load_rules
+
     if options.jobs is not None and options.jobs < 1:
         raise BadInput("--jobs must be at least 1")
+    analyze = options.analyze
+    if analyze.python and not os.path.isfile(analyze.python):
+        raise BadInput(f"--python {analyze.python}: no such file")
+    if shutil.which(analyze.gdb) is None:
+        raise BadInput(f"gdb not found: {analyze.gdb} (install gdb or pass --gdb PATH)")
+    load_rules(analyze.rules_files)  # a bad rules file is bad input
+
+
+def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[CoreRecord], None] | None = None) -> BatchResult:
+    """Analyze every core under `paths` into `options.out`; see the module docstring."""
+    check_options(options)
     store = BatchStore(options.out)
     store.prepare(options.resume)
     inputs = discover(paths, exclude=[str(options.out)])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from coreanalyze.errors import BadInput
+from coreanalyze.errors import AnalysisFailed, BadInput
 from coreanalyze.safenames import safe_stem
 
 RECORD_SCHEMA = "coreanalyze-batch-core/1"
@@ -216,7 +216,14 @@ class BatchStore:
     # -------------------------------------------------------------- records
 
     def write(self, record: CoreRecord) -> None:
-        atomic_write(self.results / f"{record.key}.json", json.dumps(record.to_dict(), indent=1, sort_keys=True) + "\n")
+        self._write(self.results / f"{record.key}.json", json.dumps(record.to_dict(), indent=1, sort_keys=True) + "\n")
+
+    def _write(self, path: Path, text: str) -> None:
+        try:
+            atomic_write(path, text)
+        except OSError as e:
+            # Disk full, directory removed: the batch cannot keep results, so it stops here.
+            raise AnalysisFailed(f"cannot write {path}: {e.strerror or e}") from None
 
     def load(self, warnings: list[str] | None = None) -> list[CoreRecord]:
         """Every record in results/, in a stable order; unreadable files are skipped with a
@@ -245,12 +252,12 @@ class BatchStore:
     def write_report(self, stem: str, extension: str, text: str) -> str:
         """Write a report file; returns its path relative to the output directory."""
         name = f"{stem}{extension}"
-        atomic_write(self.reports / name, text)
+        self._write(self.reports / name, text)
         return f"{REPORTS_DIR}/{name}"
 
     def write_output(self, name: str, text: str) -> Path:
         path = self.out / name
-        atomic_write(path, text)
+        self._write(path, text)
         return path
 
 

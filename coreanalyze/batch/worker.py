@@ -89,6 +89,15 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
         record.signal = report.core.signal.name or record.signal
 
 
+def _accepts_gdb_pool() -> bool:
+    import inspect
+
+    try:
+        return "gdb_pool" in inspect.signature(analyze_core).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _analyze_kwargs(gdb_pool: Any) -> dict[str, Any]:
     return {"gdb_pool": gdb_pool} if gdb_pool is not None else {}
 
@@ -157,12 +166,25 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def open_gdb_pool(config: WorkerConfig) -> Any:
-    """This worker's pool of warm gdb processes, or None when coreanalyze has none."""
+    """This worker's pool of warm gdb processes, held for the worker's whole life, or None when
+    this installation has none (each core then gets a fresh gdb, as `coreanalyze CORE` does).
+
+    Cores of the same build are sent to the same worker (see runner._Queue), so its pool finds
+    the program and libraries already loaded."""
+    if not _accepts_gdb_pool():
+        return None
     try:
-        from coreanalyze.gdb import pool  # noqa: F401
+        from coreanalyze.gdb.pool import GdbPool
     except ImportError:
         return None
-    return None
+    options = config.options
+    try:
+        from_options = getattr(GdbPool, "from_options", None)
+        if callable(from_options):
+            return from_options(options)
+        return GdbPool(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod)
+    except (TypeError, CoreAnalyzeError, OSError):
+        return None  # a pool that cannot start is no reason to stop: fresh gdb per core
 
 
 def close_gdb_pool(gdb_pool: Any) -> None:
