@@ -534,10 +534,11 @@ class ReportView:
         where = lf.file or UNKNOWN
         if lf.line is not None:
             where += f":{lf.line}"
-        text = f"thread {lf.tid} was started from {where}"
+        text = where
         if lf.function:
             text += f" in {lf.function}"
-        return one_line(text)
+        # The Python line whose call is waiting on the work that crashed on another thread.
+        return one_line(f"{text} (thread {lf.tid}, waiting on this work)")
 
     def register_lines(self, per_line: int = 3) -> list[str]:
         """Registers as aligned plain-text columns."""
