@@ -25,6 +25,7 @@ from typing import Any
 
 from . import model
 from .errors import GdbError, GdbTimeout
+from .pyfiles import is_library_file
 
 SCRIPT = Path(__file__).resolve().parent / "gdb_scripts" / "pystacks.py"
 MI_COMMAND = "-coreanalyze-pystacks"
@@ -345,17 +346,6 @@ WAIT_MARKERS: tuple[str, ...] = (
 
 # Python files of frameworks and of the standard library: the call site worth naming is the
 # innermost frame outside them (the user's `model.fit(...)`, not TensorFlow's execute.py).
-LIBRARY_FILES: tuple[str, ...] = (
-    r"/(?:site|dist)-packages/(?:tensorflow|tensorflow_core|tf_keras|keras|absl|numpy|tensorboard)/",
-    r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)",
-    r"^<frozen ",
-)
-
-
-def _is_library_file(path: str | None) -> bool:
-    return bool(path) and any(re.search(p, path) for p in LIBRARY_FILES)
-
-
 def _innermost_python_index(thread: model.Thread) -> int | None:
     return next((i for i, f in enumerate(thread.frames) if f.kind == "python"), None)
 
@@ -363,7 +353,7 @@ def _innermost_python_index(thread: model.Thread) -> int | None:
 def _call_site(thread: model.Thread) -> model.Frame:
     """The innermost Python frame outside the frameworks, else the innermost Python frame."""
     python = [f for f in thread.frames if f.kind == "python"]
-    return next((f for f in python if not _is_library_file(f.file)), python[0])
+    return next((f for f in python if not is_library_file(f.file)), python[0])
 
 
 def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None:

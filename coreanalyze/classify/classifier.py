@@ -27,6 +27,7 @@ from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.classify.signature import make_signature
 from coreanalyze.classify.summary import SummaryFacts, summarize
 from coreanalyze.model import Classification, Culprit, Report, SignalInfo, Thread
+from coreanalyze.pyfiles import is_library_file
 
 ROLE_WORDS = {
     "trampoline": "signal handler",
@@ -37,6 +38,14 @@ ROLE_WORDS = {
     "allocator": "allocator",
     "checked": "checked accessor",
 }
+
+
+def _python_call_site(views, culprit) -> FrameView | None:
+    """The innermost Python frame of the user's own code under the culprit (else the innermost)."""
+    if culprit is None:
+        return None
+    python = [v for v in views if v.python and v.position > culprit.position]
+    return next((v for v in python if not is_library_file(v.frame.file)), python[0] if python else None)
 
 
 def _crashed_thread(report: Report) -> Thread | None:
@@ -160,6 +169,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
             feature=feature[0] if feature else None,
             python_only=pick.view is not None and pick.view.python,
             tf_caller=tf_caller,
+            python_site=_python_call_site(views, pick.view),
         )
     )
 

@@ -42,6 +42,7 @@ class SummaryFacts:
     feature: str | None
     python_only: bool
     tf_caller: FrameView | None  # the first TensorFlow frame under a custom-op frame
+    python_site: FrameView | None = None  # the innermost Python frame under the culprit
 
 
 def _where(v: FrameView) -> str:
@@ -65,6 +66,14 @@ def _message(text: str | None) -> str | None:
 
 
 def summarize(f: SummaryFacts) -> str:
+    sentence = _summarize_native(f)
+    if f.python_site is not None and not f.python_only and f.fault_kind != "sent-signal":
+        # The Python line that called into the native code is what the user recognizes.
+        sentence = f"{sentence[:-1]}, from Python {_where(f.python_site)}."
+    return sentence
+
+
+def _summarize_native(f: SummaryFacts) -> str:
     head = f.signal or "Crash"
     phrase = KIND_PHRASES.get(f.fault_kind, "")
     if f.fault_kind == "sent-signal":
