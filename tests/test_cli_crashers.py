@@ -143,3 +143,23 @@ def test_python_ctypes_crash(cores, python):
     thread = crashed_thread(report)
     python_functions = [f["function"] for f in thread["frames"] if f["kind"] == "python"]
     assert python_functions[:4] == ["string_at", "read_config", "main", "<module>"], python_functions
+
+
+def test_user_rules_file_through_the_cli(cores, tmp_path):
+    """A team's own rule (their library's function names) decides the category and advice."""
+    case = cores.c_crash("null_thread")
+    rules = tmp_path / "team.toml"
+    rules.write_text(
+        '[[rule]]\nname = "team-result-store"\ncategory = "tf-runtime"\npriority = 99\n'
+        'function = "^store_result$"\ndescription = "our result store"\n\n'
+        '[[advice]]\ncategory = "tf-runtime"\ntext = "Page the storage team: store_result crashed."\n'
+    )
+    report = analyze_json(case.core, "--python", str(case.exe), "--rules", str(rules))
+    c = report["classification"]
+    assert c["category"] == "tf-runtime"
+    assert any("team-result-store" in e for e in c["evidence"])
+    assert c["advice"][0] == "Page the storage team: store_result crashed."
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[rule]]\nname = 1\n")
+    run = run_cli(str(case.core), "--python", str(case.exe), "--rules", str(bad), cwd=tmp_path)
+    assert run.code == 2 and "bad.toml" in run.stderr
