@@ -163,3 +163,14 @@ def test_user_rules_file_through_the_cli(cores, tmp_path):
     bad.write_text("[[rule]]\nname = 1\n")
     run = run_cli(str(case.core), "--python", str(case.exe), "--rules", str(bad), cwd=tmp_path)
     assert run.code == 2 and "bad.toml" in run.stderr
+
+
+def test_locals_on_request(cores):
+    exe = pyenv_python("11")
+    case = cores.python_crash("ctypes_pyenv", exe, CRASHERS / "ctypes_crash.py")
+    plain = crashed_thread(analyze_json(case.core, "--python", str(exe)))
+    assert all(f["locals"] is None for f in plain["frames"] if f["kind"] == "python")
+    thread = crashed_thread(analyze_json(case.core, "--python", str(exe), "--locals"))
+    frames = {f["function"]: f for f in thread["frames"] if f["kind"] == "python"}
+    assert frames["read_config"]["locals"] == {"address": "16"}
+    assert frames["main"]["locals"] == {"values": "<list of 3 items>"}
