@@ -7,6 +7,8 @@ from the core's notes alone and the result carries exit code 3 with the reason.
 from __future__ import annotations
 
 import os
+import struct
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,10 @@ class AnalyzeOptions:
     rules_files: list[Path] = field(default_factory=list)
     with_locals: bool = False
     include_env: bool = False
+    # Huge libraries reach gdb as cached copies without symbol tables, named per address
+    # (coreanalyze.gdb.fastlibs); the report is the same, in a fraction of the time and memory.
+    fast_libraries: bool = True
+    fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
 
 
 @dataclass
@@ -98,15 +104,46 @@ def _looks_like_python(report: Report) -> bool:
     return any(n.startswith(("python", "libpython")) for n in names)
 
 
-def _run_gdb(report: Report, notes, core_path: str, executable: str | None, options: AnalyzeOptions, debug_dirs: list[str]):
+def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
+    """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
+    if not options.fast_libraries or options.debuginfod:
+        return None  # with debuginfod, gdb may fetch debug info for any library
+    from coreanalyze.gdb.fastlibs import FastLibraryError, plan_fast_libraries
+    from coreanalyze.gdb.minsyms import ElfLayoutError
+
+    try:
+        return plan_fast_libraries(
+            notes,
+            report.modules,
+            sysroot=options.sysroot,
+            debug_dirs=debug_dirs,
+            **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
+        )
+    except (OSError, ValueError, struct.error, ElfLayoutError, FastLibraryError):
+        return None  # an optimisation only: gdb then reads every library itself
+
+
+def _run_gdb(
+    report: Report,
+    notes,
+    core_path: str,
+    executable: str | None,
+    options: AnalyzeOptions,
+    debug_dirs: list[str],
+    fast=None,
+    gdb_pool=None,
+):
     """gdb's view of the core; returns (abort message, failure reason or None)."""
-    from coreanalyze.gdb.collect import collect
-    from coreanalyze.gdb.session import GdbSession
+    from coreanalyze.gdb.fastnames import collected_core
+    from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.pystacks import add_python_frames
 
-    with GdbSession(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod) as session:
-        session.load(core_path, executable=executable, sysroot=options.sysroot, debug_dirs=debug_dirs)
-        analysis = collect(session)
+    index_cache = default_index_cache() if options.fast_libraries else None
+    with gdb_for_analysis(
+        gdb_pool, gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod, index_cache=index_cache
+    ) as gdb, collected_core(
+        gdb, core_path, executable=executable, sysroot=options.sysroot, debug_dirs=debug_dirs, fast=fast
+    ) as (session, analysis):
         report.threads = analysis.threads
         report.warnings.extend(analysis.warnings)
         if analysis.crashing_tid is not None:
@@ -114,7 +151,7 @@ def _run_gdb(report: Report, notes, core_path: str, executable: str | None, opti
         _merge_signal(report.core.signal, analysis.siginfo)
         report.fault_instruction = analysis.fault_instruction
         try:
-            session.source(str(GDB_SCRIPTS / "pystacks.py"))
+            # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
             stacks = add_python_frames(session, report.threads, with_locals=options.with_locals)
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
@@ -128,20 +165,54 @@ def _run_gdb(report: Report, notes, core_path: str, executable: str | None, opti
         return analysis.abort_message
 
 
-def analyze_core(core_path: str, options: AnalyzeOptions | None = None) -> AnalysisResult:
+def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None) -> AnalysisResult:
+    """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
+    read) serve one core after another; without one, a gdb is started for this core."""
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
     rules = load_rules(options.rules_files)  # a bad rules file is bad input: fail before the work
     notes = read_core(core_path)
     try:
-        return _analyze_notes(core_path, notes, options, rules)
+        return _analyze_notes(core_path, notes, options, rules, gdb_pool)
     finally:
         notes.close()
 
 
-def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> AnalysisResult:
-    from coreanalyze.abortmsg import find_abort_message
+class _AbortMessageScan:
+    """find_abort_message for the crashing thread's stack pointer as the core's notes give it,
+    run in a thread while gdb works: the scan only reads the core file, and its half second
+    or so then costs nothing. Its answer is used only for that same stack pointer."""
+
+    def __init__(self, notes):
+        from coreanalyze.abortmsg import find_abort_message
+
+        thread = notes.thread(notes.crashing_tid)
+        self.sp = (thread.registers.get("rsp") or thread.registers.get("sp")) if thread else None
+        self._result: list[str | None] = []
+
+        def scan() -> None:
+            try:
+                self._result.append(find_abort_message(notes.memory, self.sp))
+            except Exception:  # noqa: BLE001 — result_for then scans again, where errors surface
+                pass
+
+        self._thread = threading.Thread(target=scan, daemon=True)
+        self._thread.start()
+
+    def result_for(self, memory, sp) -> str | None:
+        from coreanalyze.abortmsg import find_abort_message
+
+        self._thread.join()
+        if sp == self.sp and self._result:
+            return self._result[0]
+        return find_abort_message(memory, sp)
+
+    def wait(self) -> None:
+        self._thread.join()
+
+
+def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules, gdb_pool=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
@@ -159,12 +230,18 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> Ana
     abort_message = None
     symbolizer = Symbolizer(options.debug_dirs, options.sysroot)
     gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
+    fast = _fast_libraries(notes, report, options, gdb_debug_dirs)
+    abort_scan = _AbortMessageScan(notes)
     try:
-        abort_message = _run_gdb(report, notes, core_path, executable, options, gdb_debug_dirs)
+        abort_message = _run_gdb(report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
         report.threads = threads_from_notes(notes)
+    finally:
+        if fast is not None:
+            fast.close()
+        abort_scan.wait()  # it reads the core, which the caller closes after this returns
     if not report.threads:
         report.threads = threads_from_notes(notes)
     for thread in report.threads:
@@ -180,7 +257,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules) -> Ana
     if not abort_message:
         crashed = report.crashed_thread
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
-        abort_message = find_abort_message(notes.memory, sp)
+        abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     report.classification = classify(report, abort_message=abort_message, rules=rules)
     return AnalysisResult(report, failure, exit_code)

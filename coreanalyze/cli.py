@@ -178,7 +178,13 @@ def triage_command(source, output, fmt, rules_files):
 @click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
 @click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR", help="Where to look for separate debug files (repeatable).")
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
-def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files):
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    help="Analyze on a Dask cluster: a scheduler's tcp://HOST:PORT (cores and --python/--sysroot/--rules "
+    "at the same paths on every worker), or local:N for N worker processes here. Needs coreanalyze[cluster].",
+)
+def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster):
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
@@ -198,6 +204,7 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         resume=resume,
         shard=parse_shard(shard) if shard else None,
         progress=sys.stderr.isatty(),
+        cluster=cluster,
     )
     result = run_batch(list(paths), options)
     for line in result.warnings:

@@ -13,7 +13,6 @@ warnings. Only input that cannot be a usable core at all raises errors.BadInput.
 from __future__ import annotations
 
 import bisect
-import io
 import os
 import shlex
 import signal as signal_module
@@ -25,7 +24,6 @@ from typing import Any, Iterator
 from elftools.common.exceptions import ELFError
 from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
-from elftools.elf.notes import iter_notes
 
 from coreanalyze import model
 from coreanalyze.errors import BadInput
@@ -88,6 +86,7 @@ NT_AUXV = 6
 NT_SIGINFO = 0x53494749
 NT_FILE = 0x46494C45
 NT_GNU_BUILD_ID = 3
+INTERPRETED_NOTES = frozenset({NT_PRSTATUS, NT_PRPSINFO, NT_AUXV, NT_SIGINFO, NT_FILE})
 _NOTE_TYPE_BY_NAME = {"NT_PRSTATUS": NT_PRSTATUS, "NT_PRPSINFO": NT_PRPSINFO, "NT_AUXV": NT_AUXV,
                       "NT_SIGINFO": NT_SIGINFO, "NT_FILE": NT_FILE}
 
@@ -138,15 +137,28 @@ SIGNAL_CODES = {
 FAULT_ADDRESS_SIGNALS = frozenset({signal_module.SIGSEGV, signal_module.SIGBUS, signal_module.SIGILL, signal_module.SIGFPE})
 
 # Bounds on what we are willing to read for one purpose; a core that claims more is corrupt.
-MAX_NOTE_SEGMENT_BYTES = 256 * 1024 * 1024
+# A real core's notes: ~3.5 KB per thread (general and vector registers) and an NT_FILE the
+# kernel keeps under 4 MiB by default. Beyond these limits a core is hostile, not big.
+MAX_NOTE_SEGMENT_BYTES = 64 * 1024 * 1024
+MAX_NOTES = 262_144
+MAX_THREADS = 4096  # gdb reads at most 512 (gdb/collect.py); the notes keep more
+MAX_MAPPINGS = 262_144  # vm.max_map_count is 65530 by default
 MAX_SEGMENTS = 200_000
 MAX_ARGV = 100_000
 MAX_ARG_BYTES = 128 * 1024  # the kernel's MAX_ARG_STRLEN
 MAX_ARGV_TOTAL_BYTES = 4 * 1024 * 1024
 MAX_ENVIRON = 100_000
+MAX_SIGNAL = 64  # _NSIG on Linux
 STACK_SEARCH_BYTES = 8 * 1024 * 1024
 MAX_PHNUM_IN_MEMORY = 1024
 MAX_BUILD_ID_NOTES_BYTES = 64 * 1024
+
+# Segment types a Linux core holds (the kernel's and gdb's gcore); anything else is damage.
+CORE_SEGMENT_TYPES = frozenset({"PT_LOAD", "PT_NOTE", "PT_AARCH64_MEMTAG_MTE", 0x70000002})
+# Note names a Linux core holds; another name means the note stream lost its alignment.
+CORE_NOTE_NAMES = frozenset({"CORE", "LINUX", "GNU"})
+# Above any user-space address on x86_64 (57-bit with 5-level paging) and aarch64.
+MAX_USER_ADDRESS = 1 << 57
 
 COMPRESSED_MAGIC = {
     b"\x28\xb5\x2f\xfd": "zstd",
@@ -300,6 +312,9 @@ def read_core(path: str | os.PathLike[str]) -> CoreNotes:
         memory = CoreMemory(path, segments, little_endian=little_endian)
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+    dropped = sum(1 for seg in segments if seg.end > seg.start) - len(memory.segments)
+    if dropped:
+        warnings.append(f"{dropped} memory segment(s) overlap others and are left out (corrupt program headers)")
     core = CoreNotes(path=path, size=size, arch=arch, memory=memory, warnings=warnings, little_endian=little_endian)
     try:
         _interpret_notes(core, notes)
@@ -439,9 +454,13 @@ def _program_headers(elf: ELFFile, warnings: list[str]) -> list[dict[str, Any]]:
     if count > MAX_SEGMENTS:
         warnings.append(f"core claims {count} program headers; reading the first {MAX_SEGMENTS}")
         count = MAX_SEGMENTS
+    unknown_type_seen = False
     for i in range(count):
         try:
             h = elf.get_segment(i).header
+            if h["p_type"] not in CORE_SEGMENT_TYPES and not unknown_type_seen:
+                unknown_type_seen = True
+                warnings.append(f"program header {i} has type {h['p_type']}, which a core does not use; it is left out")
             headers.append(
                 {
                     "p_type": h["p_type"],
@@ -475,61 +494,26 @@ def _expected_size(elf: ELFFile, headers: list[dict[str, Any]]) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-class _WindowStream(io.RawIOBase):
-    """A read-only stream that shows one byte range of the core at its real file offsets.
-
-    pyelftools' iter_notes reads as many bytes as a note header claims; pointing it at this
-    window instead of the whole file bounds every read by the note segment's real size.
-    """
-
-    def __init__(self, data: bytes, base: int):
-        self._data = data
-        self._base = base
-        self._pos = base
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        if whence == 1:
-            pos += self._pos
-        elif whence == 2:
-            pos += self._base + len(self._data)
-        self._pos = pos
-        return pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        start = self._pos - self._base
-        if start < 0 or start >= len(self._data):
-            return b""
-        end = len(self._data) if n is None or n < 0 else min(len(self._data), start + n)
-        self._pos = self._base + end
-        return self._data[start:end]
-
-
-class _NoteSource:
-    """The parts of an ELFFile that iter_notes uses, over a bounded window."""
-
-    def __init__(self, elf: ELFFile, data: bytes, base: int):
-        self.structs = elf.structs
-        self.elfclass = elf.elfclass
-        self.little_endian = elf.little_endian
-        self.stream = _WindowStream(data, base)
+_NOTE_NAMES_BY_TYPE = {v: k for k, v in _NOTE_TYPE_BY_NAME.items()}
 
 
 def _read_notes(elf: ELFFile, headers: list[dict[str, Any]], size: int, warnings: list[str]) -> list[RawNote]:
+    """The notes this module interprets (see INTERPRETED_NOTES), within the bounds above.
+
+    Parsed here with struct rather than pyelftools, whose note reader builds Python objects
+    for every NT_FILE entry: a hostile NT_FILE of a million entries would cost gigabytes.
+    """
     notes: list[RawNote] = []
     stream = elf.stream
+    header = struct.Struct("<III" if elf.little_endian else ">III")
+    garbled_seen = False
+    seen = threads = 0
     for h in headers:
         if h["p_type"] != "PT_NOTE":
             continue
         offset, want = h["p_offset"], h["p_filesz"]
+        if want > MAX_NOTE_SEGMENT_BYTES:
+            warnings.append(f"a note segment claims {want} bytes; only the first {MAX_NOTE_SEGMENT_BYTES} are read")
         have = max(0, min(want, size - offset, MAX_NOTE_SEGMENT_BYTES))
         if have == 0:
             continue
@@ -538,19 +522,45 @@ def _read_notes(elf: ELFFile, headers: list[dict[str, Any]], size: int, warnings
             data = stream.read(have)
         except (OSError, OverflowError, ValueError):
             continue
-        source = _NoteSource(elf, data, offset)
-        try:
-            for note in iter_notes(source, offset, len(data)):  # type: ignore[arg-type]
-                desc = bytes(note["n_descdata"])
-                if len(desc) < note["n_descsz"]:
-                    kind = note["n_type"] if isinstance(note["n_type"], str) else f"type {int(note['n_type']):#x}"
-                    warnings.append(f"note {kind} is cut short ({len(desc)} of {note['n_descsz']} bytes)")
-                    break
-                ntype = note["n_type"]
-                ntype = _NOTE_TYPE_BY_NAME.get(ntype, -1) if isinstance(ntype, str) else int(ntype)
-                notes.append(RawNote(note["n_name"] or "", ntype, desc))
-        except PARSE_ERRORS as exc:
-            warnings.append(f"notes are unreadable after {len(notes)} entries ({type(exc).__name__})")
+        view = memoryview(data)
+        cursor = 0
+        while cursor < len(data):
+            if seen >= MAX_NOTES:
+                warnings.append(f"the core has more than {MAX_NOTES} notes; the rest are left out")
+                return notes
+            if cursor + header.size > len(data) or not any(data[cursor:cursor + header.size]):
+                if data.count(0, cursor) != len(data) - cursor:  # zeros are padding, not damage
+                    warnings.append(f"notes are unreadable after {seen} entries (a note header is cut short or empty)")
+                break
+            namesz, descsz, ntype = header.unpack_from(data, cursor)
+            name_start = cursor + header.size
+            desc_start = name_start + _round_up(namesz, 4)
+            desc_end = desc_start + descsz
+            if desc_end > len(data):
+                kind = _NOTE_NAMES_BY_TYPE.get(ntype, f"type {ntype:#x}")
+                present = max(0, len(data) - desc_start)
+                warnings.append(f"note {kind} is cut short ({present} of {descsz} bytes)")
+                break
+            seen += 1
+            name = _text(bytes(view[name_start:name_start + namesz]).split(b"\0", 1)[0])
+            cursor = _round_up(desc_end, 4)
+            if name not in CORE_NOTE_NAMES and not garbled_seen:
+                garbled_seen = True
+                warnings.append(
+                    f"note {seen - 1} has the name {name!r}: the notes are damaged from there on "
+                    "and some may be missing"
+                )
+            # Register sets beyond the general ones (FPU, XSTATE, ...) are gdb's business;
+            # keeping only what is interpreted bounds the memory a core's notes can take.
+            if name != "CORE" or ntype not in INTERPRETED_NOTES:
+                continue
+            if ntype == NT_PRSTATUS:
+                threads += 1
+                if threads == MAX_THREADS + 1:
+                    warnings.append(f"the core has more than {MAX_THREADS} threads; only the first {MAX_THREADS} are read")
+                if threads > MAX_THREADS:
+                    continue
+            notes.append(RawNote(name, ntype, bytes(view[desc_start:desc_end])))
     return notes
 
 
@@ -598,6 +608,8 @@ def _interpret_notes(core: CoreNotes, notes: list[RawNote]) -> None:
             core.pid = core.threads[0].tid
 
     core.signal = _parse_siginfo(siginfo, fmt) if siginfo else _signal_from_cursig(core)
+    if core.signal.number is not None and not 0 < core.signal.number <= MAX_SIGNAL:
+        core.warnings.append(f"the core names signal {core.signal.number}, which does not exist (damaged siginfo)")
     if siginfo is None:
         core.warnings.append("core has no NT_SIGINFO; the signal comes from the thread status")
 
@@ -688,15 +700,29 @@ def _parse_nt_file(desc: bytes, fmt: str, warnings: list[str]) -> list[Mapping]:
     if page_size == 0 or page_size > 1 << 30:
         warnings.append(f"NT_FILE has an implausible page size {page_size}")
         page_size = 4096
+    names_start = 16 + 24 * count
+    if count > MAX_MAPPINGS:
+        warnings.append(f"NT_FILE lists {count} mappings; only the first {MAX_MAPPINGS} are read")
+        count = MAX_MAPPINGS
     ranges = struct.unpack_from(f"{fmt}{3 * count}Q", desc, 16)
-    names = desc[16 + 24 * count:].split(b"\0")
+    names = desc[names_start:].split(b"\0", count)
     if len(names) < count:
         warnings.append("NT_FILE has fewer paths than mappings; file list dropped")
         return []
-    mappings = [
-        Mapping(start=ranges[3 * i], end=ranges[3 * i + 1], file_offset=ranges[3 * i + 2] * page_size, path=_text(names[i]))
-        for i in range(count)
-    ]
+    mappings = []
+    impossible = 0
+    for i in range(count):
+        start, end = ranges[3 * i], ranges[3 * i + 1]
+        if not start < end <= MAX_USER_ADDRESS:
+            impossible += 1
+            continue
+        mappings.append(Mapping(start=start, end=end, file_offset=ranges[3 * i + 2] * page_size, path=_text(names[i])))
+    if impossible:
+        warnings.append(f"NT_FILE has {impossible} mapping(s) with an impossible address range; left out")
+    # The kernel writes absolute paths ("(unreachable)/..." outside the process's root).
+    odd = next((m.path for m in mappings if not m.path.startswith(("/", "(unreachable)"))), None)
+    if odd is not None:
+        warnings.append(f"NT_FILE paths look damaged (e.g. {odd[:80]!r}); file names of modules may be wrong")
     mappings.sort(key=lambda m: m.start)
     return mappings
 
@@ -826,12 +852,14 @@ def _environ_from(core: CoreNotes, pointers: Iterator[int] | list[int]) -> dict[
     """NAME=value strings at the envp pointers; the first of a repeated name wins, as getenv's."""
     environ: dict[str, str] = {}
     total = 0
+    unreadable = 0
     for count, pointer in enumerate(pointers):
         if count >= MAX_ENVIRON:
             core.warnings.append(f"more than {MAX_ENVIRON} environment variables; the rest are left out")
             break
         text = core.memory.read_cstring(pointer, MAX_ARG_BYTES)
         if text is None:
+            unreadable += 1
             continue
         total += len(text)
         if total > MAX_ARGV_TOTAL_BYTES:
@@ -840,6 +868,8 @@ def _environ_from(core: CoreNotes, pointers: Iterator[int] | list[int]) -> dict[
         name, sep, value = _text(text).partition("=")
         if sep and name:
             environ.setdefault(name, value)
+    if unreadable:
+        core.warnings.append(f"{unreadable} environment string(s) are not in the core (damaged initial stack)")
     return environ
 
 

@@ -51,6 +51,7 @@ class BatchOptions:
     tmp_dir: str | None = None  # where compressed cores are decompressed
     max_core_bytes: int = MAX_CORE_BYTES
     grace: float = GRACE_SECONDS  # beyond `timeout` before a worker is killed
+    cluster: str | None = None  # a Dask scheduler's address or local:N (batch/cluster.py); None: here
 
 
 @dataclass
@@ -220,12 +221,16 @@ class _Batch:
         self.workers[index].kill()
         self.workers[index] = _Worker(self.ctx, self.config)
 
-    def run(self, pending: list[CoreInput], progress: Progress) -> None:
+    def note_owners(self, pending: list[CoreInput]) -> None:
+        """Which plain file owns each content not yet claimed: the smallest path among them."""
         for core in pending:
             if core.compression is None and core.file_identity not in self.claimed:
                 current = self.owners.get(core.file_identity)
                 if current is None or core.path < current:
                     self.owners[core.file_identity] = core.path
+
+    def run(self, pending: list[CoreInput], progress: Progress) -> None:
+        self.note_owners(pending)
         queue = _Queue(pending)
         self.workers = [_Worker(self.ctx, self.config) for _ in range(min(self.options.jobs or default_jobs(), len(pending)))]
         while queue or any(w.task for w in self.workers):
@@ -264,6 +269,15 @@ class _Batch:
         self.workers = []
 
 
+def _engine(options: BatchOptions, store: BatchStore, claimed: dict[str, str], on_record) -> _Batch:
+    """Worker processes of this machine, or a Dask cluster's workers (--cluster)."""
+    if options.cluster is None:
+        return _Batch(options, store, claimed, on_record)
+    from coreanalyze.batch.cluster import ClusterBatch
+
+    return ClusterBatch(options, store, claimed, on_record)
+
+
 def _interrupt_on_sigterm():
     """SIGTERM (a service stop, a scheduler's kill) ends the batch like Ctrl-C: cleanly."""
     if threading.current_thread() is not threading.main_thread():
@@ -281,6 +295,12 @@ def check_options(options: BatchOptions) -> None:
 
     if options.jobs is not None and options.jobs < 1:
         raise BadInput("--jobs must be at least 1")
+    if options.cluster is not None:
+        from coreanalyze.batch.cluster import check_cluster_options
+
+        # --python, gdb and the rules must exist where the cores are analyzed: on the workers.
+        check_cluster_options(options)
+        return
     analyze = options.analyze
     if analyze.python and not os.path.isfile(analyze.python):
         raise BadInput(f"--python {analyze.python}: no such file")
@@ -306,7 +326,7 @@ def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[Core
     done_paths = {r.path for r in done}
     claimed = {r.identity: r.path for r in done if r.status != "duplicate"}
     pending: list[CoreInput] = []
-    batch = _Batch(options, store, claimed, on_record)
+    batch = _engine(options, store, claimed, on_record)
     for core in inputs:
         earlier = by_file.get(core.file_identity)
         if earlier is None:

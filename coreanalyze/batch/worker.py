@@ -107,13 +107,18 @@ def analyze_one(
     config: WorkerConfig,
     claim: Callable[[str], bool],
     gdb_pool: Any = None,
+    write_report: Callable[[str, str, str], str] | None = None,
 ) -> CoreRecord:
-    """Analyze one core and write its reports; every failure becomes the record's reason."""
+    """Analyze one core and write its reports; every failure becomes the record's reason.
+
+    `write_report(stem, extension, text)` -> path relative to the output directory; by default
+    the reports go straight into `config.out` (a cluster worker hands them back instead)."""
     from coreanalyze.render import render
 
     started = time.monotonic()
     record = base_record(core)
-    store = BatchStore(config.out)
+    if write_report is None:
+        write_report = BatchStore(config.out).write_report
     try:
         with materialized(core, config.tmp_dir, config.max_core_bytes) as local:
             if core.compression is not None:
@@ -126,8 +131,8 @@ def analyze_one(
             if report.core is not None:
                 report.core.path = core.path  # not the temporary decompressed copy
             stem = report_stem(core.path, record.identity)
-            record.report_json = store.write_report(stem, ".json", render(report, "json"))
-            record.report_html = store.write_report(stem, ".html", render(report, "html"))
+            record.report_json = write_report(stem, ".json", render(report, "json"))
+            record.report_html = write_report(stem, ".html", render(report, "html"))
             fill_from_report(record, report)
             record.status = "ok" if result.exit_code == 0 else "partial"
             record.reason = _clip(result.failure)

@@ -2,35 +2,93 @@
 
 gdb is spawned here with subprocess.Popen (not pygdbmi's GdbController) so that it can run
 under an address-space limit and in its own process group: a timeout or a runaway shell
-command started from gdb is then ended by killing the whole group. pygdbmi's IoManager
-does the non-blocking reads and its parser turns MI records into dicts.
+command started from gdb is then ended by killing the whole group. Output is read without
+blocking (MiReader) and pygdbmi's parser turns MI records into dicts.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from pygdbmi.IoManager import IoManager
+from pygdbmi import gdbmiparser
 
 from ..errors import GdbError, GdbNotFound, GdbTimeout
 
 # Result classes that end an MI command (GDB/MI "result-class").
 _RESULT_CLASSES = frozenset({"done", "running", "connected", "error", "exit"})
 
+# Records of one command kept in last_records: a hostile core can make gdb announce
+# hundreds of thousands of threads while it is loaded.
+_MAX_KEPT_RECORDS = 10_000
+# Console or log text kept per command (`info proc mappings` of 65k mappings is ~7 MB).
+_MAX_STREAM_CHARS = 32 * 1024 * 1024
 # How long one read waits before the loop re-checks gdb's liveness and the deadlines.
 _POLL_SLICE = 0.25
+# How long close() lets gdb exit by itself before ending it.
+_EXIT_GRACE = 0.05
 
 # Environment variables that would make gdb's embedded Python load the wrong stdlib or
 # site-packages (gdb links its own libpython).
 _PYTHON_ENV_PREFIXES = ("PYTHON",)
 _DROPPED_ENV = frozenset({"VIRTUAL_ENV", "CONDA_PREFIX", "DEBUGINFOD_URLS"})
+
+
+class MiReader:
+    """gdb's stdout and stderr read without blocking, split into lines, parsed into MI records.
+
+    (pygdbmi's IoManager does the same but pretty-prints every record for its debug log,
+    whether logging is on or not: a third of the time of a large answer.)
+    """
+
+    _CHUNK = 1 << 20
+
+    def __init__(self, streams: dict[str, Any]) -> None:
+        self._fds = {}
+        for name, stream in streams.items():
+            if stream is not None:
+                fd = stream.fileno()
+                os.set_blocking(fd, False)
+                self._fds[fd] = name
+        self._partial: dict[int, bytes] = {fd: b"" for fd in self._fds}
+
+    def read(self, timeout: float) -> list[dict[str, Any]]:
+        """The records that arrive within timeout (at least one read's worth when any is ready)."""
+        if not self._fds:
+            return []
+        ready, _, _ = select.select(list(self._fds), [], [], max(0.0, timeout))
+        records: list[dict[str, Any]] = []
+        for fd in ready:
+            try:
+                data = os.read(fd, self._CHUNK)
+            except BlockingIOError:
+                continue
+            if not data:
+                del self._fds[fd]  # end of file: gdb is gone (the caller sees it exit)
+                continue
+            lines = (self._partial[fd] + data).split(b"\n")
+            self._partial[fd] = lines.pop()
+            for raw in lines:
+                line = raw.decode(errors="replace").rstrip("\r")
+                if not line or gdbmiparser.response_is_finished(line):
+                    continue
+                record = gdbmiparser.parse_response(line)
+                record["stream"] = self._fds[fd]
+                records.append(record)
+        return records
+
+    @property
+    def closed(self) -> bool:
+        """gdb closed both of its output streams (it exited or is exiting)."""
+        return not self._fds
 
 
 def mi_quote(text: str) -> str:
@@ -57,6 +115,14 @@ def _gdb_env(debuginfod: bool) -> dict[str, str]:
     env["LC_ALL"] = "C.UTF-8"
     env.pop("LANGUAGE", None)
     return env
+
+
+def _index_cache_args(directory: str | None) -> list[str]:
+    """gdb's cache of DWARF indexes (by build-id): a library's DWARF is indexed once, not at
+    every start."""
+    if not directory:
+        return []
+    return ["-iex", f"set index-cache directory {_plain(directory)}", "-iex", "set index-cache enabled on"]
 
 
 def _hardening_args(debuginfod: bool) -> list[str]:
@@ -94,8 +160,10 @@ class GdbSession:
         command_timeout: float = 30.0,
         memory_limit_mb: int | None = 4096,
         debuginfod: bool = False,
+        index_cache: str | None = None,
     ) -> None:
         self.gdb_path = gdb_path
+        self.index_cache = index_cache
         self.timeout = timeout
         self.command_timeout = command_timeout
         self.memory_limit_mb = memory_limit_mb
@@ -104,9 +172,10 @@ class GdbSession:
         self.last_log: str = ""  # log stream ("&") of the last command: warnings, errors
         self.last_records: list[dict[str, Any]] = []
         self._proc: subprocess.Popen[bytes] | None = None
-        self._io: IoManager | None = None
+        self._io: MiReader | None = None
         self._token = 0
         self._deadline = float("inf")
+        self._alias_dir: str | None = None  # links under safe names for paths MI cannot carry
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -132,6 +201,12 @@ class GdbSession:
         if exe is None:
             raise GdbNotFound(f"gdb not found: {self.gdb_path} (install gdb or pass its path)")
         argv = [exe, "--interpreter=mi3", "-nx", "-nh", "-q", *_hardening_args(self.debuginfod)]
+        if self.index_cache:
+            try:
+                os.makedirs(self.index_cache, mode=0o700, exist_ok=True)
+                argv += _index_cache_args(self.index_cache)
+            except OSError:
+                pass  # no cache: gdb indexes DWARF afresh
         limit = self.memory_limit_mb
 
         def limit_memory() -> None:
@@ -153,26 +228,31 @@ class GdbSession:
             )
         except OSError as e:
             raise GdbNotFound(f"gdb not found: cannot run {exe}: {e.strerror or e}") from e
-        # A tiny grace period after output arrives: return as soon as gdb went quiet.
-        self._io = IoManager(
-            self._proc.stdin,  # type: ignore[arg-type]
-            self._proc.stdout,  # type: ignore[arg-type]
-            self._proc.stderr,
-            time_to_check_for_additional_output_sec=0.001,
-        )
+        self._io = MiReader({"stdout": self._proc.stdout, "stderr": self._proc.stderr})
         self._deadline = time.monotonic() + self.timeout
         # The first answer proves gdb runs MI and drains its start-up output.
         self.mi("-list-features")
 
+    def restart_deadline(self, timeout: float | None = None) -> None:
+        """Start the overall time limit afresh (a gdb kept for many cores has one per core)."""
+        if timeout is not None:
+            self.timeout = timeout
+        self._deadline = time.monotonic() + self.timeout
+
     def close(self) -> None:
         """Ask gdb to exit, then make sure nothing of it is left."""
+        if self._alias_dir is not None:
+            shutil.rmtree(self._alias_dir, ignore_errors=True)
+            self._alias_dir = None
         proc = self._proc
         if proc is None:
             return
         if proc.poll() is None:
             try:
                 self._write("-gdb-exit")
-                proc.wait(timeout=2)
+                # gdb holds nothing worth saving; freeing a big heap on its way out can take
+                # seconds, so it is not waited for long.
+                proc.wait(timeout=_EXIT_GRACE)
             except (GdbError, OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
@@ -233,6 +313,7 @@ class GdbSession:
         self.last_records = []
         console: list[str] = []
         log: list[str] = []
+        console_size, log_size = [0], [0]
         limit = self.command_timeout if timeout is None else timeout
         now = time.monotonic()
         command_deadline = min(now + limit, self._deadline)
@@ -247,18 +328,25 @@ class GdbSession:
             if self._proc is None or self._proc.poll() is not None:
                 raise self._died(f"gdb died during {command[:120]!r}")
             try:
-                records = self._io.get_gdb_response(
-                    timeout_sec=min(_POLL_SLICE, remaining), raise_error_on_timeout=False
-                )
+                records = self._io.read(min(_POLL_SLICE, remaining))
             except (OSError, ValueError) as e:
                 raise self._died(f"lost gdb during {command[:120]!r}: {e}") from e
+            if self._io.closed and not records:
+                try:
+                    self._proc.wait(timeout=1)
+                except subprocess.TimeoutExpired:
+                    pass
+                raise self._died(f"gdb died during {command[:120]!r}")
             for rec in records:
                 kind = rec.get("type")
-                if kind == "console" and isinstance(rec.get("payload"), str):
-                    console.append(rec["payload"])
-                elif kind == "log" and isinstance(rec.get("payload"), str):
-                    log.append(rec["payload"])
-                self.last_records.append(rec)
+                payload_text = rec.get("payload")
+                if kind in ("console", "log") and isinstance(payload_text, str):
+                    stream, size = (console, console_size) if kind == "console" else (log, log_size)
+                    if size[0] < _MAX_STREAM_CHARS:
+                        stream.append(payload_text[: _MAX_STREAM_CHARS - size[0]])
+                        size[0] += len(stream[-1])
+                if len(self.last_records) < _MAX_KEPT_RECORDS:
+                    self.last_records.append(rec)
                 if kind == "result" and rec.get("token") == token and rec.get("message") in _RESULT_CLASSES:
                     self.last_console = "".join(console)
                     self.last_log = "".join(log)
@@ -289,7 +377,7 @@ class GdbSession:
         `target core`, which is when gdb loads the shared libraries.
         """
         if executable is not None:
-            self.mi(f"-file-exec-and-symbols {mi_quote(_abs(executable))}")
+            self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
         if sysroot is not None:
             # `set sysroot` takes the rest of the line as the path, no quote processing.
             self.mi(f"-gdb-set sysroot {_plain(_abs(sysroot))}")
@@ -298,7 +386,24 @@ class GdbSession:
         dirs = [_abs(d) for d in debug_dirs]
         if dirs:
             self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
-        self.mi(f"-target-select core {_plain(_abs(core))}")
+        self.mi(f"-target-select core {_plain(self._speakable(core))}")
+
+    def _speakable(self, path: str | os.PathLike[str]) -> str:
+        """An absolute path gdb can be given over MI.
+
+        A file name may contain a line break (a core_pattern with %e takes the process's name,
+        which may hold any byte but '/'), where an MI command ends, or end in white space,
+        which gdb strips. Such a file is reached through a link with a plain name in a private
+        directory instead.
+        """
+        absolute = _abs(path)
+        if "\n" not in absolute and "\r" not in absolute and absolute == absolute.rstrip():
+            return absolute
+        if self._alias_dir is None:
+            self._alias_dir = tempfile.mkdtemp(prefix="coreanalyze-gdb-")
+        alias = os.path.join(self._alias_dir, f"file{len(os.listdir(self._alias_dir))}")
+        os.symlink(absolute, alias)
+        return alias
 
     def source(self, script_path: str | os.PathLike[str]) -> str:
         """Load a gdb script (.py runs in gdb's Python); returns its console output."""

@@ -1,0 +1,602 @@
+"""Huge libraries without their symbol tables, for gdb: cached copies and a sysroot serving them.
+
+gdb reads every ELF symbol of every library when it opens a core; for libtensorflow_cc.so.2
+(1.2 million symbols) that alone is seconds and a gigabyte. Such a library is given to gdb as a
+copy whose symbol tables (.symtab and .dynsym) are hidden: same bytes at the same offsets
+(code, unwind tables, data), only the section types that make them symbol tables are changed
+and the non-allocated .symtab/.strtab contents left out (holes in a sparse file). gdb then
+unwinds through the copy exactly as through the original, and names what it needs through the
+small symbol files of coreanalyze.gdb.minsyms.
+
+Copies are cached per library in the user cache (`$COREANALYZE_CACHE_DIR` or
+`~/.cache/coreanalyze`), named by build-id (or, for the many wheels without one, by the file's
+identity on disk) plus a hash of its headers, so a rebuilt or replaced library gets a new copy.
+Each entry is written into a temporary directory and renamed into place: readers see a whole
+entry or none. The entry also keeps the library's symbols in address order.
+
+gdb finds libraries through `set sysroot`; the sysroot here is a directory of symbolic links
+that mirrors, under the very names the core uses (the kernel's file mappings and the loader's
+`l_name`s, `..` included), the files of this machine, except that the huge libraries point to
+their copies. Everything else gdb opens is the same file as without it.
+
+Only libraries whose symbols are all gdb would read qualify: no DWARF or other debug sections,
+no separate debug file, x86_64 (where gdb's made-up PLT names are reproduced).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import time
+from array import array
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from coreanalyze import model
+from coreanalyze.corefile import CoreNotes
+from coreanalyze.gdb.linkmap import read_link_map
+from coreanalyze.gdb.minsyms import (
+    EM_X86_64,
+    SHT_DYNSYM,
+    SHT_PROGBITS,
+    SHT_STRTAB,
+    SHT_SYMTAB,
+    SYM_SIZE,
+    ElfLayout,
+    ElfLayoutError,
+    LibrarySymbols,
+    SymbolOrder,
+    sort_symbols,
+)
+from coreanalyze.symbols.paths import cache_dir, under, valid_build_id
+
+FORMAT = 1
+LIBRARIES_DIR = f"fastlibs-v{FORMAT}"
+SYSROOTS_DIR = f"sysroots-v{FORMAT}"
+META = "meta.json"
+ORDER = "symbols.order"
+ORDER_META = "symbols.order.json"
+ABSENT_SUFFIX = ".absent.json"  # next to a sysroot: the files missing when it was made
+# A library with fewer symbols costs gdb little; it is loaded as it is.
+MIN_SYMBOLS = 20_000
+# Sections that give gdb names or lines beyond the ELF symbol tables.
+DEBUG_SECTION_PREFIXES = (".debug_", ".zdebug_", ".gnu_debugdata", ".ctf", ".stab", ".mdebug", ".gdb_index", ".debug")
+DEFAULT_CACHE_LIMIT_MB = 8192
+CACHE_LIMIT_VARIABLE = "COREANALYZE_FASTLIBS_MAX_MB"
+IN_USE_SECONDS = 3600
+SYSTEM_DEBUG_DIR = "/usr/lib/debug"
+SYSROOTS_KEPT = 32
+MAX_PATHS = 20_000
+PT_LOAD = 1
+COPY_CHUNK = 1 << 30
+
+
+class FastLibraryError(Exception):
+    """A library cannot be given to gdb as a copy; it is then loaded as it is."""
+
+
+@dataclass
+class FastLibrary:
+    """One huge library of the core, served to gdb as a copy without symbol tables."""
+
+    path: str  # the path the core recorded
+    local_path: str  # the file on this machine
+    copy: str  # the cached copy gdb opens
+    entry: str  # its cache directory
+    layout: ElfLayout
+    base: int | None = None  # run-time minus link-time address (the loader's l_addr)
+    _symbols: LibrarySymbols | None = field(default=None, repr=False)
+    _ordering: threading.Thread | None = field(default=None, repr=False)
+    _sorted: SymbolOrder | None = field(default=None, repr=False)
+
+    def contains(self, address: int) -> bool:
+        return self.base is not None and self.layout.section_at(address - self.base) is not None
+
+    def order_in_background(self) -> None:
+        """Sort the symbols (first use of a library) while gdb opens the core: the sort holds
+        the interpreter for a fraction of a second that gdb's own work then hides."""
+        if self._ordering is None and not os.path.isfile(os.path.join(self.entry, ORDER_META)):
+            self._ordering = threading.Thread(target=self._order, daemon=True)
+            self._ordering.start()
+
+    def _order(self) -> None:
+        try:
+            self._sorted = write_order(self.layout, self.entry)
+        except (OSError, ValueError):
+            pass  # symbols() tries again and reports
+
+    def symbols(self) -> LibrarySymbols:
+        if self._symbols is None:
+            if self._ordering is not None:
+                self._ordering.join()
+            order = self._sorted or load_order(self.entry)
+            if order is None:
+                order = write_order(self.layout, self.entry)
+            self._symbols = LibrarySymbols(self.layout, order)
+        return self._symbols
+
+    def close(self) -> None:
+        if self._ordering is not None:
+            self._ordering.join()
+        if self._symbols is not None:
+            self._symbols.close()
+            self._symbols = None
+
+
+@dataclass
+class FastLibraries:
+    """What gdb gets for one core: its sysroot and the libraries replaced there."""
+
+    sysroot: str
+    libraries: list[FastLibrary]
+    warnings: list[str] = field(default_factory=list)
+
+    def library_at(self, address: int) -> FastLibrary | None:
+        return next((lib for lib in self.libraries if lib.contains(address)), None)
+
+    def close(self) -> None:
+        for lib in self.libraries:
+            lib.close()
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def plan_fast_libraries(
+    notes: CoreNotes,
+    modules: Sequence[model.Module],
+    *,
+    sysroot: str | None = None,
+    debug_dirs: Sequence[str] = (),
+    cache_root: str | os.PathLike[str] | None = None,
+    min_symbols: int = MIN_SYMBOLS,
+) -> FastLibraries | None:
+    """The fast libraries of a core, or None when none qualifies (gdb then loads all as they are).
+
+    debug_dirs: the directories gdb searches for separate debug files; a library with one is
+    left alone (gdb reads its DWARF, which a copy would not change).
+    """
+    root = os.fspath(cache_root) if cache_root is not None else str(cache_dir())
+    executable = notes.executable
+    chosen: list[FastLibrary] = []
+    warnings: list[str] = []
+    for module in modules:
+        if module.path == executable or module.local_path is None or module.status not in ("ok", "no-build-id"):
+            continue
+        try:
+            if os.path.getsize(module.local_path) < min_symbols * SYM_SIZE:
+                continue  # too small to hold that many symbols
+            layout = ElfLayout.read(module.local_path)
+        except (OSError, ElfLayoutError):
+            continue
+        if not _qualifies(layout, min_symbols) or has_debug_file(layout, module.path, debug_dirs):
+            continue
+        try:
+            entry, copy = cached_copy(module.local_path, layout, root)
+        except (FastLibraryError, OSError) as e:
+            warnings.append(f"{module.path} is loaded whole ({e})")
+            continue
+        chosen.append(FastLibrary(path=module.path, local_path=module.local_path, copy=copy, entry=entry, layout=layout))
+    if not chosen:
+        return None
+    loaded = read_link_map(notes)
+    if not loaded:
+        return None  # without the loader's names gdb could not find the copies
+    by_real = {os.path.realpath(lib.local_path): lib for lib in chosen}
+    for item in loaded:
+        lib = by_real.get(os.path.realpath(_local(item.name, sysroot)))
+        if lib is not None and lib.base is None:
+            lib.base = item.base
+    chosen = [lib for lib in chosen if lib.base is not None]
+    if not chosen:
+        return None
+    for lib in chosen:
+        lib.order_in_background()
+    paths = [m.path for m in notes.mappings] + [item.name for item in loaded]
+    try:
+        farm = build_sysroot(paths, {os.path.realpath(lib.local_path): lib.copy for lib in chosen}, root, sysroot)
+    except OSError as e:
+        warnings.append(f"large libraries are loaded whole: cannot prepare gdb's sysroot ({e.strerror or e})")
+        return None
+    return FastLibraries(sysroot=farm, libraries=chosen, warnings=warnings)
+
+
+def _qualifies(layout: ElfLayout, min_symbols: int) -> bool:
+    if layout.machine != EM_X86_64 or struct.unpack_from("<H", layout.header, 16)[0] != 3:  # ET_DYN
+        return False
+    symtab = layout.first_of_type(SHT_SYMTAB)
+    if symtab is None or symtab.size // SYM_SIZE < min_symbols or not layout.has_contents(symtab):
+        return False
+    return not any(s.name.startswith(DEBUG_SECTION_PREFIXES) for s in layout.sections)
+
+
+def has_debug_file(layout: ElfLayout, path: str, debug_dirs: Sequence[str]) -> bool:
+    """Whether gdb would find a separate debug file for the library: by build-id under a debug
+    directory, or by its debuglink next to it, in its .debug/ or under a debug directory."""
+    dirs = [*debug_dirs, SYSTEM_DEBUG_DIR]
+    build_id = valid_build_id(_build_id(layout))
+    if build_id and any(os.path.exists(os.path.join(d, ".build-id", build_id[:2], build_id[2:] + ".debug")) for d in dirs):
+        return True
+    name = _debuglink(layout)
+    if not name:
+        return False
+    here = os.path.dirname(layout.path)
+    places = [here, os.path.join(here, ".debug")]
+    for d in dirs:
+        places += [d + os.path.dirname(path), d + here]
+    return any(os.path.exists(os.path.join(p, name)) for p in places)
+
+
+def _debuglink(layout: ElfLayout) -> str | None:
+    link = layout.by_name(".gnu_debuglink")
+    if link is None or not layout.has_contents(link) or link.size > 4096:
+        return None
+    with open(layout.path, "rb") as f:
+        f.seek(link.offset)
+        name = f.read(link.size).split(b"\0", 1)[0].decode("utf-8", "replace")
+    return name if name and "/" not in name else None
+
+
+def _local(path: str, sysroot: str | None) -> str:
+    """The file here that stands for a path of the crashed machine."""
+    if sysroot:
+        return under(sysroot, path) or os.path.join(sysroot, "nonexistent")
+    return path
+
+
+# --------------------------------------------------------------------------- cached copies
+
+
+def library_key(path: str, layout: ElfLayout) -> str:
+    """The cache name of a library: build-id (or identity on disk) + a hash of its headers."""
+    st = os.stat(path)
+    digest = hashlib.sha1()
+    digest.update(layout.header)
+    for s in layout.sections:
+        digest.update(struct.pack("<IIQQQQ", s.type, s.flags, s.addr, s.offset, s.size, s.link))
+    build_id = valid_build_id(_build_id(layout))
+    if build_id is None:
+        digest.update(repr((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)).encode())
+        return "nb" + digest.hexdigest()
+    return f"{build_id}-{digest.hexdigest()[:16]}"
+
+
+def _build_id(layout: ElfLayout) -> str | None:
+    note = layout.by_name(".note.gnu.build-id")
+    if note is None or not layout.has_contents(note) or note.size > 4096:
+        return None
+    with open(layout.path, "rb") as f:
+        f.seek(note.offset)
+        data = f.read(note.size)
+    if len(data) < 16:
+        return None
+    namesz, descsz, kind = struct.unpack_from("<III", data, 0)
+    start = 12 + ((namesz + 3) & ~3)
+    if kind != 3 or data[12 : 12 + namesz] != b"GNU\0" or start + descsz > len(data):
+        return None
+    return data[start : start + descsz].hex()
+
+
+def cached_copy(path: str, layout: ElfLayout, root: str) -> tuple[str, str]:
+    """(cache entry, copy) of a library, made on first use."""
+    key = library_key(path, layout)
+    entry = os.path.join(root, LIBRARIES_DIR, key[:2], key[2:])
+    copy = os.path.join(entry, os.path.basename(path))
+    if _entry_ok(entry, copy, key):
+        _touch(entry)
+        return entry, copy
+    os.makedirs(os.path.dirname(entry), mode=0o700, exist_ok=True)
+    _trim_libraries(os.path.join(root, LIBRARIES_DIR), incoming=layout.file_size)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(entry))
+    try:
+        write_copy(layout, os.path.join(tmp, os.path.basename(path)))
+        meta = {"format": FORMAT, "key": key, "source": os.path.abspath(path)}
+        with open(os.path.join(tmp, META), "w") as f:
+            json.dump(meta, f)
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not _entry_ok(entry, copy, key):
+                raise
+            # Another run made the same entry meanwhile; theirs is as good.
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return entry, copy
+
+
+def _entry_ok(entry: str, copy: str, key: str) -> bool:
+    try:
+        with open(os.path.join(entry, META)) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("key") == key and os.path.isfile(copy)
+
+
+def _touch(entry: str) -> None:
+    try:
+        os.utime(os.path.join(entry, META))  # entries are trimmed least recently used first
+    except OSError:
+        pass
+
+
+def write_copy(layout: ElfLayout, target: str) -> None:
+    """The library with its symbol tables hidden; every other byte where it was."""
+    hidden = [s for s in layout.sections if s.type in (SHT_SYMTAB, SHT_DYNSYM)]
+    holes = []
+    for s in hidden:
+        if s.type == SHT_SYMTAB:
+            holes.append((s.offset, s.offset + s.size))
+            strtab = layout.sections[s.link] if 0 < s.link < len(layout.sections) else None
+            if strtab is not None and strtab.type == SHT_STRTAB and not strtab.alloc:
+                holes.append((strtab.offset, strtab.offset + strtab.size))
+    loads = _load_ranges(layout)
+    table = (layout.shoff, layout.shoff + len(layout.sections) * 64)
+    for lo, hi in holes:
+        if any(lo < end and start < hi for start, end in [*loads, table]):
+            raise FastLibraryError("its symbol table overlaps what the process mapped")
+    headers = bytearray()
+    for s in layout.sections:
+        sh_type = SHT_PROGBITS if s.type in (SHT_SYMTAB, SHT_DYNSYM) else s.type
+        headers += struct.pack("<IIQQQQIIQQ", _name_offset(layout, s), sh_type, s.flags, s.addr, s.offset, s.size, s.link, s.info, s.align, s.entsize)
+    with open(layout.path, "rb") as src, open(target, "wb") as dst:
+        dst.truncate(layout.file_size)
+        position = 0
+        for lo, hi in sorted(holes) + [(layout.file_size, layout.file_size)]:
+            if lo > position:
+                _copy_range(src.fileno(), dst.fileno(), position, lo)
+            position = max(position, hi)
+        dst.seek(layout.shoff)
+        dst.write(headers)
+
+
+def _name_offset(layout: ElfLayout, section) -> int:
+    with open(layout.path, "rb") as f:
+        f.seek(layout.shoff + section.index * 64)
+        return struct.unpack("<I", f.read(4))[0]
+
+
+def _load_ranges(layout: ElfLayout) -> list[tuple[int, int]]:
+    phoff = struct.unpack_from("<Q", layout.header, 32)[0]
+    phentsize, phnum = struct.unpack_from("<HH", layout.header, 54)
+    if phentsize != 56 or phnum > 4096:
+        raise FastLibraryError("unusual program headers")
+    with open(layout.path, "rb") as f:
+        f.seek(phoff)
+        raw = f.read(phnum * 56)
+    out = []
+    for i in range(len(raw) // 56):
+        p_type, _flags, offset, _vaddr, _paddr, filesz, _memsz, _align = struct.unpack_from("<IIQQQQQQ", raw, i * 56)
+        if p_type == PT_LOAD:
+            out.append((offset, offset + filesz))
+    return out
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> None:
+    """Copy bytes [start, end) at the same offset, in the kernel when it can."""
+    offset = start
+    while offset < end:
+        try:
+            done = os.copy_file_range(src, dst, min(COPY_CHUNK, end - offset), offset, offset)
+        except OSError:
+            done = 0
+        if done <= 0:
+            data = os.pread(src, min(1 << 24, end - offset), offset)
+            if not data:
+                raise FastLibraryError("the library is shorter than its headers say")
+            done = os.pwrite(dst, data, offset)
+        offset += done
+
+
+def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
+    """Sort the library's symbols by address and keep the result in its cache entry."""
+    symtab = layout.first_of_type(SHT_SYMTAB)
+    if symtab is None:
+        raise ValueError(f"{layout.path} has no symbol table")
+    with open(layout.path, "rb") as f:
+        f.seek(symtab.offset)
+        order = sort_symbols(f.read(symtab.size))
+    # The order first, then the small file that makes it valid: a reader never sees half.
+    _write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
+    lowest = {"count": len(order.order), "lowest": order.lowest, "lowest_sized": order.lowest_sized}
+    _write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
+    return order
+
+
+def load_order(entry: str) -> SymbolOrder | None:
+    """The cached symbol order of a library, or None when there is none (yet)."""
+    try:
+        with open(os.path.join(entry, ORDER_META)) as f:
+            meta = json.load(f)
+        order = array("I")
+        with open(os.path.join(entry, ORDER), "rb") as f:
+            order.frombytes(f.read())
+        if len(order) != meta["count"]:
+            return None
+        return SymbolOrder(
+            order=order,
+            lowest={int(k): int(v) for k, v in meta["lowest"].items()},
+            lowest_sized={int(k): int(v) for k, v in meta["lowest_sized"].items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _trim_libraries(directory: str, incoming: int) -> None:
+    """Keep the copies under the cache limit, removing the least recently used first."""
+    try:
+        limit = int(os.environ.get(CACHE_LIMIT_VARIABLE, DEFAULT_CACHE_LIMIT_MB)) * 1024 * 1024
+    except ValueError:
+        limit = DEFAULT_CACHE_LIMIT_MB * 1024 * 1024
+    now = time.time()
+    entries = []
+    total = incoming
+    try:
+        for prefix in os.scandir(directory):
+            if not prefix.is_dir() or prefix.name.startswith("."):
+                continue
+            for entry in os.scandir(prefix.path):
+                if not entry.is_dir():
+                    continue
+                size = sum(f.stat().st_blocks * 512 for f in os.scandir(entry.path) if f.is_file())
+                try:
+                    used = os.stat(os.path.join(entry.path, META)).st_mtime
+                except OSError:
+                    used = 0
+                entries.append((used, size, entry.path))
+                total += size
+    except OSError:
+        return
+    for used, size, path in sorted(entries):
+        if total <= limit:
+            break
+        if now - used < IN_USE_SECONDS:
+            continue  # a gdb may still reopen this copy by name
+        shutil.rmtree(path, ignore_errors=True)
+        total -= size
+
+
+# --------------------------------------------------------------------------- the sysroot
+
+
+def build_sysroot(paths: Iterable[str], replaced: dict[str, str], root: str, sysroot: str | None) -> str:
+    """A directory standing for `/` (or for sysroot): links named like paths of the core.
+
+    paths: the core's file mappings and the loader's library names; replaced: real path of a
+    file here -> the copy to serve instead. One is made per set of paths and reused as long as
+    every file that was missing when it was made is still missing (the links themselves point
+    to paths, so files replaced since are followed).
+    """
+    usable = [p for p in dict.fromkeys(paths) if p.startswith("/") and "\0" not in p and not p.endswith(" (deleted)")]
+    usable = usable[:MAX_PATHS]
+    key = json.dumps([FORMAT, sysroot, sorted(usable), sorted(replaced.items())])
+    base = os.path.join(root, SYSROOTS_DIR)
+    farm = os.path.join(base, hashlib.sha1(key.encode()).hexdigest())
+    if _still_current(farm):
+        os.utime(farm)
+        return farm
+    links, dirs, absent = _links(usable, replaced, sysroot)
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    _trim_sysroots(base)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=base)
+    try:
+        for d in sorted(dirs):
+            os.makedirs(os.path.join(tmp, d), exist_ok=True)
+        for rel, target in links.items():
+            os.symlink(target, os.path.join(tmp, rel))
+        if os.path.isdir(farm):  # stale: a file missing then is here now
+            shutil.rmtree(farm, ignore_errors=True)
+        try:
+            os.rename(tmp, farm)
+        except OSError:
+            if not os.path.isdir(farm):
+                raise  # not a concurrent run that made the same one
+        _write_atomically(farm + ABSENT_SUFFIX, json.dumps(sorted(absent)).encode())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return farm
+
+
+def _still_current(farm: str) -> bool:
+    try:
+        with open(farm + ABSENT_SUFFIX) as f:
+            absent = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return os.path.isdir(farm) and isinstance(absent, list) and not any(os.path.exists(str(p)) for p in absent)
+
+
+def _links(paths: list[str], replaced: dict[str, str], sysroot: str | None) -> tuple[dict[str, str], set[str], set[str]]:
+    """(link -> target, directories to make, files here that were looked for and are missing)."""
+    links: dict[str, str] = {}
+    dirs: set[str] = set()
+    absent: set[str] = set()
+    for path in paths:
+        local = _local(path, sysroot)
+        if not os.path.isfile(local):
+            absent.add(local)
+            continue
+        placed = _place(path, dirs)
+        if placed is None:
+            continue
+        links.setdefault(placed, replaced.get(os.path.realpath(local), local))
+        for name_here, candidate in _debuglink_candidates(path, local):
+            if not os.path.isfile(candidate):
+                absent.add(candidate)
+                continue
+            spot = _place(name_here, dirs)
+            if spot is not None:
+                links.setdefault(spot, candidate)
+    # A name that is also a directory of another name stays a directory.
+    return {rel: target for rel, target in links.items() if rel not in dirs}, dirs, absent
+
+
+def _place(path: str, dirs: set[str]) -> str | None:
+    """Where a link for path goes (relative to the sysroot), noting the real directories that
+    must exist for the kernel to resolve it there: `a/b/../c` needs a real `a/b`."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts:
+        return None
+    current: list[str] = []
+    for part in parts[:-1]:
+        if part == "..":
+            if not current:
+                return None  # would climb out of the sysroot
+            current.pop()
+        else:
+            current.append(part)
+            dirs.add("/".join(current))
+    if parts[-1] == "..":
+        return None
+    rel = "/".join([*current, parts[-1]])
+    return rel if rel not in dirs else None
+
+
+def _debuglink_candidates(path: str, local: str) -> list[tuple[str, str]]:
+    """Where gdb looks for a library's debuglink file next to it (`dir/NAME`, `dir/.debug/NAME`,
+    also in the directory's real path): (name in the core's terms, file here)."""
+    try:
+        name = _debuglink(ElfLayout.read(local))
+    except (OSError, ElfLayoutError):
+        return []
+    if not name:
+        return []
+    out = []
+    for sub in ("", ".debug/"):
+        for local_dir in dict.fromkeys((os.path.dirname(local), os.path.realpath(os.path.dirname(local)))):
+            out.append((os.path.join(os.path.dirname(path), sub + name), os.path.join(local_dir, sub + name)))
+    return out
+
+
+def _trim_sysroots(base: str) -> None:
+    try:
+        farms = sorted((e.stat().st_mtime, e.path) for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return
+    now = time.time()
+    for mtime, path in farms[: max(0, len(farms) - SYSROOTS_KEPT)]:
+        if now - mtime > 60:  # one a concurrent run may just have made is left alone
+            shutil.rmtree(path, ignore_errors=True)
+            try:
+                os.unlink(path + ABSENT_SUFFIX)
+            except OSError:
+                pass

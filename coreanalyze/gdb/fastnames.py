@@ -1,0 +1,206 @@
+"""Names for frames in the libraries gdb loaded without symbols (see fastlibs and minsyms).
+
+Per core: a first, cheap look at what gdb will name (every frame's pc, and pc - 1 where gdb
+looks up a caller, and the faulting instruction with the addresses it refers to), then for each
+such address in a fast library the window of that library's symbols gdb's own search would
+consult, written as one small symbol file per library and attached to the library in gdb.
+gdb then names these addresses exactly as with every symbol loaded.
+
+With names, gdb may unwind differently (a function without unwind tables is analysed from its
+start, which it now knows), reaching addresses that had no window. `missing` tells; the caller
+then opens the core afresh with the larger set, a few times at most, else loads it plainly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from coreanalyze.errors import GdbError, GdbTimeout
+from coreanalyze.gdb.collect import GdbAnalysis, _list_frames, _thread_refs, _to_int, collect
+from coreanalyze.gdb.fastlibs import FastLibraries, FastLibrary
+from coreanalyze.gdb.minsyms import ElfLayoutError, ElfSymbol, write_symbol_file
+from coreanalyze.gdb.session import GdbSession, mi_quote
+
+SCRIPT = Path(__file__).resolve().parent.parent / "gdb_scripts" / "symbolfiles.py"
+MI_COMMAND = "-coreanalyze-add-symbol-files"
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{1,16}")
+DISASSEMBLY_BYTES = 16  # what collect disassembles at the crashing pc
+
+# Run-time addresses gdb will name, per fast library.
+Wanted = dict[str, set[int]]
+
+
+class WindowError(Exception):
+    """The symbols around an address cannot be windowed; the core is loaded plainly."""
+
+
+class FrameNamer:
+    """Symbol windows for one core's fast libraries, written under workdir."""
+
+    def __init__(self, libraries: FastLibraries, workdir: str):
+        self.libraries = libraries
+        self.workdir = workdir
+        self.covered: Wanted = {}
+        self._round = 0
+
+    # ------------------------------------------------------------------ which addresses
+
+    def discover(self, session: GdbSession, max_frames: int = 256) -> Wanted:
+        """Addresses gdb will name in this core, from a first unwinding without names."""
+        addresses: set[int] = set()
+        refs, current = _thread_refs(session, [])
+        crashing_pc = None
+        for ref in refs:
+            frames = _list_frames(session, ref, max_frames, [])
+            for raw in frames:
+                pc = _to_int(raw.get("addr"))
+                if pc is not None:
+                    addresses.update((pc, pc - 1))
+            if ref.gdb_id == current and frames:
+                crashing_pc = _to_int(frames[0].get("addr"))
+                if crashing_pc is not None:
+                    addresses.update(self._instruction_addresses(session, ref.gdb_id, crashing_pc))
+        return self.by_library(addresses)
+
+    def needed(self, analysis: GdbAnalysis) -> Wanted:
+        """Addresses the collected analysis had gdb name."""
+        addresses: set[int] = set()
+        for thread in analysis.threads:
+            for frame in thread.frames:
+                if frame.kind == "native" and frame.pc is not None:
+                    addresses.update((frame.pc, frame.pc - 1))
+        if analysis.fault_instruction:
+            addresses.update(int(h, 16) for h in ADDRESS.findall(analysis.fault_instruction))
+        return self.by_library(addresses)
+
+    def missing(self, analysis: GdbAnalysis) -> Wanted:
+        out: Wanted = {}
+        for copy, addresses in self.needed(analysis).items():
+            extra = addresses - self.covered.get(copy, set())
+            if extra:
+                out[copy] = extra
+        return out
+
+    def _instruction_addresses(self, session: GdbSession, thread_id: str, pc: int) -> set[int]:
+        try:
+            insns = session.mi(
+                f"-data-disassemble --thread {thread_id} -s {pc:#x} -e {pc + DISASSEMBLY_BYTES:#x} -- 0"
+            ).get("asm_insns")
+        except GdbTimeout:
+            raise
+        except GdbError:
+            return set()
+        if not insns or not isinstance(insns[0], dict):
+            return set()
+        return {int(h, 16) for h in ADDRESS.findall(str(insns[0].get("inst", "")))}
+
+    def by_library(self, addresses: set[int]) -> Wanted:
+        """The addresses that lie in fast libraries, per library copy."""
+        out: Wanted = {}
+        for address in addresses:
+            lib = self.libraries.library_at(address)
+            if lib is not None:
+                out.setdefault(lib.copy, set()).add(address)
+        return out
+
+    # ------------------------------------------------------------------ giving gdb the symbols
+
+    def attach(self, session: GdbSession, wanted: Wanted) -> None:
+        """Write the windows of wanted and attach them in the session's current inferior."""
+        self._round += 1
+        pairs = []
+        by_copy = {lib.copy: lib for lib in self.libraries.libraries}
+        for copy, addresses in sorted(wanted.items()):
+            lib = by_copy[copy]
+            symbols = self._windows(lib, addresses)
+            path = os.path.join(self.workdir, f"{self._round}-{len(pairs)}-{os.path.basename(copy)}.sym")
+            write_symbol_file(lib.layout, symbols, path)
+            pairs.append([copy, path])
+        self.covered = {copy: set(addresses) for copy, addresses in wanted.items()}
+        if not pairs:
+            return
+        listing = os.path.join(self.workdir, f"{self._round}-symbol-files.json")
+        with open(listing, "w") as f:
+            json.dump(pairs, f)
+        command = f"{MI_COMMAND} {mi_quote(listing)}"
+        try:
+            session.mi(command)
+        except GdbTimeout:
+            raise
+        except GdbError as e:
+            if "Undefined MI command" not in str(e):
+                raise
+            session.source(str(SCRIPT))
+            session.mi(command)
+
+    @staticmethod
+    def _windows(lib: FastLibrary, addresses: set[int]) -> list[ElfSymbol]:
+        assert lib.base is not None
+        symbols: list[ElfSymbol] = []
+        try:
+            table = lib.symbols()
+            for address in sorted(addresses):
+                symbols.extend(table.window(address - lib.base))
+        except (ElfLayoutError, OSError, ValueError, KeyError) as e:
+            raise WindowError(f"{lib.path}: {e}") from None
+        return symbols
+
+
+def merge(a: Wanted, b: Wanted) -> Wanted:
+    out = {k: set(v) for k, v in a.items()}
+    for k, v in b.items():
+        out.setdefault(k, set()).update(v)
+    return out
+
+
+# --------------------------------------------------------------------------- the gdb stage
+
+MAX_NAMING_ROUNDS = 3
+
+
+@contextmanager
+def collected_core(
+    gdb,
+    core: str,
+    *,
+    executable: str | None,
+    sysroot: str | None,
+    debug_dirs: Sequence[str],
+    fast: FastLibraries | None,
+    max_frames: int = 256,
+) -> Iterator[tuple[GdbSession, GdbAnalysis]]:
+    """Open the core in gdb (an OwnGdb or a PooledGdb) and collect it; yields (session, analysis).
+
+    With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
+    it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
+    is opened again the plain way. The symbol files live until the caller is done with gdb.
+    """
+    if fast is None:
+        session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs)
+        yield session, collect(session, max_frames=max_frames)
+        return
+    with tempfile.TemporaryDirectory(prefix="coreanalyze-") as workdir:
+        namer = FrameNamer(fast, workdir)
+        try:
+            session = gdb.open_core(core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs)
+            wanted = namer.discover(session, max_frames=max_frames)
+            for _ in range(MAX_NAMING_ROUNDS):
+                namer.attach(session, wanted)
+                analysis = collect(session, max_frames=max_frames)
+                missing = namer.missing(analysis)
+                if not missing:
+                    break
+                wanted = merge(wanted, missing)
+                session = gdb.open_core(core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs)
+            else:
+                raise WindowError("unwinding kept reaching new addresses")
+        except WindowError:
+            session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs)
+            analysis = collect(session, max_frames=max_frames)
+        yield session, analysis
