@@ -139,7 +139,7 @@ FAULT_ADDRESS_SIGNALS = frozenset({signal_module.SIGSEGV, signal_module.SIGBUS, 
 # Bounds on what we are willing to read for one purpose; a core that claims more is corrupt.
 # A real core's notes: ~3.5 KB per thread (general and vector registers) and an NT_FILE the
 # kernel keeps under 4 MiB by default. Beyond these limits a core is hostile, not big.
-MAX_NOTE_SEGMENT_BYTES = 64 * 1024 * 1024
+MAX_NOTE_BYTES = 64 * 1024 * 1024  # all note segments together
 MAX_NOTES = 262_144
 MAX_THREADS = 4096  # gdb reads at most 512 (gdb/collect.py); the notes keep more
 MAX_MAPPINGS = 262_144  # vm.max_map_count is 65530 by default
@@ -508,15 +508,19 @@ def _read_notes(elf: ELFFile, headers: list[dict[str, Any]], size: int, warnings
     header = struct.Struct("<III" if elf.little_endian else ">III")
     garbled_seen = False
     seen = threads = 0
+    budget, over_budget = MAX_NOTE_BYTES, False
+    process_notes: set[int] = set()  # one each of NT_PRPSINFO, NT_SIGINFO, NT_AUXV, NT_FILE
     for h in headers:
         if h["p_type"] != "PT_NOTE":
             continue
         offset, want = h["p_offset"], h["p_filesz"]
-        if want > MAX_NOTE_SEGMENT_BYTES:
-            warnings.append(f"a note segment claims {want} bytes; only the first {MAX_NOTE_SEGMENT_BYTES} are read")
-        have = max(0, min(want, size - offset, MAX_NOTE_SEGMENT_BYTES))
+        if want > budget and not over_budget:
+            over_budget = True
+            warnings.append(f"the notes claim more than {MAX_NOTE_BYTES} bytes; only the first {MAX_NOTE_BYTES} are read")
+        have = max(0, min(want, size - offset, budget))
         if have == 0:
             continue
+        budget -= have
         try:
             stream.seek(offset)
             data = stream.read(have)
@@ -554,7 +558,11 @@ def _read_notes(elf: ELFFile, headers: list[dict[str, Any]], size: int, warnings
             # keeping only what is interpreted bounds the memory a core's notes can take.
             if name != "CORE" or ntype not in INTERPRETED_NOTES:
                 continue
-            if ntype == NT_PRSTATUS:
+            if ntype != NT_PRSTATUS:
+                if ntype in process_notes:
+                    continue  # a second one is damage (or a flood); the first is kept
+                process_notes.add(ntype)
+            else:
                 threads += 1
                 if threads == MAX_THREADS + 1:
                     warnings.append(f"the core has more than {MAX_THREADS} threads; only the first {MAX_THREADS} are read")
@@ -705,7 +713,13 @@ def _parse_nt_file(desc: bytes, fmt: str, warnings: list[str]) -> list[Mapping]:
         warnings.append(f"NT_FILE lists {count} mappings; only the first {MAX_MAPPINGS} are read")
         count = MAX_MAPPINGS
     ranges = struct.unpack_from(f"{fmt}{3 * count}Q", desc, 16)
-    names = desc[names_start:].split(b"\0", count)
+    names: list[bytes] = []
+    cursor = names_start
+    while len(names) < count and cursor <= len(desc):  # only the paths used: no copy of the rest
+        nul = desc.find(b"\0", cursor)
+        end = len(desc) if nul < 0 else nul
+        names.append(desc[cursor:end])
+        cursor = end + 1
     if len(names) < count:
         warnings.append("NT_FILE has fewer paths than mappings; file list dropped")
         return []

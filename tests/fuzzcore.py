@@ -147,16 +147,18 @@ def _align4(n: int) -> int:
 
 @dataclass
 class Mutation:
-    """What to do to the pristine bytes: patches (offset -> bytes), then an optional cut."""
+    """What to do to the pristine bytes: append, then patches (offset -> bytes), then a cut."""
 
     description: str
     patches: list[tuple[int, bytes]] = field(default_factory=list)
     cut: int | None = None
     must_warn: bool = False
     warn_any: tuple[str, ...] = ()
+    append: bytes = b""
 
     def apply(self, data: bytes) -> bytes:
         out = bytearray(data)
+        out += self.append
         for offset, raw in self.patches:
             out[offset:offset + len(raw)] = raw
         if self.cut is not None:
@@ -547,3 +549,83 @@ def quick_cases(cases: list[Case], per_kind: int = 1) -> list[Case]:
 
 def environment_flag(*names: str) -> bool:
     return any(os.environ.get(n, "").lower() in ("1", "true", "yes") for n in names)
+
+
+# --------------------------------------------------------------------------------------------
+# Floods: notes far bigger and more numerous than any real core's, to bound memory and time
+# --------------------------------------------------------------------------------------------
+
+
+def _note(ntype: int, desc: bytes, name: bytes = b"CORE") -> bytes:
+    return struct.pack("<III", len(name) + 1, len(desc), ntype) + name + b"\0" * (_align4(len(name) + 1) - len(name)) + desc + b"\0" * (-len(desc) % 4)
+
+
+def _moved_notes(lay: CoreLayout, notes: bytes, description: str, warn_any: tuple[str, ...]) -> Mutation:
+    """The core with its PT_NOTE pointed at new notes appended to the file."""
+    seg = lay.note_segment()
+    at = lay.size
+    return Mutation(
+        description,
+        append=notes,
+        patches=[(seg.at + 8, _put(8, at)), (seg.at + 32, _put(8, len(notes)))],
+        must_warn=True,
+        warn_any=warn_any,
+    )
+
+
+def _original_notes(lay: CoreLayout, skip_type: int | None = None) -> bytes:
+    return b"".join(lay.data[n.at:n.desc_at + _align4(n.descsz)] for n in lay.notes if n.type != skip_type)
+
+
+def flood_empty_notes(lay: CoreLayout, megabytes: int) -> Mutation:
+    unit = _note(0x999, b"")
+    notes = _original_notes(lay) + unit * (megabytes * 2**20 // len(unit))
+    return _moved_notes(lay, notes, f"{megabytes} MiB of empty notes", ("notes",))
+
+
+def flood_thread_notes(lay: CoreLayout, megabytes: int) -> Mutation:
+    first = lay.notes_of(NT_PRSTATUS)[0]
+    unit = lay.data[first.at:first.desc_at + _align4(first.descsz)]
+    notes = _original_notes(lay) + unit * (megabytes * 2**20 // len(unit))
+    return _moved_notes(lay, notes, f"{megabytes} MiB of NT_PRSTATUS notes", ("threads",))
+
+
+def _big_file_list(megabytes: int) -> bytes:
+    count = megabytes * 2**20 // (24 + 24)
+    ranges = b"".join(struct.pack("<QQQ", 0x10000000 + i * 0x2000, 0x10000000 + i * 0x2000 + 0x1000, 0) for i in range(count))
+    names = b"".join(b"/nonexistent/lib%07d.so\0" % i for i in range(count))
+    return _note(NT_FILE, struct.pack("<QQ", count, 4096) + ranges + names)
+
+
+def flood_file_list(lay: CoreLayout, megabytes: int) -> Mutation:
+    notes = _original_notes(lay, skip_type=NT_FILE) + _big_file_list(megabytes)
+    return _moved_notes(lay, notes, f"an NT_FILE of {megabytes} MiB", ("NT_FILE",))
+
+
+def flood_repeated_segments(lay: CoreLayout, megabytes: int, copies: int) -> Mutation:
+    """The program header table moved to the end with `copies` more PT_NOTEs, all pointing
+    at one big note region: gigabytes of notes claimed, megabytes on disk."""
+    notes = _big_file_list(megabytes) + _original_notes(lay, skip_type=NT_FILE)
+    notes_at = lay.size
+    table_at = _align4(notes_at + len(notes) + 7) & ~7
+    table = bytearray(lay.data[lay.phoff:lay.phoff + 56 * lay.phnum])
+    for _ in range(copies):
+        table += struct.pack("<IIQQQQQQ", PT_NOTE, 0, notes_at, 0, 0, len(notes), 0, 4)
+    struct.pack_into("<QQ", table, lay.note_segment().index * 56 + 8, notes_at, 0)
+    struct.pack_into("<Q", table, lay.note_segment().index * 56 + 32, len(notes))
+    padding = b"\0" * (table_at - notes_at - len(notes))
+    return Mutation(
+        f"{copies + 1} PT_NOTE headers over one {megabytes} MiB note region",
+        append=notes + padding + bytes(table),
+        patches=[(32, _put(8, table_at)), (56, _put(2, lay.phnum + copies))],
+        must_warn=True,
+        warn_any=("notes claim",),
+    )
+
+
+FLOODS: dict[str, Callable[[CoreLayout], Mutation]] = {
+    "empty-notes": lambda lay: flood_empty_notes(lay, 48),
+    "thread-notes": lambda lay: flood_thread_notes(lay, 48),
+    "file-list": lambda lay: flood_file_list(lay, 56),
+    "repeated-note-segments": lambda lay: flood_repeated_segments(lay, 40, 30),
+}
