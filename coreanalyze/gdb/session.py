@@ -304,6 +304,9 @@ class GdbSession:
         last_console / last_log.
         """
         if not self.alive:
+            if self._proc is not None and self._io is not None:
+                # Started and not closed: it ended on its own (killed, crashed) since the last command.
+                raise self._died(f"gdb died before {command[:120]!r}")
             raise GdbError("gdb is not running")
         assert self._io is not None
         self._token += 1
