@@ -51,6 +51,7 @@ from coreanalyze.gdb.minsyms import (
     ElfLayoutError,
     LibrarySymbols,
     SymbolOrder,
+    plt_layout_known,
     sort_symbols,
 )
 from coreanalyze.symbols.paths import cache_dir, under, valid_build_id
@@ -63,7 +64,7 @@ ORDER = "symbols.order"
 ORDER_META = "symbols.order.json"
 ABSENT_SUFFIX = ".absent.json"  # next to a sysroot: the files missing when it was made
 # A library with fewer symbols costs gdb little; it is loaded as it is.
-MIN_SYMBOLS = 20_000
+MIN_SYMBOLS = 2_000
 # Sections that give gdb names or lines beyond the ELF symbol tables.
 DEBUG_SECTION_PREFIXES = (".debug_", ".zdebug_", ".gnu_debugdata", ".ctf", ".stab", ".mdebug", ".gdb_index", ".debug")
 DEFAULT_CACHE_LIMIT_MB = 8192
@@ -187,9 +188,11 @@ def plan_fast_libraries(
     loaded = read_link_map(notes)
     if not loaded:
         return None  # without the loader's names gdb could not find the copies
-    by_real = {os.path.realpath(lib.local_path): lib for lib in chosen}
+    by_identity = {_identity(lib.local_path): lib for lib in chosen}
+    by_identity.pop(None, None)
     for item in loaded:
-        lib = by_real.get(os.path.realpath(_local(item.name, sysroot)))
+        identity = _identity(_local(item.name, sysroot))
+        lib = by_identity.get(identity) if identity is not None else None
         if lib is not None and lib.base is None:
             lib.base = item.base
     chosen = [lib for lib in chosen if lib.base is not None]
@@ -204,6 +207,14 @@ def plan_fast_libraries(
         warnings.append(f"large libraries are loaded whole: cannot prepare gdb's sysroot ({e.strerror or e})")
         return None
     return FastLibraries(sysroot=farm, libraries=chosen, warnings=warnings)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _qualifies(layout: ElfLayout, min_symbols: int) -> bool:
@@ -290,6 +301,8 @@ def cached_copy(path: str, layout: ElfLayout, root: str) -> tuple[str, str]:
     if _entry_ok(entry, copy, key):
         _touch(entry)
         return entry, copy
+    if not plt_layout_known(layout):
+        raise FastLibraryError("its PLT has a layout gdb's names for it cannot be reproduced from")
     os.makedirs(os.path.dirname(entry), mode=0o700, exist_ok=True)
     _trim_libraries(os.path.join(root, LIBRARIES_DIR), incoming=layout.file_size)
     tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(entry))

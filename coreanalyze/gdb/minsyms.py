@@ -413,15 +413,13 @@ class LibrarySymbols:
         out: list[ElfSymbol] = []
         for section in sections:
             data = self._map[section.offset : section.offset + section.size]
-            slot = 8 if section.name == ".plt.got" and data[:2] == b"\xff\x25" and (len(data) < 16 or data[8:10] == b"\xff\x25") else 16
+            slot = _slot_size(section, data)
             for start in range(0, len(data) - slot + 1, slot):
                 entry = data[start : start + slot]
-                got = _got_target(entry, section.addr + start)
+                # Lazy PLT0 (push; jmp through GOT+16, no relocation there) and IBT lazy slots
+                # (push; jump to PLT0) name nothing; every other slot jumps through its GOT slot.
+                got = None if entry.startswith((*_LAZY_PLT0, _IBT_LAZY_SLOT)) else _got_target(entry, section.addr + start)
                 if got is None:
-                    if section.name == ".plt" and start == 0 and entry.startswith(_LAZY_PLT0):
-                        continue
-                    if entry.startswith(_IBT_LAZY_SLOT):
-                        continue
                     continue
                 reloc = relocs.get(got)
                 if reloc is None:
@@ -488,6 +486,40 @@ def _at_value(symbols: list[ElfSymbol], value: int) -> list[ElfSymbol]:
         out.append(symbols[k])
         k += 1
     return out
+
+
+def _slot_size(section: Section, data: bytes) -> int:
+    """8-byte slots in a non-IBT .plt.got (jmp *GOT; xchg %ax,%ax), else 16."""
+    if section.name == ".plt.got" and data[:2] == b"\xff\x25" and (len(data) < 16 or data[8:10] == b"\xff\x25"):
+        return 8
+    return 16
+
+
+def plt_layout_known(layout: ElfLayout) -> bool:
+    """Whether every PLT slot of the library is one whose made-up name is reproduced here:
+    a slot that jumps through its GOT slot, a lazy PLT0, or an IBT lazy slot. A layout this
+    module does not know is loaded whole instead of guessed at."""
+    if layout.machine != EM_X86_64:
+        return False
+    with open(layout.path, "rb") as f:
+        for name in PLT_SECTIONS:
+            section = layout.by_name(name)
+            if section is None or not section.size:
+                continue
+            if not layout.has_contents(section) or section.size % 8:
+                return False
+            f.seek(section.offset)
+            data = f.read(section.size)
+            slot = _slot_size(section, data)
+            for start in range(0, len(data) - slot + 1, slot):
+                entry = data[start : start + slot]
+                if start == 0 and name == ".plt" and entry.startswith(_LAZY_PLT0):
+                    continue
+                if name == ".plt" and entry.startswith(_IBT_LAZY_SLOT):
+                    continue
+                if _got_target(entry, section.addr + start) is None:
+                    return False
+    return True
 
 
 def _got_target(entry: bytes, address: int) -> int | None:
