@@ -24,6 +24,7 @@ C_CRASHERS = {
     "ud2": ("ud2.c", [], None),
     "sigbus": ("sigbus.c", [], None),
     "killed": ("wait_for_kill.c", [], signal.SIGSEGV),
+    "null_callback": ("null_callback.c", [], None),
 }
 
 PYENV_PYTHON = Path.home() / ".pyenv/versions"

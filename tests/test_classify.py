@@ -780,3 +780,20 @@ def test_fault_kind_of_real_cores(cores, crasher, kind, evidence):
             assert notes.signal.sender_pid == os.getpid()
     assert got == kind
     assert any(evidence in line for line in lines), lines
+
+
+def test_jump_to_the_null_page_blames_the_caller():
+    """A pasted gdb bt (TF issue shape): frame #0 is `0x45 in ?? ()` with no library, the fault
+    address is not in the text. The thread jumped through a corrupt function pointer."""
+    sig = SignalInfo(number=11, name="SIGSEGV")
+    frames = [
+        Frame(index=0, pc=0x45, function="??"),
+        Frame(index=1, pc=0x7FFFAF185466, function="tensorflow::Tensor::~Tensor()", module="/x/tensorflow/libtensorflow_framework.so"),
+        Frame(index=2, pc=0x7FFFAF3180DB, function="tensorflow::(anonymous namespace)::ExecutorState::Process(tensorflow::(anonymous namespace)::ExecutorState::TaggedNode, long long)", module="/x/tensorflow/libtensorflow_framework.so"),
+    ]
+    report = Report(core=CoreInfo(path="t.txt", signal=sig), threads=[Thread(tid=1, crashed=True, frames=frames)], crashing_thread=1, source="triage")
+    c = classify(report)
+    assert c.fault_kind == "null-deref"
+    assert c.culprit.function == "tensorflow::Tensor::~Tensor"
+    assert c.category == "tf-runtime"
+    assert "function pointer" in c.summary

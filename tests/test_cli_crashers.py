@@ -25,6 +25,7 @@ EXPECTED = {
     "ud2": ("SIGILL", "ILL_ILLOPN", "illegal-instruction", "unreachable_path"),
     "sigbus": ("SIGBUS", "BUS_ADRERR", "bus-error", "read_page"),
     "killed": ("SIGSEGV", "SI_USER", "sent-signal", "wait_forever"),
+    "null_callback": ("SIGSEGV", "SEGV_MAPERR", "null-deref", "dispatch"),
 }
 
 
@@ -174,3 +175,11 @@ def test_locals_on_request(cores):
     frames = {f["function"]: f for f in thread["frames"] if f["kind"] == "python"}
     assert frames["read_config"]["locals"] == {"address": "16"}
     assert frames["main"]["locals"] == {"values": "<list of 3 items>"}
+
+
+def test_call_through_null_function_pointer_blames_the_caller(reports):
+    _, report = reports("null_callback")
+    c = report["classification"]
+    assert c["culprit"]["function"] == "dispatch"
+    assert "function pointer" in c["summary"]
+    assert any("jumped to 0x0" in e for e in c["evidence"])

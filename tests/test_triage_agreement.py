@@ -15,7 +15,7 @@ from clirun import analyze_json, run_cli
 from coregen import require
 from tfcores import SCENARIOS
 
-C_CASES = ["null_thread", "double_free", "assert_fail", "divzero", "ud2", "sigbus"]
+C_CASES = ["null_thread", "double_free", "assert_fail", "divzero", "ud2", "sigbus", "null_callback"]
 
 
 def gdb_backtrace_text(exe, core) -> str:

@@ -14,6 +14,17 @@ from typing import Sequence
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.rules import NOISE_ROLES, RuleSet
 
+NULL_PAGE_LIMIT = 64 * 1024
+
+
+def is_bad_jump(v: FrameView) -> bool:
+    """An unnamed top frame outside every library, or in the null page: there is no code there."""
+    pc = v.frame.pc
+    if v.python or pc is None or (v.name and v.name != "??"):
+        return False
+    return pc < NULL_PAGE_LIMIT or not (v.frame.module or v.module_path)
+
+
 # A signal handler's frames sit above the trampoline; a handler deeper than this is not one we
 # skip (it would be the crash itself, not a re-raise).
 MAX_HANDLER_DEPTH = 40
@@ -28,6 +39,9 @@ class CulpritPick:
     allocator_frames: list[FrameView] = field(default_factory=list)  # evidence above the culprit
     fallback: bool = False  # every frame was noise; the culprit is the least noisy one
     below: list[FrameView] = field(default_factory=list)  # significant native frames under it
+    # The top frame when the thread jumped to an address outside all code (its pc is the
+    # fault): a call through a null or corrupt function pointer. The caller is the culprit.
+    bad_jump: FrameView | None = None
 
     @property
     def native(self) -> bool:
@@ -57,6 +71,10 @@ def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None 
     start, handler = _handler_end(views)
     pick.start, pick.handler_frames = start, handler
     native = [v for v in views[start:] if not v.python]
+    if len(native) > 1 and is_bad_jump(native[0]):
+        pick.bad_jump = native[0]
+        pick.skipped.append(native[0])
+        native = native[1:]
     for v in native:
         if v.role in NOISE_ROLES:
             pick.skipped.append(v)

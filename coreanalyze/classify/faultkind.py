@@ -271,6 +271,12 @@ def fault_kind_from_views(
 
     if name == "SIGSEGV":
         address = signal.address
+        if pick.bad_jump is not None:
+            # The CPU faulted fetching the instruction: the fault address is the pc itself.
+            pc = pick.bad_jump.frame.pc
+            reraised = [*reraised, f"the crashing thread jumped to 0x{pc:x}, where there is no code: a call through a null or corrupt function pointer (or a damaged vtable / return address)"]
+            if address is None:
+                address = pc
         sp = _sp(registers)
         if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and signal.code != SI_KERNEL:
             side = "below" if address <= sp else "above"

@@ -43,6 +43,7 @@ class SummaryFacts:
     python_only: bool
     tf_caller: FrameView | None  # the first TensorFlow frame under a custom-op frame
     python_site: FrameView | None = None  # the innermost Python frame under the culprit
+    bad_jump_pc: int | None = None  # the thread jumped here, where there is no code
 
 
 def _where(v: FrameView) -> str:
@@ -83,7 +84,9 @@ def _summarize_native(f: SummaryFacts) -> str:
     msg = _message(f.abort_message)
     if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort"):
         head += f" ({msg})"
-    if f.fault_kind == "null-deref" and f.address is not None:
+    if f.bad_jump_pc is not None:
+        head += f", a jump to 0x{f.bad_jump_pc:x} (a call through a null or corrupt function pointer),"
+    elif f.fault_kind == "null-deref" and f.address is not None:
         head += f" at 0x{f.address:x}"
     if f.fault_kind == "illegal-instruction" and f.instruction:
         head += f" `{f.instruction}`" + (f" (needs {f.feature})" if f.feature and not f.feature.startswith("none") else "")
