@@ -797,3 +797,34 @@ def test_jump_to_the_null_page_blames_the_caller():
     assert c.culprit.function == "tensorflow::Tensor::~Tensor"
     assert c.category == "tf-runtime"
     assert "function pointer" in c.summary
+
+
+THIN_REPORTS = [
+    # (pasted text, category): only the fatal log line, as in many tickets.
+    ("2024-12-16 15:21:27.252299: F tensorflow/core/framework/tensor_shape.cc:356] Check failed: d >= 0 (0 vs. -1)\nAborted (core dumped)\n", "kernel-compute"),
+    ("F tensorflow/core/kernels/strided_slice_op.cc:316] Check failed: tmp.CopyFrom(input.Slice(begin[0], end[0]), final_shape)\nAborted (core dumped)\n", "kernel-compute"),
+    ("2023-01-02 10:00:00.000000: F tensorflow/core/data/standalone.cc:120] Check failed: iterator_ != nullptr\nAborted\n", "tf-data"),
+    ("2023-01-02 10:00:00.000000: F external/local_xla/xla/service/cpu/cpu_compiler.cc:1201] Check failed: module != nullptr\n", "xla"),
+    ("F0000 00:00:1700000000.000000 1234 tensorflow/lite/kernels/kernel_util.cc:90] Check failed: tensor != nullptr\n", "interpreter-invoke"),
+]
+
+
+@pytest.mark.parametrize("text, category", THIN_REPORTS)
+def test_fatal_log_line_alone_is_classified_by_its_source(text, category):
+    from coreanalyze.triage import triage_text
+
+    report = triage_text(text, "ticket.txt")
+    c = report.classification
+    assert (c.category, c.fault_kind) == (category, "check-failure")
+    assert c.confidence == "low"
+    assert "no frames" not in c.signature
+
+
+def test_thin_reports_of_the_same_check_group_together():
+    from coreanalyze.triage import triage_text
+
+    a = triage_text("F tensorflow/core/framework/tensor_shape.cc:356] Check failed: d >= 0 (0 vs. -1)\n", "a")
+    b = triage_text("2025-01-01 00:00:00.1: F tensorflow/core/framework/tensor_shape.cc:358] Check failed: d >= 0 (0 vs. -7)\n", "b")
+    c = triage_text("F tensorflow/core/framework/tensor_shape.cc:362] Check failed: d < dims() (1 vs. 1)\n", "c")
+    assert a.classification.signature == b.classification.signature
+    assert a.classification.signature != c.classification.signature

@@ -61,13 +61,32 @@ def signature_frames(views: Sequence[FrameView], pick: CulpritPick, rules: RuleS
     return chosen
 
 
-def make_signature(signal_name: str | None, views: Sequence[FrameView], pick: CulpritPick, rules: RuleSet) -> str:
+_LOG_SITE = re.compile(r"([\w.+-]+\.(?:cc|cpp|c|h|hpp)):\d+\]\s*(.*)")
+_CHECK_VALUES = re.compile(r"\s*\([^()]*\bvs\.[^()]*\)")  # "(1 vs. 0)": this run's values
+
+
+def _message_key(abort_message: str | None) -> str | None:
+    """A thin report's grouping key: the fatal log line's file and message, without values."""
+    if not abort_message:
+        return None
+    line = " ".join(abort_message.split())
+    site = _LOG_SITE.search(line)
+    if site:
+        line = f"{site.group(1)}: {site.group(2)}"
+    line = _CHECK_VALUES.sub("", line)
+    line = re.sub(r"0x[0-9a-fA-F]+", "0x?", line)
+    return line[:160] or None
+
+
+def make_signature(
+    signal_name: str | None, views: Sequence[FrameView], pick: CulpritPick, rules: RuleSet, abort_message: str | None = None
+) -> str:
     parts = [signal_name or "crash"]
     frames = signature_frames(views, pick, rules)
     if frames:
         parts.extend(_frame_key(v, rules) for v in frames)
     else:
-        parts.append("no frames")
+        parts.append(_message_key(abort_message) or "no frames")
     key = " | ".join(parts)
     digest = hashlib.sha1(key.encode("utf-8", "replace")).hexdigest()[:HASH_CHARS]
     return f"{key} #{digest}"
