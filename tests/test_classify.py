@@ -828,3 +828,14 @@ def test_thin_reports_of_the_same_check_group_together():
     c = triage_text("F tensorflow/core/framework/tensor_shape.cc:362] Check failed: d < dims() (1 vs. 1)\n", "c")
     assert a.classification.signature == b.classification.signature
     assert a.classification.signature != c.classification.signature
+
+
+def test_absl_failure_signal_handler_frames_are_skipped():
+    """TensorFlow's absl handler prints its own frames above the trampoline; the crash is below."""
+    from coreanalyze.triage import triage_text
+
+    text = (Path(__file__).parent / "data/triage/absl_failure_signal.txt").read_text()
+    c = triage_text(text, "absl.txt").classification
+    assert c.category == "xla"
+    assert c.culprit.function == "xla::cpu::CpuExecutable::ExecuteComputeFunction"
+    assert "WriteFailureInfo" not in c.signature
