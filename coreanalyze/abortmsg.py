@@ -12,6 +12,12 @@ from a little below its stack pointer upward; memory that words on that stack po
 writable mappings; then other writable memory nearest the stack. Only writable memory the core
 holds is read, so string literals in a library's read-only data never pass for a message.
 
+Far memory (the last step: tens of MiB of heap, most of the scan's time) is left out when it
+cannot matter: when a message was found nearer (any nearer one outranks it), and when the
+kernel raised the signal at a faulting instruction (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP
+with si_code > 0). Such a process did not abort; a message of its own last moments (a fault
+inside an abort's signal handler) lies near the crash, and text far off in the heap is older.
+
 The memory object needs `read(address, size) -> bytes | None` and `segments` (objects with
 start, end, file_offset, filesz, flags), as coreanalyze.memory.CoreMemory provides.
 """
@@ -39,6 +45,9 @@ OVERLAP = 4096
 MAX_LINE = 2048
 MAX_BACKTRACK = 512
 MAX_MESSAGES = 32
+# Signals the kernel sends for a fault of the instruction itself (si_code > 0), by number:
+# SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV.
+KERNEL_FAULT_SIGNALS = frozenset({4, 5, 7, 8, 11})
 
 # (kind, pattern); a kind's place in this list is its rank (most telling first).
 _PATTERNS: list[tuple[str, bytes]] = [
@@ -281,8 +290,14 @@ def scan_abort_messages(
     *,
     stack_limit: int = STACK_ABOVE_SP,
     budget: int = TOTAL_BUDGET,
+    far: bool = True,
+    far_unless_found_near: bool = False,
 ) -> list[AbortMessage]:
-    """Every fatal message found, best first."""
+    """Every fatal message found, best first.
+
+    far: read other writable memory after the stack, what it points to and small mappings;
+    far_unless_found_near: only when those held no message (the best one is then the same).
+    """
     try:
         segments = [s for s in memory.segments if int(s.end) > int(s.start)]
     except (AttributeError, TypeError, ValueError):
@@ -325,6 +340,8 @@ def scan_abort_messages(
     for seg in small:
         for base, data in _read_range(memory, int(seg.start), _present_end(seg), spent):
             _scan_bytes(base, data, "small-mapping", seen, found)
+    if not far or (far_unless_found_near and found):
+        return sorted(found, key=lambda m: m.rank)
     big = [s for s in writable if _present_end(s) - s.start > SMALL_SEGMENT and s is not stack_seg]
     anchor = sp if isinstance(sp, int) else 0
     big.sort(key=lambda s: min(abs(int(s.start) - anchor), abs(_present_end(s) - anchor)))
@@ -337,9 +354,21 @@ def scan_abort_messages(
     return sorted(found, key=lambda m: m.rank)
 
 
-def find_abort_message(memory: _Memory | None, sp: int | None, **limits: int) -> str | None:
-    """The most telling fatal message in the process's memory, or None."""
+def find_abort_message(memory: _Memory | None, sp: int | None, signal: Any = None, **limits: int) -> str | None:
+    """The most telling fatal message in the process's memory, or None.
+
+    signal: the core's SignalInfo (number, code); a fault the kernel raised is not searched
+    for far from the crash (see the module's docstring).
+    """
     if memory is None:
         return None
-    messages = scan_abort_messages(memory, sp, **limits)
+    messages = scan_abort_messages(memory, sp, far=searches_far_memory(signal), far_unless_found_near=True, **limits)
     return messages[0].text if messages else None
+
+
+def searches_far_memory(signal: Any) -> bool:
+    """False for a signal the kernel raised at a faulting instruction, True otherwise (also
+    when the signal is not known)."""
+    number = getattr(signal, "number", None)
+    code = getattr(signal, "code", None)
+    return not (number in KERNEL_FAULT_SIGNALS and isinstance(code, int) and code > 0)

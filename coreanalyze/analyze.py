@@ -132,17 +132,32 @@ def _run_gdb(
     debug_dirs: list[str],
     fast=None,
     gdb_pool=None,
+    own_gdb=None,
+    while_gdb_loads=None,
 ):
-    """gdb's view of the core; returns (abort message, failure reason or None)."""
+    """gdb's view of the core; returns (abort message, failure reason or None).
+
+    while_gdb_loads: called once gdb is about to read the core and its libraries."""
     from coreanalyze.gdb.fastnames import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.pystacks import add_python_frames
 
     index_cache = default_index_cache() if options.fast_libraries else None
     with gdb_for_analysis(
-        gdb_pool, gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod, index_cache=index_cache
+        gdb_pool,
+        gdb_path=options.gdb,
+        timeout=options.timeout,
+        debuginfod=options.debuginfod,
+        index_cache=index_cache,
+        own=own_gdb,
     ) as gdb, collected_core(
-        gdb, core_path, executable=executable, sysroot=options.sysroot, debug_dirs=debug_dirs, fast=fast
+        gdb,
+        core_path,
+        executable=executable,
+        sysroot=options.sysroot,
+        debug_dirs=debug_dirs,
+        fast=fast,
+        before_target=while_gdb_loads,
     ) as (session, analysis):
         report.threads = analysis.threads
         report.warnings.extend(analysis.warnings)
@@ -171,48 +186,96 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
-    rules = load_rules(options.rules_files)  # a bad rules file is bad input: fail before the work
+    # A bad rules file is bad input: the user's files are read before the work. The built-in
+    # rules cannot be bad; they are read while gdb works (see _Rules).
+    rules = _Rules(load_rules(options.rules_files) if options.rules_files else None)
     notes = read_core(core_path)
+    own_gdb = None
     try:
-        return _analyze_notes(core_path, notes, options, rules, gdb_pool)
+        if gdb_pool is None:
+            own_gdb = _own_gdb(options)
+            own_gdb.start_early()  # comes up while the notes and libraries are read
+        return _analyze_notes(core_path, notes, options, rules, gdb_pool, own_gdb)
     finally:
+        if own_gdb is not None:
+            own_gdb.close()
         notes.close()
+
+
+def _own_gdb(options: AnalyzeOptions):
+    from coreanalyze.gdb.pool import OwnGdb, default_index_cache
+
+    index_cache = default_index_cache() if options.fast_libraries else None
+    return OwnGdb(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod, index_cache=index_cache)
+
+
+class _Rules:
+    """The rules to classify with: given, or the built-in ones read in a thread started while
+    gdb works (compiling their few hundred patterns then costs no time)."""
+
+    def __init__(self, given) -> None:
+        self._given = given
+        self._reading: threading.Thread | None = None
+
+    def read_in_background(self) -> None:
+        from coreanalyze.classify import load_rules
+
+        if self._given is None and self._reading is None:
+            self._reading = threading.Thread(target=load_rules, name="rules", daemon=True)
+            self._reading.start()
+
+    def get(self):
+        from coreanalyze.classify import load_rules
+
+        if self._given is not None:
+            return self._given
+        if self._reading is not None:
+            self._reading.join()  # then cached: load_rules() answers at once
+        return load_rules()
 
 
 class _AbortMessageScan:
     """find_abort_message for the crashing thread's stack pointer as the core's notes give it,
-    run in a thread while gdb works: the scan only reads the core file, and its half second
-    or so then costs nothing. Its answer is used only for that same stack pointer."""
+    run in a thread while gdb loads the core: the scan only reads the core file, and its time
+    then costs nothing. Its answer is used only for that same stack pointer."""
 
     def __init__(self, notes):
-        from coreanalyze.abortmsg import find_abort_message
-
         thread = notes.thread(notes.crashing_tid)
         self.sp = (thread.registers.get("rsp") or thread.registers.get("sp")) if thread else None
+        self.signal = notes.signal
+        self._memory = notes.memory
         self._result: list[str | None] = []
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        from coreanalyze.abortmsg import find_abort_message
+
+        if self._thread is not None:
+            return
 
         def scan() -> None:
             try:
-                self._result.append(find_abort_message(notes.memory, self.sp))
+                self._result.append(find_abort_message(self._memory, self.sp, self.signal))
             except Exception:  # noqa: BLE001 — result_for then scans again, where errors surface
                 pass
 
-        self._thread = threading.Thread(target=scan, daemon=True)
+        self._thread = threading.Thread(target=scan, name="abort-message", daemon=True)
         self._thread.start()
 
     def result_for(self, memory, sp) -> str | None:
         from coreanalyze.abortmsg import find_abort_message
 
-        self._thread.join()
+        self.wait()
         if sp == self.sp and self._result:
             return self._result[0]
-        return find_abort_message(memory, sp)
+        return find_abort_message(memory, sp, self.signal)
 
     def wait(self) -> None:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
 
-def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules, gdb_pool=None) -> AnalysisResult:
+def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
@@ -232,8 +295,18 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules, gdb_po
     gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
     fast = _fast_libraries(notes, report, options, gdb_debug_dirs)
     abort_scan = _AbortMessageScan(notes)
+
+    def while_gdb_loads() -> None:
+        # Python work that needs no gdb, in threads while gdb reads the core's libraries (the
+        # commands before that would only be slowed down by threads wanting the interpreter).
+        abort_scan.start()
+        rules.read_in_background()
+        if fast is not None:
+            fast.order_in_background()
     try:
-        abort_message = _run_gdb(report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool)
+        abort_message = _run_gdb(
+            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads
+        )
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
@@ -259,5 +332,5 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules, gdb_po
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
-    report.classification = classify(report, abort_message=abort_message, rules=rules)
+    report.classification = classify(report, abort_message=abort_message, rules=rules.get())
     return AnalysisResult(report, failure, exit_code)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import platform
 import re
+import threading
+from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
@@ -35,15 +37,36 @@ def _site_packages_of(path: str) -> Path | None:
     return None
 
 
-def _dist_info(site: Path, top_level: str) -> dict[str, str] | None:
-    """Name/version of the distribution that installed `top_level` in `site`."""
+@dataclass(frozen=True)
+class _Distribution:
+    path: Path  # the *.dist-info directory
+    name: str  # its name part, lower case
+    top_levels: tuple[str, ...]  # its top_level.txt, lower case
+
+
+# Per site-packages directory (and its mtime, which moves when a distribution comes or goes):
+# its distributions in name order. A batch sees the same few directories in every core.
+_site_index: dict[tuple[str, int], list[_Distribution]] = {}
+_metadata_cache: dict[tuple[str, int, int], dict[str, str] | None] = {}
+_cache_lock = threading.Lock()
+MAX_CACHED_SITES = 64
+
+
+def _distributions(site: Path) -> list[_Distribution] | None:
+    try:
+        key = (str(site), os.stat(site).st_mtime_ns)
+    except (OSError, ValueError):
+        key = None
+    if key is not None:
+        with _cache_lock:
+            if key in _site_index:
+                return _site_index[key]
     try:
         candidates = sorted(site.glob("*.dist-info"))
     except OSError:
         return None
-    key = top_level.replace("-", "_").lower()
+    found = []
     for dist in candidates:
-        dist_name = dist.name.rsplit("-", 1)[0].lower()
         top_file = dist / "top_level.txt"
         tops: list[str] = []
         try:
@@ -51,15 +74,49 @@ def _dist_info(site: Path, top_level: str) -> dict[str, str] | None:
                 tops = top_file.read_text(errors="replace").split()
         except OSError:
             pass
-        if key in (t.lower() for t in tops) or dist_name == key or dist_name.startswith(key + "_"):
-            meta = dist / "METADATA"
-            try:
-                with open(meta, encoding="utf-8", errors="replace") as f:
-                    headers = HeaderParser().parsestr(f.read(MAX_METADATA_BYTES), headersonly=True)
-            except OSError:
-                continue
-            if headers.get("Name") and headers.get("Version"):
-                return {"name": headers["Name"], "version": headers["Version"]}
+        found.append(_Distribution(dist, dist.name.rsplit("-", 1)[0].lower(), tuple(t.lower() for t in tops)))
+    if key is not None:
+        with _cache_lock:
+            if len(_site_index) >= MAX_CACHED_SITES:
+                _site_index.clear()
+            _site_index[key] = found
+    return found
+
+
+def _metadata(meta: Path) -> dict[str, str] | None:
+    """Name and Version of a METADATA file (None when unreadable or either is missing)."""
+    try:
+        st = os.stat(meta)
+        key: tuple[str, int, int] | None = (str(meta), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError):
+        key = None
+    if key is not None:
+        with _cache_lock:
+            if key in _metadata_cache:
+                return _metadata_cache[key]
+    try:
+        with open(meta, encoding="utf-8", errors="replace") as f:
+            headers = HeaderParser().parsestr(f.read(MAX_METADATA_BYTES), headersonly=True)
+    except OSError:
+        return None
+    info = {"name": headers["Name"], "version": headers["Version"]} if headers.get("Name") and headers.get("Version") else None
+    if key is not None:
+        with _cache_lock:
+            _metadata_cache[key] = info
+    return info
+
+
+def _dist_info(site: Path, top_level: str) -> dict[str, str] | None:
+    """Name/version of the distribution that installed `top_level` in `site`."""
+    distributions = _distributions(site)
+    if distributions is None:
+        return None
+    key = top_level.replace("-", "_").lower()
+    for dist in distributions:
+        if key in dist.top_levels or dist.name == key or dist.name.startswith(key + "_"):
+            info = _metadata(dist.path / "METADATA")
+            if info is not None:
+                return dict(info)
     return None
 
 
@@ -81,6 +138,7 @@ def _top_level_of(path: str, site: Path) -> str | None:
 def _packages(report: Report) -> list[dict[str, Any]]:
     """Which installed distributions own the mapped libraries."""
     owners: dict[tuple[str, str], dict[str, Any]] = {}
+    known: dict[tuple[Path, str], dict[str, str] | None] = {}
     for module in report.modules:
         local = module.local_path or module.path
         site = _site_packages_of(local)
@@ -89,7 +147,9 @@ def _packages(report: Report) -> list[dict[str, Any]]:
         top = _top_level_of(local, site)
         if not top:
             continue
-        info = _dist_info(site, top)
+        if (site, top) not in known:
+            known[(site, top)] = _dist_info(site, top)
+        info = known[(site, top)]
         if info is None:
             continue
         entry = owners.setdefault((info["name"], info["version"]), {**info, "libraries": []})

@@ -11,11 +11,13 @@ import os
 import stat
 import struct
 import threading
-
-from elftools.elf.elffile import ELFFile
+from typing import Callable
 
 from coreanalyze import model
-from coreanalyze.corefile import NT_GNU_BUILD_ID, PARSE_ERRORS, CoreNotes, Mapping, parse_notes
+from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
+from coreanalyze.elfheaders import (
+    DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders,
+)  # fmt: skip
 
 DELETED_SUFFIX = " (deleted)"
 # Note segments and sections are small; anything bigger is not a real one.
@@ -99,24 +101,60 @@ def elf_needed(path: str) -> list[str] | None:
     with _cache_lock:
         if key in _needed_cache:
             return _needed_cache[key]
-    needed: list[str] | None = None
-    try:
-        with open(path, "rb") as f:
-            if f.read(4) == b"\x7fELF":
-                f.seek(0)
-                elf = ELFFile(f)
-                for i in range(min(elf.num_segments(), MAX_HEADERS_SCANNED)):
-                    segment = elf.get_segment(i)
-                    if segment["p_type"] == "PT_DYNAMIC":
-                        needed = [t.needed for t in segment.iter_tags("DT_NEEDED")][:MAX_NEEDED]
-                        break
-                else:
-                    needed = []
-    except (*PARSE_ERRORS, OSError):
-        needed = None
+    needed = _read_needed(path)
     with _cache_lock:
         _needed_cache[key] = needed
     return needed
+
+
+def _read_needed(path: str) -> list[str] | None:
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return None
+            elf = ElfHeaders(f, os.fstat(f.fileno()).st_size)
+            for i in range(min(elf.num_segments(), MAX_HEADERS_SCANNED)):
+                p_type, offset, _vaddr, filesz, _align = elf.segment(i)
+                if p_type != PT_DYNAMIC:
+                    continue
+                entries = elf.dynamic_entries(offset) if filesz else []
+                wanted = [value for tag, value in entries if tag == DT_NEEDED]
+                if not wanted:
+                    return []
+                string_at = _dynamic_strings(elf, offset, entries)
+                if string_at is None:
+                    return None
+                return [string_at(value) for value in wanted][:MAX_NEEDED]
+            return []
+    except (OSError, ElfHeaderError, struct.error, ValueError, OverflowError):
+        return None
+
+
+def _dynamic_strings(elf: ElfHeaders, dynamic_offset: int, entries: list[tuple[int, int]]) -> Callable[[int], str] | None:
+    """How names in a dynamic table are read: from the string table its section links to, else
+    from DT_STRTAB's address, else from the section named .dynstr (None: no table at all)."""
+    for i in range(elf.num_sections()):
+        sh = elf.section(i)
+        elf.section_name(sh[0])  # a section whose name cannot be read makes the file unreadable
+        if sh[1] == SHT_DYNAMIC and sh[4] == dynamic_offset:
+            linked = elf.section(sh[6])[4]
+            return lambda offset: _string(elf, linked + offset, "replace")
+    address = next((value for tag, value in entries if tag == DT_STRTAB), None)
+    if address is not None:
+        found = elf.file_offset(address)
+        if found is not None:
+            return lambda offset: _string(elf, found + offset, "strict")
+    for i in range(elf.num_sections()):
+        sh = elf.section(i)
+        if elf.section_name(sh[0]) == ".dynstr":
+            named = sh[4]
+            return lambda offset: _string(elf, named + offset, "replace")
+    return None
+
+
+def _string(elf: ElfHeaders, offset: int, errors: str) -> str:
+    raw = elf.cstring(offset)
+    return raw.decode("utf-8", errors) if raw else ""
 
 
 def _read_build_id(path: str) -> str | None:
@@ -124,24 +162,24 @@ def _read_build_id(path: str) -> str | None:
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
                 return None
-            f.seek(0)
-            elf = ELFFile(f)
+            elf = ElfHeaders(f, os.fstat(f.fileno()).st_size)
             little_endian = elf.little_endian
-            # Program headers first: PT_NOTE sits in the first page, so this avoids parsing
+            # Program headers first: PT_NOTE sits in the first page, so this avoids reading
             # the section table of a huge library. Separate debug files keep it too.
             for i in range(min(elf.num_segments(), MAX_HEADERS_SCANNED)):
-                segment = elf.get_segment(i)
-                if segment["p_type"] == "PT_NOTE":
-                    found = _build_id_in(f, segment["p_offset"], segment["p_filesz"], segment["p_align"], little_endian)
+                p_type, offset, _vaddr, filesz, align = elf.segment(i)
+                if p_type == PT_NOTE:
+                    found = _build_id_in(f, offset, filesz, align, little_endian)
                     if found:
                         return found
             for i in range(min(elf.num_sections(), MAX_HEADERS_SCANNED)):
-                section = elf.get_section(i)
-                if section["sh_type"] == "SHT_NOTE":
-                    found = _build_id_in(f, section["sh_offset"], section["sh_size"], section["sh_addralign"], little_endian)
+                sh = elf.section(i)
+                elf.section_name(sh[0])
+                if sh[1] == SHT_NOTE:
+                    found = _build_id_in(f, sh[4], sh[5], sh[8], little_endian)
                     if found:
                         return found
-    except (OSError, *PARSE_ERRORS):
+    except (OSError, ElfHeaderError, struct.error, ValueError, OverflowError):
         return None
     return None
 

@@ -39,9 +39,11 @@ from typing import Iterable, Sequence
 
 from coreanalyze import model
 from coreanalyze.corefile import CoreNotes
+from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.gdb.minsyms import (
     EM_X86_64,
+    MAX_SECTIONS,
     SHT_DYNSYM,
     SHT_PROGBITS,
     SHT_STRTAB,
@@ -74,6 +76,7 @@ SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 SYSROOTS_KEPT = 32
 MAX_PATHS = 20_000
 PT_LOAD = 1
+ET_DYN = 3
 COPY_CHUNK = 1 << 30
 
 
@@ -99,8 +102,8 @@ class FastLibrary:
         return self.base is not None and self.layout.section_at(address - self.base) is not None
 
     def order_in_background(self) -> None:
-        """Sort the symbols (first use of a library) while gdb opens the core: the sort holds
-        the interpreter for a fraction of a second that gdb's own work then hides."""
+        """Sort the symbols (first use of a library) in a thread: the sort holds the
+        interpreter for a fraction of a second, which gdb's own work can hide."""
         if self._ordering is None and not os.path.isfile(os.path.join(self.entry, ORDER_META)):
             self._ordering = threading.Thread(target=self._order, daemon=True)
             self._ordering.start()
@@ -140,6 +143,12 @@ class FastLibraries:
     def library_at(self, address: int) -> FastLibrary | None:
         return next((lib for lib in self.libraries if lib.contains(address)), None)
 
+    def order_in_background(self) -> None:
+        """Sort the symbols of libraries met for the first time, in threads. Best called when
+        the caller is about to wait for gdb: the sort holds the interpreter for a while."""
+        for lib in self.libraries:
+            lib.order_in_background()
+
     def close(self) -> None:
         for lib in self.libraries:
             lib.close()
@@ -170,8 +179,8 @@ def plan_fast_libraries(
         if module.path == executable or module.local_path is None or module.status not in ("ok", "no-build-id"):
             continue
         try:
-            if os.path.getsize(module.local_path) < min_symbols * SYM_SIZE:
-                continue  # too small to hold that many symbols
+            if os.path.getsize(module.local_path) < min_symbols * SYM_SIZE or not _may_qualify(module.local_path, min_symbols):
+                continue  # too small for that many symbols, or no symbol table that large
             layout = ElfLayout.read(module.local_path)
         except (OSError, ElfLayoutError):
             continue
@@ -198,8 +207,6 @@ def plan_fast_libraries(
     chosen = [lib for lib in chosen if lib.base is not None]
     if not chosen:
         return None
-    for lib in chosen:
-        lib.order_in_background()
     paths = [m.path for m in notes.mappings] + [item.name for item in loaded]
     try:
         farm = build_sysroot(paths, {os.path.realpath(lib.local_path): lib.copy for lib in chosen}, root, sysroot)
@@ -217,8 +224,25 @@ def _identity(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
+def _may_qualify(path: str, min_symbols: int) -> bool:
+    """A first look at the headers alone: a little-endian 64-bit x86-64 shared object whose
+    first symbol table is large enough (most libraries of a process are not)."""
+    try:
+        with open(path, "rb") as f:
+            elf = ElfHeaders(f, os.fstat(f.fileno()).st_size)
+            if not (elf.is64 and elf.little_endian and elf.e_machine == EM_X86_64 and elf.e_type == ET_DYN):
+                return False
+            for i in range(min(elf.num_sections(), MAX_SECTIONS)):
+                sh = elf.section(i)
+                if sh[1] == SHT_SYMTAB:
+                    return sh[5] // SYM_SIZE >= min_symbols
+    except (OSError, ElfHeaderError, struct.error, ValueError, OverflowError):
+        return False
+    return False
+
+
 def _qualifies(layout: ElfLayout, min_symbols: int) -> bool:
-    if layout.machine != EM_X86_64 or struct.unpack_from("<H", layout.header, 16)[0] != 3:  # ET_DYN
+    if layout.machine != EM_X86_64 or struct.unpack_from("<H", layout.header, 16)[0] != ET_DYN:
         return False
     symtab = layout.first_of_type(SHT_SYMTAB)
     if symtab is None or symtab.size // SYM_SIZE < min_symbols or not layout.has_contents(symtab):

@@ -19,7 +19,7 @@ import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.collect import GdbAnalysis, _list_frames, _thread_refs, _to_int, collect
@@ -174,21 +174,26 @@ def collected_core(
     debug_dirs: Sequence[str],
     fast: FastLibraries | None,
     max_frames: int = 256,
+    before_target: Callable[[], None] | None = None,
 ) -> Iterator[tuple[GdbSession, GdbAnalysis]]:
     """Open the core in gdb (an OwnGdb or a PooledGdb) and collect it; yields (session, analysis).
+
+    before_target: called when gdb is about to load the core (the first time it is opened).
 
     With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
     it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
     is opened again the plain way. The symbol files live until the caller is done with gdb.
     """
     if fast is None:
-        session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs)
+        session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs, before_target=before_target)
         yield session, collect(session, max_frames=max_frames)
         return
     with tempfile.TemporaryDirectory(prefix="coreanalyze-") as workdir:
         namer = FrameNamer(fast, workdir)
         try:
-            session = gdb.open_core(core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs)
+            session = gdb.open_core(
+                core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs, before_target=before_target
+            )
             wanted = namer.discover(session, max_frames=max_frames)
             for _ in range(MAX_NAMING_ROUNDS):
                 namer.attach(session, wanted)

@@ -28,9 +28,11 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
+import re
 import struct
 from array import array
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 SHT_NULL = 0
@@ -511,15 +513,23 @@ def plt_layout_known(layout: ElfLayout) -> bool:
             f.seek(section.offset)
             data = f.read(section.size)
             slot = _slot_size(section, data)
-            for start in range(0, len(data) - slot + 1, slot):
-                entry = data[start : start + slot]
-                if start == 0 and name == ".plt" and entry.startswith(_LAZY_PLT0):
-                    continue
-                if name == ".plt" and entry.startswith(_IBT_LAZY_SLOT):
-                    continue
-                if _got_target(entry, section.addr + start) is None:
-                    return False
+            slots = data[: len(data) - len(data) % slot]
+            if name == ".plt" and slots[:slot].startswith(_LAZY_PLT0):
+                slots = slots[slot:]
+            # Every slot, one after the other, must be one of the known kinds (a TensorFlow
+            # library has a few hundred thousand: one regular expression, not a Python loop).
+            if _known_slots(slot, name == ".plt").fullmatch(slots) is None:
+                return False
     return True
+
+
+@lru_cache(maxsize=None)
+def _known_slots(slot: int, lazy_slots: bool) -> re.Pattern[bytes]:
+    kinds = [prefix for prefix, _disp_at, end in _GOT_JUMPS if end <= slot]
+    if lazy_slots:
+        kinds.append(_IBT_LAZY_SLOT)
+    any_slot = b"|".join(re.escape(prefix) + b"[\\s\\S]{%d}" % (slot - len(prefix)) for prefix in kinds)
+    return re.compile(b"(?:" + any_slot + b")*")
 
 
 def _got_target(entry: bytes, address: int) -> int | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from coreanalyze.errors import GdbError
 from coreanalyze.gdb.session import GdbSession, _plain
@@ -41,7 +41,11 @@ def default_index_cache() -> str:
 
 
 class OwnGdb:
-    """A gdb started for one analysis; each open_core starts a fresh one."""
+    """A gdb started for one analysis; each open_core starts a fresh one.
+
+    start_early() starts the first one in the background (gdb takes a tenth of a second to
+    come up), so that it is ready when the analysis has worked out what to load into it.
+    """
 
     def __init__(
         self,
@@ -56,6 +60,24 @@ class OwnGdb:
             gdb_path=gdb_path, timeout=timeout, memory_limit_mb=memory_limit_mb, debuginfod=debuginfod, index_cache=index_cache
         )
         self.session: GdbSession | None = None
+        self._early: GdbSession | None = None
+        self._starting: threading.Thread | None = None
+        self._start_error: BaseException | None = None
+
+    def start_early(self) -> None:
+        """Start the gdb of the first open_core now, in a thread; its errors surface there."""
+        if self._starting is not None or self.session is not None:
+            return
+        self._early = GdbSession(**self._settings)  # type: ignore[arg-type]
+
+        def start() -> None:
+            try:
+                self._early.start()  # type: ignore[union-attr]
+            except BaseException as e:  # noqa: BLE001 — handed to open_core, which raises it
+                self._start_error = e
+
+        self._starting = threading.Thread(target=start, name="gdb-start", daemon=True)
+        self._starting.start()
 
     def open_core(
         self,
@@ -64,17 +86,43 @@ class OwnGdb:
         executable: str | None = None,
         sysroot: str | None = None,
         debug_dirs: Iterable[str] = (),
+        before_target: Callable[[], None] | None = None,
     ) -> GdbSession:
+        early = self._take_early()
         self.close()
-        session = GdbSession(**self._settings)  # type: ignore[arg-type]
-        self.session = session
-        session.start()
-        session.load(core, executable=executable, sysroot=sysroot, debug_dirs=list(debug_dirs))
+        if early is not None:
+            session = early
+            self.session = session
+        else:
+            session = GdbSession(**self._settings)  # type: ignore[arg-type]
+            self.session = session
+            session.start()
+        session.load(core, executable=executable, sysroot=sysroot, debug_dirs=list(debug_dirs), before_target=before_target)
         return session
 
+    def _take_early(self) -> GdbSession | None:
+        """The early-started gdb, once it is up (None when there is none); raises what its
+        start raised."""
+        if self._starting is None:
+            return None
+        self._starting.join()
+        early, error = self._early, self._start_error
+        self._starting, self._early, self._start_error = None, None, None
+        if error is not None:
+            if early is not None:
+                early.close(at_once=True)
+            raise error
+        return early
+
     def close(self) -> None:
+        # A gdb of one analysis has nothing to finish: it is ended at once, not asked to exit.
+        if self._starting is not None:
+            self._starting.join()
+            if self._early is not None:
+                self._early.close(at_once=True)
+            self._starting, self._early, self._start_error = None, None, None
         if self.session is not None:
-            self.session.close()
+            self.session.close(at_once=True)
             self.session = None
 
     def __enter__(self) -> OwnGdb:
@@ -120,8 +168,11 @@ class PooledGdb:
         executable: str | None = None,
         sysroot: str | None = None,
         debug_dirs: Iterable[str] = (),
+        before_target: Callable[[], None] | None = None,
     ) -> GdbSession:
-        """Load core (replacing the previous one) and return the session, ready for commands."""
+        """Load core (replacing the previous one) and return the session, ready for commands.
+
+        before_target: called just before gdb loads the core."""
         if not self._usable():
             self._restart()
         session = self.session
@@ -137,7 +188,7 @@ class PooledGdb:
             number = int(added[1:])
             session.console(f"inferior {number}")
         self._configure(session, sysroot, [os.path.abspath(d) for d in debug_dirs])
-        session.load(core, executable=executable)
+        session.load(core, executable=executable, before_target=before_target)
         previous, self._inferior = self._inferior, number
         if previous is not None:
             self._remove(session, previous, number)
@@ -290,11 +341,18 @@ def gdb_for_analysis(
     timeout: float = 300.0,
     debuginfod: bool = False,
     index_cache: str | None = None,
+    own: OwnGdb | None = None,
 ) -> Iterator[OwnGdb | PooledGdb]:
-    """A leased pool worker, or a gdb of the analysis's own when there is no pool."""
+    """A leased pool worker, or a gdb of the analysis's own when there is no pool (own: one
+    the caller made already, maybe started early)."""
     if pool is not None:
         with pool.lease() as worker:
             yield worker
+    elif own is not None:
+        try:
+            yield own
+        finally:
+            own.close()  # done with gdb: it is torn down while the rest of the analysis runs
     else:
         with OwnGdb(gdb_path=gdb_path, timeout=timeout, debuginfod=debuginfod, index_cache=index_cache) as own:
             yield own

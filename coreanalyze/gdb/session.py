@@ -3,11 +3,12 @@
 gdb is spawned here with subprocess.Popen (not pygdbmi's GdbController) so that it can run
 under an address-space limit and in its own process group: a timeout or a runaway shell
 command started from gdb is then ended by killing the whole group. Output is read without
-blocking (MiReader) and pygdbmi's parser turns MI records into dicts.
+blocking (MiReader) and turned into pygdbmi's records (dicts) by coreanalyze.gdb.miparse.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import resource
 import select
@@ -15,13 +16,15 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from pygdbmi import gdbmiparser
 
 from ..errors import GdbError, GdbNotFound, GdbTimeout
+from . import miparse
 
 # Result classes that end an MI command (GDB/MI "result-class").
 _RESULT_CLASSES = frozenset({"done", "running", "connected", "error", "exit"})
@@ -80,7 +83,7 @@ class MiReader:
                 line = raw.decode(errors="replace").rstrip("\r")
                 if not line or gdbmiparser.response_is_finished(line):
                     continue
-                record = gdbmiparser.parse_response(line)
+                record = miparse.parse_response(line)
                 record["stream"] = self._fds[fd]
                 records.append(record)
         return records
@@ -239,15 +242,21 @@ class GdbSession:
             self.timeout = timeout
         self._deadline = time.monotonic() + self.timeout
 
-    def close(self) -> None:
-        """Ask gdb to exit, then make sure nothing of it is left."""
+    def close(self, *, at_once: bool = False) -> None:
+        """Ask gdb to exit, then make sure nothing of it is left.
+
+        at_once: end gdb without asking (it holds nothing: its index cache is written while it
+        loads) and let a thread wait for the kernel to tear down its memory, which takes tens
+        of milliseconds the caller can spend on other work. The program still waits for it
+        before exiting.
+        """
         if self._alias_dir is not None:
             shutil.rmtree(self._alias_dir, ignore_errors=True)
             self._alias_dir = None
         proc = self._proc
         if proc is None:
             return
-        if proc.poll() is None:
+        if proc.poll() is None and not at_once:
             try:
                 self._write("-gdb-exit")
                 # gdb holds nothing worth saving; freeing a big heap on its way out can take
@@ -255,9 +264,9 @@ class GdbSession:
                 proc.wait(timeout=_EXIT_GRACE)
             except (GdbError, OSError, subprocess.TimeoutExpired):
                 pass
-        self._kill()
+        self._kill(reap_in_background=at_once)
 
-    def _kill(self) -> None:
+    def _kill(self, *, reap_in_background: bool = False) -> None:
         proc = self._proc
         if proc is None:
             return
@@ -266,18 +275,12 @@ class GdbSession:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
         self._proc = None
         self._io = None
+        if reap_in_background:
+            _reap_later(proc)
+        else:
+            _reap(proc)
 
     # ----------------------------------------------------------------- commands
 
@@ -373,11 +376,13 @@ class GdbSession:
         sysroot: str | os.PathLike[str] | None = None,
         solib_search_path: str | os.PathLike[str] | None = None,
         debug_dirs: Iterable[str | os.PathLike[str]] = (),
+        before_target: Callable[[], None] | None = None,
     ) -> None:
         """Open a core (and its executable) the way the analysis needs it.
 
         Settings that change where libraries and debug info are found come before
-        `target core`, which is when gdb loads the shared libraries.
+        `target core`, which is when gdb loads the shared libraries. before_target is called
+        just before that (the caller may start work of its own while gdb is busy).
         """
         if executable is not None:
             self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
@@ -389,7 +394,10 @@ class GdbSession:
         dirs = [_abs(d) for d in debug_dirs]
         if dirs:
             self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
-        self.mi(f"-target-select core {_plain(self._speakable(core))}")
+        command = f"-target-select core {_plain(self._speakable(core))}"
+        if before_target is not None:
+            before_target()
+        self.mi(command)
 
     def _speakable(self, path: str | os.PathLike[str]) -> str:
         """An absolute path gdb can be given over MI.
@@ -411,6 +419,45 @@ class GdbSession:
     def source(self, script_path: str | os.PathLike[str]) -> str:
         """Load a gdb script (.py runs in gdb's Python); returns its console output."""
         return self.console(f"source {_plain(_abs(script_path))}")
+
+
+_reapers: list[threading.Thread] = []
+_reapers_lock = threading.Lock()
+_reapers_waited_at_exit = False
+
+
+def _reap_later(proc: subprocess.Popen[bytes]) -> None:
+    global _reapers_waited_at_exit
+    thread = threading.Thread(target=_reap, args=(proc,), name="gdb-reap", daemon=True)
+    with _reapers_lock:
+        if not _reapers_waited_at_exit:
+            atexit.register(_wait_for_reapers)
+            _reapers_waited_at_exit = True
+        _reapers[:] = [t for t in _reapers if t.is_alive()]
+        _reapers.append(thread)
+    thread.start()
+
+
+def _wait_for_reapers() -> None:
+    """At exit: every gdb ended is gone (and counted in this process's resource usage)."""
+    with _reapers_lock:
+        pending = list(_reapers)
+    for thread in pending:
+        thread.join(timeout=10)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a killed gdb to be gone and close our ends of its pipes."""
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
 
 
 def _abs(path: str | os.PathLike[str]) -> str:

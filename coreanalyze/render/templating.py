@@ -4,10 +4,15 @@ Templates are loaded from the installed package (`coreanalyze/templates/`), so t
 from a wheel as well as from a source tree. In both environments every `{{ value }}` goes
 through `finalize` first: None shows as "?", and strings lose control characters and are
 length-bounded before they are escaped for the format.
+
+Compiling the templates costs a fifth of a second-long run; the compiled code is kept in the
+user cache (per environment and Jinja2 version; a template whose source changed is compiled
+again), and a cache that cannot be read or written is simply not used.
 """
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Any
 
@@ -50,10 +55,39 @@ def _common_filters(env: jinja2.Environment) -> None:
     env.filters["one_line"] = one_line
 
 
+class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
+    """Jinja2's on-disk cache of compiled templates, never a reason for a render to fail."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 — a damaged entry is a miss: the template is compiled
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except Exception:  # noqa: BLE001 — an unwritable cache only costs the compile next time
+            pass
+
+
+def _compiled_templates(kind: str) -> jinja2.BytecodeCache | None:
+    from ..symbols.paths import cache_dir  # here: the symbols package is heavy to import for rendering alone
+
+    # Separate per environment: the compiled code depends on its settings (autoescape, ...).
+    directory = cache_dir() / f"templates-{kind}-jinja{jinja2.__version__}"
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return _CompiledTemplates(str(directory))
+
+
 @lru_cache(maxsize=None)
 def html_environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("coreanalyze", "templates"),
+        bytecode_cache=_compiled_templates("html"),
         autoescape=True,
         finalize=_html_finalize,
         undefined=jinja2.StrictUndefined,
@@ -69,6 +103,7 @@ def html_environment() -> jinja2.Environment:
 def markdown_environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("coreanalyze", "templates"),
+        bytecode_cache=_compiled_templates("markdown"),
         # HTML autoescaping would be wrong for Markdown; `_markdown_finalize` escapes instead.
         autoescape=False,
         finalize=_markdown_finalize,

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from elftools.elf.elffile import ELFFile
-
 from coreanalyze import model
-from coreanalyze.corefile import PARSE_ERRORS
+from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.modules import elf_build_id
 from coreanalyze.symbols.paths import build_id_relpath, debuginfod_cache_dirs, is_regular_file, under, valid_build_id
 
@@ -37,6 +36,9 @@ OpenHook = Callable[[str], None]
 # "Not read yet" for a debuglink argument, as opposed to None: "the file has none".
 UNKNOWN = object()
 
+_debuglink_cache: dict[tuple[str, int, int], DebugLink | None] = {}
+_debuglink_lock = threading.Lock()
+
 
 @dataclass(frozen=True)
 class DebugLink:
@@ -47,28 +49,43 @@ class DebugLink:
 
 
 def read_debuglink(path: str, on_open: OpenHook | None = None) -> DebugLink | None:
-    """The debuglink of an ELF file on this machine, or None (no file, no section, bad name)."""
+    """The debuglink of an ELF file on this machine, or None (no file, no section, bad name).
+
+    Cached per (path, mtime, size): a batch meets the same libraries in every core.
+    """
     if not is_regular_file(path):
         return None
     if on_open is not None:
         on_open(path)
     try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    with _debuglink_lock:
+        if key in _debuglink_cache:
+            return _debuglink_cache[key]
+    link = _read_debuglink(path)
+    with _debuglink_lock:
+        _debuglink_cache[key] = link
+    return link
+
+
+def _read_debuglink(path: str) -> DebugLink | None:
+    try:
         with open(path, "rb") as f:
             if f.read(4) != b"\x7fELF":
                 return None
-            f.seek(0)
-            elf = ELFFile(f)
+            elf = ElfHeaders(f, os.fstat(f.fileno()).st_size)
             for i in range(min(elf.num_sections(), MAX_SECTIONS_SCANNED)):
-                section = elf.get_section(i)
-                if section.name != ".gnu_debuglink":
+                sh = elf.section(i)
+                if elf.section_name(sh[0]) != ".gnu_debuglink":
                     continue
-                size = section["sh_size"]
+                size = sh[5]
                 if not 5 < size <= MAX_DEBUGLINK_BYTES:
                     return None
-                f.seek(section["sh_offset"])
-                data = f.read(size)
-                return _parse_debuglink(data, elf.little_endian)
-    except (OSError, *PARSE_ERRORS):
+                return _parse_debuglink(elf.read(sh[4], size), elf.little_endian)
+    except (OSError, ElfHeaderError, struct.error, ValueError, OverflowError):
         return None
     return None
 
