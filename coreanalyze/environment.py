@@ -1,7 +1,7 @@
 """The environment block TensorFlow maintainers ask for in every crash report.
 
-Versions come from what the process had mapped: the wheel metadata (`*.dist-info`) beside a
-mapped library, the git version string in the TensorFlow session wrapper's read-only data,
+Versions come from what the process had mapped: the wheel (its RECORD and METADATA) that
+installed a mapped library, the git version string in the TensorFlow session wrapper's read-only data,
 sonames of CUDA libraries, and the CPU features the kernel put in the core's auxv. Facts about
 the machine doing the analysis are labelled as such: they may differ from the crashed one.
 """
@@ -11,13 +11,10 @@ from __future__ import annotations
 import os
 import platform
 import re
-import threading
-from dataclasses import dataclass
-from email.parser import HeaderParser
-from pathlib import Path
 from typing import Any
 
 from coreanalyze.model import Report
+from coreanalyze.packages import owner_of
 
 # x86_64 AT_HWCAP2 bits (arch/x86/include/uapi/asm/hwcap2.h).
 X86_HWCAP2 = {0: "ring3mwait", 1: "fsgsbase"}
@@ -26,133 +23,17 @@ X86_HWCAP_EDX = {23: "mmx", 25: "sse", 26: "sse2", 28: "ht"}
 
 CUDA_LIBRARY = re.compile(r"^lib(cuda|cudart|cudnn|cublas|cublasLt|cufft|curand|cusolver|cusparse|nccl|nvrtc|nvJitLink)\.so(\.[\d.]+)?$")
 GIT_VERSION = re.compile(rb"v\d+\.\d+\.\d+[-\w.]*-g[0-9a-f]{7,40}")
-MAX_METADATA_BYTES = 1 << 20
-
-
-def _site_packages_of(path: str) -> Path | None:
-    parts = Path(path).parts
-    for i in range(len(parts) - 1, 0, -1):
-        if parts[i] in ("site-packages", "dist-packages"):
-            return Path(*parts[: i + 1])
-    return None
-
-
-@dataclass(frozen=True)
-class _Distribution:
-    path: Path  # the *.dist-info directory
-    name: str  # its name part, lower case
-    top_levels: tuple[str, ...]  # its top_level.txt, lower case
-
-
-# Per site-packages directory (and its mtime, which moves when a distribution comes or goes):
-# its distributions in name order. A batch sees the same few directories in every core.
-_site_index: dict[tuple[str, int], list[_Distribution]] = {}
-_metadata_cache: dict[tuple[str, int, int], dict[str, str] | None] = {}
-_cache_lock = threading.Lock()
-MAX_CACHED_SITES = 64
-
-
-def _distributions(site: Path) -> list[_Distribution] | None:
-    try:
-        key = (str(site), os.stat(site).st_mtime_ns)
-    except (OSError, ValueError):
-        key = None
-    if key is not None:
-        with _cache_lock:
-            if key in _site_index:
-                return _site_index[key]
-    try:
-        candidates = sorted(site.glob("*.dist-info"))
-    except OSError:
-        return None
-    found = []
-    for dist in candidates:
-        top_file = dist / "top_level.txt"
-        tops: list[str] = []
-        try:
-            if top_file.is_file():
-                tops = top_file.read_text(errors="replace").split()
-        except OSError:
-            pass
-        found.append(_Distribution(dist, dist.name.rsplit("-", 1)[0].lower(), tuple(t.lower() for t in tops)))
-    if key is not None:
-        with _cache_lock:
-            if len(_site_index) >= MAX_CACHED_SITES:
-                _site_index.clear()
-            _site_index[key] = found
-    return found
-
-
-def _metadata(meta: Path) -> dict[str, str] | None:
-    """Name and Version of a METADATA file (None when unreadable or either is missing)."""
-    try:
-        st = os.stat(meta)
-        key: tuple[str, int, int] | None = (str(meta), st.st_mtime_ns, st.st_size)
-    except (OSError, ValueError):
-        key = None
-    if key is not None:
-        with _cache_lock:
-            if key in _metadata_cache:
-                return _metadata_cache[key]
-    try:
-        with open(meta, encoding="utf-8", errors="replace") as f:
-            headers = HeaderParser().parsestr(f.read(MAX_METADATA_BYTES), headersonly=True)
-    except OSError:
-        return None
-    info = {"name": headers["Name"], "version": headers["Version"]} if headers.get("Name") and headers.get("Version") else None
-    if key is not None:
-        with _cache_lock:
-            _metadata_cache[key] = info
-    return info
-
-
-def _dist_info(site: Path, top_level: str) -> dict[str, str] | None:
-    """Name/version of the distribution that installed `top_level` in `site`."""
-    distributions = _distributions(site)
-    if distributions is None:
-        return None
-    key = top_level.replace("-", "_").lower()
-    for dist in distributions:
-        if key in dist.top_levels or dist.name == key or dist.name.startswith(key + "_"):
-            info = _metadata(dist.path / "METADATA")
-            if info is not None:
-                return dict(info)
-    return None
-
-
-def _top_level_of(path: str, site: Path) -> str | None:
-    try:
-        rel = Path(path).relative_to(site)
-    except ValueError:
-        return None
-    first = rel.parts[0] if rel.parts else None
-    if first is None:
-        return None
-    if first.endswith(".libs"):  # auditwheel's vendored libraries: numpy.libs -> numpy
-        return first[: -len(".libs")]
-    if first.endswith(".so"):
-        return first.split(".", 1)[0]
-    return first
 
 
 def _packages(report: Report) -> list[dict[str, Any]]:
-    """Which installed distributions own the mapped libraries."""
+    """Which installed distributions own the mapped libraries (from the wheels' RECORD files)."""
     owners: dict[tuple[str, str], dict[str, Any]] = {}
-    known: dict[tuple[Path, str], dict[str, str] | None] = {}
     for module in report.modules:
-        local = module.local_path or module.path
-        site = _site_packages_of(local)
-        if site is None:
+        owner = owner_of(module.local_path or module.path)
+        if owner is None:
             continue
-        top = _top_level_of(local, site)
-        if not top:
-            continue
-        if (site, top) not in known:
-            known[(site, top)] = _dist_info(site, top)
-        info = known[(site, top)]
-        if info is None:
-            continue
-        entry = owners.setdefault((info["name"], info["version"]), {**info, "libraries": []})
+        name, version = owner
+        entry = owners.setdefault(owner, {"name": name, "version": version, "libraries": []})
         entry["libraries"].append(os.path.basename(module.path))
     return sorted(owners.values(), key=lambda e: e["name"].lower())
 
@@ -163,7 +44,8 @@ def _tensorflow_git_version(report: Report) -> str | None:
     from elftools.elf.elffile import ELFFile
 
     for module in report.modules:
-        if os.path.basename(module.path) != "_pywrap_tf_session.so" or module.status != "ok":
+        # no-build-id: TensorFlow's wheel libraries carry none; equal headers are the check.
+        if os.path.basename(module.path) != "_pywrap_tf_session.so" or module.status not in ("ok", "no-build-id"):
             continue
         try:
             with open(module.local_path or module.path, "rb") as f:

@@ -332,3 +332,21 @@ class TestVerdicts:
         assert launched["tid"] != report["crashing_thread"]
         assert launched["file"].endswith("worker_thread_segv.py")
         assert launched["line"] == case.extra["call_site_line"]
+
+
+def _installed_version(python: Path, distribution: str) -> str:
+    code = f"import importlib.metadata as m; print(m.version({distribution!r}))"
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_environment_block_names_the_installed_versions(reports):
+    case, report = reports("kernel_check_failure")
+    env = report["environment"]
+    assert env["tensorflow_version"] == _installed_version(case.exe, env["tensorflow_package"])
+    assert env["numpy_version"] == _installed_version(case.exe, "numpy")
+    assert re.fullmatch(r"v\d+\.\d+\.\d+\S*-g[0-9a-f]{7,}", env["tensorflow_git_version"])
+    assert env["python_version"].startswith("3.")
+    owners = {lib: p["name"] for p in env["packages"] for lib in p["libraries"]}
+    assert owners["libtensorflow_framework.so.2"] == env["tensorflow_package"]
+    assert owners.get("_message.abi3.so", "protobuf") == "protobuf"  # not google-pasta
+    assert all(owner == "numpy" for lib, owner in owners.items() if lib.startswith("_multiarray_umath"))

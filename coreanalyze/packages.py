@@ -1,0 +1,80 @@
+"""Which installed distribution owns a file: read from the wheels' own RECORD files.
+
+A distribution's name says little about what it installs (google-pasta installs `pasta`,
+protobuf installs `google/_upb`, h5py vendors libraries next to numpy's), so ownership comes
+from the list of files each wheel recorded when it was installed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import threading
+from email.parser import HeaderParser
+from pathlib import Path
+
+MAX_RECORD_BYTES = 16 << 20
+MAX_METADATA_BYTES = 1 << 20
+MAX_DISTRIBUTIONS = 4096
+
+# (site-packages dir, its mtime) -> {relative path: (name, version)}
+_index: dict[tuple[str, int], dict[str, tuple[str, str]]] = {}
+_lock = threading.Lock()
+
+
+def _name_version(dist: Path) -> tuple[str, str] | None:
+    try:
+        with open(dist / "METADATA", encoding="utf-8", errors="replace") as f:
+            headers = HeaderParser().parsestr(f.read(MAX_METADATA_BYTES), headersonly=True)
+    except OSError:
+        return None
+    name, version = headers.get("Name"), headers.get("Version")
+    return (name, version) if name and version else None
+
+
+def _site_index(site: Path) -> dict[str, tuple[str, str]]:
+    try:
+        key = (str(site), os.stat(site).st_mtime_ns)
+    except OSError:
+        return {}
+    with _lock:
+        if key in _index:
+            return _index[key]
+    files: dict[str, tuple[str, str]] = {}
+    try:
+        dists = sorted(site.glob("*.dist-info"))[:MAX_DISTRIBUTIONS]
+    except OSError:
+        dists = []
+    for dist in dists:
+        owner = _name_version(dist)
+        if owner is None:
+            continue
+        try:
+            with open(dist / "RECORD", "rb") as f:
+                text = f.read(MAX_RECORD_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for row in csv.reader(io.StringIO(text)):
+            if row and (row[0].endswith((".so", ".dylib")) or ".so." in row[0]):
+                files[os.path.normpath(row[0])] = owner
+    with _lock:
+        _index[key] = files
+    return files
+
+
+def site_packages_of(path: str) -> Path | None:
+    parts = Path(path).parts
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in ("site-packages", "dist-packages"):
+            return Path(*parts[: i + 1])
+    return None
+
+
+def owner_of(path: str) -> tuple[str, str] | None:
+    """(distribution name, version) that installed this shared library, if a wheel did."""
+    site = site_packages_of(path)
+    if site is None:
+        return None
+    rel = os.path.normpath(os.path.relpath(os.path.normpath(path), site))
+    return _site_index(site).get(rel)
