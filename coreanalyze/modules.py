@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import stat
 import struct
-import threading
 from typing import Callable
 
 from coreanalyze import model
+from coreanalyze.filecache import PerFileCache
 from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
 from coreanalyze.elfheaders import (
     DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders,
@@ -24,9 +24,8 @@ DELETED_SUFFIX = " (deleted)"
 MAX_NOTE_BYTES = 1024 * 1024
 MAX_HEADERS_SCANNED = 4096
 
-_cache: dict[tuple[str, int, int], str | None] = {}
-_needed_cache: dict[tuple[str, int, int], list[str] | None] = {}
-_cache_lock = threading.Lock()
+_build_ids: PerFileCache[str] = PerFileCache()
+_needed: PerFileCache[list[str]] = PerFileCache()
 MAX_NEEDED = 256
 
 
@@ -74,37 +73,12 @@ def elf_build_id(path: str | os.PathLike[str]) -> str | None:
 
     Cached per (path, mtime, size) so a file replaced on disk is read again.
     """
-    path = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    key = (path, st.st_mtime_ns, st.st_size)
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
-    build_id = _read_build_id(path)
-    with _cache_lock:
-        _cache[key] = build_id
-    return build_id
+    return _build_ids.get(os.fspath(path), _read_build_id)
 
 
 def elf_needed(path: str) -> list[str] | None:
     """The DT_NEEDED entries of a local ELF file (None when unreadable), cached like build-ids."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    key = (path, st.st_mtime_ns, st.st_size)
-    with _cache_lock:
-        if key in _needed_cache:
-            return _needed_cache[key]
-    needed = _read_needed(path)
-    with _cache_lock:
-        _needed_cache[key] = needed
-    return needed
+    return _needed.get(path, _read_needed)
 
 
 def _read_needed(path: str) -> list[str] | None:

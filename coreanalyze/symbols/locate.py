@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from coreanalyze import model
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
+from coreanalyze.filecache import PerFileCache
 from coreanalyze.modules import elf_build_id
 from coreanalyze.symbols.paths import build_id_relpath, debuginfod_cache_dirs, is_regular_file, under, valid_build_id
 
@@ -36,8 +36,7 @@ OpenHook = Callable[[str], None]
 # "Not read yet" for a debuglink argument, as opposed to None: "the file has none".
 UNKNOWN = object()
 
-_debuglink_cache: dict[tuple[str, int, int], DebugLink | None] = {}
-_debuglink_lock = threading.Lock()
+_debuglinks: PerFileCache[DebugLink] = PerFileCache()
 
 
 @dataclass(frozen=True)
@@ -57,18 +56,7 @@ def read_debuglink(path: str, on_open: OpenHook | None = None) -> DebugLink | No
         return None
     if on_open is not None:
         on_open(path)
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    key = (path, st.st_mtime_ns, st.st_size)
-    with _debuglink_lock:
-        if key in _debuglink_cache:
-            return _debuglink_cache[key]
-    link = _read_debuglink(path)
-    with _debuglink_lock:
-        _debuglink_cache[key] = link
-    return link
+    return _debuglinks.get(path, _read_debuglink)
 
 
 def _read_debuglink(path: str) -> DebugLink | None:
