@@ -53,7 +53,7 @@ def kernel_writes_cores_here() -> bool:
     return bool(pattern) and not pattern.startswith("|") and "/" not in pattern
 
 
-def _raise_core_limit() -> None:
+def raise_core_limit() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
@@ -89,7 +89,7 @@ def compile_c(source: Path, out: Path, extra_flags: tuple[str, ...] = ()) -> Pat
     return out
 
 
-def _wait_for_core_file(path: Path, timeout: float = 30.0) -> None:
+def wait_for_core_file(path: Path, timeout: float = 30.0) -> None:
     # The kernel writes the core before the parent sees the exit status, but be careful with
     # slow disks: wait until the size stops changing.
     deadline = time.monotonic() + timeout
@@ -124,7 +124,7 @@ def run_to_core(
             argv,
             cwd=workdir,
             env=full_env,
-            preexec_fn=_raise_core_limit,
+            preexec_fn=raise_core_limit,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -143,7 +143,7 @@ def run_to_core(
             )
         core = _find_kernel_core(workdir, proc.pid, since)
         if core is not None:
-            _wait_for_core_file(core)
+            wait_for_core_file(core)
             target = workdir / f"core.{proc.pid}"
             if core != target:
                 core.rename(target)

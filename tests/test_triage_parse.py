@@ -19,6 +19,7 @@ import pytest
 
 from coreanalyze import model
 from coreanalyze.errors import BadInput
+from coregen import require
 from coreanalyze.triage import TriageResult, parse_text
 from coreanalyze.triage import limits
 
@@ -52,16 +53,6 @@ def summary(report: model.Report):
             for t in report.threads
         ],
     )
-
-
-def need(tool: str) -> None:
-    import shutil
-
-    if shutil.which(tool):
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{tool} is required in CI but is not installed")
-    pytest.skip(f"{tool} is not installed")
 
 
 # --------------------------------------------------------------------------- the shared samples
@@ -567,7 +558,7 @@ def test_asan_llvm_report():
 
 
 def _asan_binary(tmp_path: Path, source: str) -> Path:
-    need("gcc")
+    require("gcc")
     src = tmp_path / "asan_case.c"
     src.write_text(source)
     exe = tmp_path / "asan_case"
@@ -802,7 +793,7 @@ def test_pystack_text_sample_with_locals():
 
 
 def _gdb_bt(case) -> str:
-    need("gdb")
+    require("gdb")
     proc = subprocess.run(
         ["gdb", "-nx", "-batch", "-iex", "set auto-load off", "-ex", "thread apply all bt", str(case.exe), str(case.core)],
         capture_output=True,

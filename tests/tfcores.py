@@ -24,14 +24,13 @@ import fcntl
 import hashlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from coregen import CrashCase, kernel_writes_cores_here, require, run_to_core
+from coregen import CrashCase, kernel_writes_cores_here, raise_core_limit, require, run_to_core, wait_for_core_file
 
 HERE = Path(__file__).resolve().parent
 TF_CORPUS = HERE / "tf_corpus"
@@ -285,27 +284,12 @@ else:
 '''
 
 
-def _raise_core_limit() -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-
-
 def _find_core(workdir: Path, pid: int) -> Path | None:
     for name in (f"core.{pid}", "core"):
         path = workdir / name
         if path.is_file():
             return path
     return None
-
-
-def _wait_until_stable(path: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    last = -1
-    while time.monotonic() < deadline:
-        size = path.stat().st_size
-        if size == last and size > 0:
-            return
-        last = size
-        time.sleep(0.2)
 
 
 def _kill_pid(pid: int) -> None:
@@ -344,7 +328,7 @@ def inject_fault(name: str, argv: list[str], workdir: Path, injection: FaultInje
     ]
     # The process inherits gdb's RLIMIT_CORE (and its stdout/stderr pipes: reading them to the
     # end waits for the process to die after gdb detached from it).
-    proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, preexec_fn=_raise_core_limit,
+    proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, preexec_fn=raise_core_limit,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -365,7 +349,7 @@ def inject_fault(name: str, argv: list[str], workdir: Path, injection: FaultInje
     core = _find_core(workdir, pid)
     if core is None:
         raise RuntimeError(f"{name}: the process did not leave a core after the injection:\n{log[-4000:]}")
-    _wait_until_stable(core)
+    wait_for_core_file(core, timeout=60.0)
     target = workdir / f"core.{pid}"
     if core != target:
         core.rename(target)
