@@ -19,6 +19,7 @@ import pytest
 import zstandard
 
 from clirun import REPO, run_cli
+from procs import assert_gone, descendants
 from conftest import C_CRASHERS
 from coregen import run_to_core
 
@@ -224,44 +225,11 @@ def test_signature_matches_single_core_analysis(corpus, full_batch):
     assert summary["groups"][0]["signature"] == run.json["classification"]["signature"]
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below pid (workers, their gdb), from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def _assert_gone(pids: set[int]) -> None:
-    deadline = time.monotonic() + 60
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in pids if _alive(p)]
 
 
 def _start_batch(arguments: list[str], out: Path, *extra: str) -> subprocess.Popen:
@@ -290,13 +258,13 @@ def test_sigkill_then_resume_loses_nothing_and_counts_nothing_twice(corpus, full
     out = tmp_path / "out"
     proc = _start_batch(corpus.arguments, out)
     _wait_for_first_result(proc, out)
-    workers = _descendants(proc.pid)
+    workers = descendants(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     kept = len(_results(out))
     assert 1 <= kept < len(corpus.files), "the batch should have been killed mid-run"
     # The workers (and their gdb) do not outlive the batch.
-    _assert_gone(workers)
+    assert_gone(workers)
 
     # Without --resume the directory is protected; with it the batch continues.
     refused = run_cli("batch", *corpus.arguments, "--out", str(out))
@@ -318,13 +286,13 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(corpus, full_batch, tmp_pat
     out = tmp_path / "out"
     proc = _start_batch(corpus.arguments, out)
     _wait_for_first_result(proc, out)
-    workers = _descendants(proc.pid)
+    workers = descendants(proc.pid)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "interrupted" in stderr and "--resume" in stderr
-    _assert_gone(workers)
+    assert_gone(workers)
     # What was done is summarized already, and a resume completes the same batch.
     partial = _summary(out)
     assert 1 <= partial["totals"]["files"] == len(_results(out))
@@ -368,14 +336,14 @@ def test_a_core_over_its_time_is_killed_and_recorded(corpus, tmp_path):
     result = run_batch(
         [str(corpus.plain_dir / "run0"), str(corpus.killed)],
         BatchOptions(out=out, jobs=2, timeout=0.01, grace=0.0),
-        on_record=lambda record: started.update(_descendants(os.getpid())),
+        on_record=lambda record: started.update(descendants(os.getpid())),
     )
     # multiprocessing's resource tracker lives as long as this (test) process: not ours to end.
     started = {p for p in started if b"resource_tracker" not in _cmdline(p)}
     assert result.this_run == {"failed": 2}
     assert {f["path"] for f in result.summary["failed"]} == {str(corpus.null_cores[0]), str(corpus.killed)}
     assert all(f["reason"].startswith("timed out") for f in result.summary["failed"])
-    _assert_gone(started)
+    assert_gone(started)
 
 
 def test_identical_broken_files_are_one_failure(tmp_path):

@@ -25,6 +25,7 @@ except ImportError:
     pytest.skip("dask[distributed] is not installed (pip install 'coreanalyze[cluster]')", allow_module_level=True)
 
 from clirun import REPO, run_cli
+from procs import assert_gone, descendants
 from conftest import C_CRASHERS
 from coregen import compile_c, run_to_core
 from test_batch import Corpus
@@ -189,7 +190,7 @@ def _kill_workers_in(cluster: DaskCluster, batch: subprocess.Popen, core: Path, 
         except (OSError, distributed.TimeoutError):
             workers = set()
         for pid in workers - {k.pid for k in kills}:
-            below = _descendants(pid)
+            below = descendants(pid)
             if any(_holds_open(p, os.path.realpath(core)) for p in {pid} | below):
                 os.kill(pid, signal.SIGKILL)
                 kills.append(Kill(pid, below))
@@ -200,36 +201,6 @@ def _kill_workers_in(cluster: DaskCluster, batch: subprocess.Popen, core: Path, 
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _assert_gone(pids: set[int]) -> None:
-    deadline = time.monotonic() + 60
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in pids if _alive(p)]
 
 
 def _summary(out: Path) -> dict:
@@ -332,7 +303,7 @@ def test_a_worker_killed_mid_core_loses_nothing_and_doubles_nothing(corpus, loca
     assert records[str(corpus.slow)]["status"] == "ok"
     assert len(_results(out)) == len(corpus.files)
     # The dead worker's gdb did not outlive it; its nanny started a new worker.
-    _assert_gone({kills[0].pid} | kills[0].gdb_pids)
+    assert_gone({kills[0].pid} | kills[0].gdb_pids)
     dask_cluster.monitor.wait_for_workers(2, timeout=120)
 
 
