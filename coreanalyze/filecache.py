@@ -14,6 +14,14 @@ from typing import Callable, Generic, TypeVar
 T = TypeVar("T")
 
 
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """A regular file (not a FIFO, device or directory) exists at path."""
+    try:
+        return os.path.isfile(path)
+    except (OSError, ValueError):
+        return False
+
+
 class PerFileCache(Generic[T]):
     def __init__(self) -> None:
         self._values: dict[tuple[str, int, int], T | None] = {}

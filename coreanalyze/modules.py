@@ -8,12 +8,11 @@ core's own memory, is compared with the build-id of the file that would be used 
 from __future__ import annotations
 
 import os
-import stat
 import struct
 from typing import Callable
 
 from coreanalyze import model
-from coreanalyze.filecache import PerFileCache
+from coreanalyze.filecache import PerFileCache, is_regular_file
 from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
 from coreanalyze.elfheaders import (
     DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders,
@@ -183,14 +182,7 @@ def _local_path(path: str, core_executable: str | None, executable: str | None, 
         if os.path.commonpath([root, candidate]) != root:
             return None
         path = candidate
-    return path if _is_regular_file(path) else None
-
-
-def _is_regular_file(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    return path if is_regular_file(path) else None
 
 
 def _is_elf_object(notes: CoreNotes, path: str, mappings: list[Mapping], local_path: str | None) -> bool:

@@ -24,9 +24,9 @@ from typing import Callable, Iterator, Sequence
 
 from coreanalyze import model
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
-from coreanalyze.filecache import PerFileCache
+from coreanalyze.filecache import PerFileCache, is_regular_file
 from coreanalyze.modules import elf_build_id
-from coreanalyze.symbols.paths import build_id_relpath, debuginfod_cache_dirs, is_regular_file, under, valid_build_id
+from coreanalyze.symbols.paths import build_id_relpath, debuginfod_cache_dirs, under, valid_build_id
 
 SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 MAX_DEBUGLINK_BYTES = 4096

@@ -59,8 +59,3 @@ def debuginfod_cache_dirs() -> list[Path]:
     return dirs
 
 
-def is_regular_file(path: str | os.PathLike[str]) -> bool:
-    try:
-        return os.path.isfile(path)
-    except (OSError, ValueError):
-        return False
