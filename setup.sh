@@ -1,26 +1,98 @@
 #!/usr/bin/env bash
-# Sets up everything coreanalyze and its test suite need on a fresh Debian/Ubuntu machine:
-# gdb, a C/C++ compiler and Chromium (for the report's browser test) from apt when missing,
-# then the package itself with its test extras (pytest, pystack, tensorflow-cpu) into the
-# active Python. Safe to run again.
+# Sets up coreanalyze and everything its test suite needs, on a fresh Debian/Ubuntu machine.
+#
+#   1. System packages, from apt-get, only those missing: the venv module of the Python that
+#      makes the project environment, gdb, gcc/g++ (the tests compile crashers), and Chromium
+#      with its driver (the HTML report is checked in a real browser).
+#   2. The project's virtual environment `.venv`, because a distribution's Python is
+#      "externally managed" (PEP 668) and refuses `pip install`. With a virtual environment
+#      already active, that one is used and `.venv` becomes a link to it.
+#   3. coreanalyze itself (editable) with its test extras (pytest, pystack, tensorflow-cpu, ...).
+#
+# Afterwards: `.venv/bin/python -m pytest` runs the suite, `.venv/bin/coreanalyze` is the tool.
+# PYTHON=/path/to/python3.X picks the interpreter that creates `.venv` (default: python3).
+# Safe to run again: what is there already is kept.
 set -euo pipefail
 cd "$(dirname "$0")"
 
+VENV=.venv
 PYTHON=${PYTHON:-python3}
+
+say() { echo "setup: $*"; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else die "need root (or sudo) to run: $*"
+    fi
+}
+
+# apt-get, quietly: one line per step; the whole output only when a step fails.
+apt_updated=""
+apt_step() {
+    local log status=0
+    log=$(mktemp)
+    as_root env DEBIAN_FRONTEND=noninteractive "$@" >"$log" 2>&1 || status=$?
+    if [ "$status" -ne 0 ]; then
+        cat "$log" >&2
+        rm -f "$log"
+        die "'$*' failed (exit $status)"
+    fi
+    rm -f "$log"
+}
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install these by hand: $*"
+    if [ -z "$apt_updated" ]; then
+        say "apt-get update"
+        apt_step apt-get update
+        apt_updated=1
+    fi
+    say "apt-get install $*"
+    apt_step apt-get install -y --no-install-recommends "$@"
+}
+
+# --- 1. system packages -----------------------------------------------------------------------
 missing=()
 command -v gdb >/dev/null 2>&1 || missing+=(gdb)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
-if ((${#missing[@]})); then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    echo "setup: installing ${missing[*]} with apt-get"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+
+# --- 2. the project environment ---------------------------------------------------------------
+venv_works() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "import sys; sys.exit(sys.prefix == sys.base_prefix)" 2>/dev/null; }
+
+if [ -n "${VIRTUAL_ENV:-}" ] && [ ! -d "$VENV" -o -L "$VENV" ]; then
+    # An active environment is the user's choice: install there, and let `.venv` name it so that
+    # the README's commands work unchanged.
+    venv_works "$VIRTUAL_ENV" || die "the active virtual environment $VIRTUAL_ENV has no working bin/python"
+    if [ "$(readlink "$VENV" 2>/dev/null)" != "$VIRTUAL_ENV" ]; then
+        rm -f "$VENV"
+        ln -s "$VIRTUAL_ENV" "$VENV"
+    fi
+    say "using the active virtual environment $VIRTUAL_ENV (linked as $VENV)"
+elif venv_works "$VENV"; then
+    say "reusing $VENV ($("$VENV/bin/python" --version))"
+else
+    command -v "$PYTHON" >/dev/null 2>&1 || die "no '$PYTHON' found; install Python 3.10 or newer, or set PYTHON=/path/to/python3"
+    "$PYTHON" -c "import sys; sys.exit(sys.version_info < (3, 10))" \
+        || die "$PYTHON is $("$PYTHON" --version 2>&1); coreanalyze needs Python 3.10 or newer"
+    # Debian and Ubuntu ship venv's pip bootstrap (ensurepip) in a separate package.
+    if ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
+        apt_install "python$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv"
+    fi
+    rm -rf "$VENV"
+    say "creating $VENV with $("$PYTHON" --version)"
+    "$PYTHON" -m venv "$VENV"
 fi
 
-"$PYTHON" -m pip install --quiet --disable-pip-version-check -e ".[test]"
-command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
-echo "setup: done ($("$PYTHON" --version), $(gdb --version | head -n1))"
+# --- 3. the package and its test extras -------------------------------------------------------
+say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu, ~600 MB)"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+
+"$VENV/bin/coreanalyze" --help >/dev/null
+say "done: $("$VENV/bin/python" --version), $(gdb --version | head -n1)"
+say "run the tests: .venv/bin/python -m pytest"
+say "run the tool:  .venv/bin/coreanalyze CORE --python PATH   (or: export PATH=\"$PWD/$VENV/bin:\$PATH\")"

@@ -1,7 +1,8 @@
 """Real TensorFlow crashes for the tests, one core per scenario, built at most once per session.
 
-Each scenario in tf_corpus/ is a Python program run with this machine's TensorFlow (the
-default `python3`) that really dies by a signal; the kernel writes its core:
+Each scenario in tf_corpus/ is a Python program run by the interpreter running the tests (a
+virtual environment's `bin/python` as it is, with that environment's TensorFlow) that really
+dies by a signal; the kernel writes its core:
 
 - a custom op (tf_corpus/crash_ops.cc, compiled here against `tf.sysconfig` flags and loaded
   with `tf.load_op_library`) faults in its Compute, or overruns its output buffer so that
@@ -26,6 +27,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -127,29 +129,23 @@ SCENARIOS: dict[str, Scenario] = {
 
 @dataclass(frozen=True)
 class TFPython:
-    exe: Path  # the real interpreter binary (not a pyenv shim)
+    # The interpreter running the tests, as it was started: a virtual environment's bin/python
+    # stays that path (resolving it would name the base binary, which lacks the venv's
+    # packages). Its cores name the base binary, as users' cores do.
+    exe: Path
     has_tensorflow: bool
 
 
 _TF_PYTHON: TFPython | None = None
 
 
-def find_tf_python() -> TFPython | None:
-    """The default `python3`, resolved to its real binary, and whether it has tensorflow."""
+def find_tf_python() -> TFPython:
+    """The interpreter running the tests, and whether it can import tensorflow."""
     global _TF_PYTHON
     if _TF_PYTHON is None:
-        launcher = shutil.which("python3")
-        if launcher is None:
-            return None
-        probe = (
-            "import importlib.util, sys; "
-            "print(sys.executable); print(importlib.util.find_spec('tensorflow') is not None)"
-        )
-        out = subprocess.run([launcher, "-c", probe], capture_output=True, text=True, timeout=60)
-        if out.returncode != 0:
-            return None
-        exe, has_tf = out.stdout.split()[-2:]
-        _TF_PYTHON = TFPython(Path(exe).resolve(), has_tf == "True")
+        import importlib.util
+
+        _TF_PYTHON = TFPython(Path(sys.executable), importlib.util.find_spec("tensorflow") is not None)
     return _TF_PYTHON
 
 
@@ -158,9 +154,9 @@ def require_tensorflow() -> Path:
     import pytest
 
     found = find_tf_python()
-    if found is not None and found.has_tensorflow:
+    if found.has_tensorflow:
         return found.exe
-    message = "tensorflow is not importable by the default python3"
+    message = f"tensorflow is not importable by {found.exe} (run ./setup.sh)"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{message}; the TensorFlow corpus must run in CI")
     pytest.skip(message)
