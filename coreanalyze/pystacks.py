@@ -20,17 +20,18 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import model
-from .errors import GdbError, GdbTimeout
+from .debugger import Debugger
+from .gdb.debugger import PYSTACKS_COMMAND, PYSTACKS_SCRIPT, PYSTACKS_TIMEOUT, as_debugger
+from .gdb.session import GdbSession
 from .pyfiles import is_library_file
 
-SCRIPT = Path(__file__).resolve().parent / "gdb_scripts" / "pystacks.py"
-MI_COMMAND = "-coreanalyze-pystacks"
+SCRIPT = PYSTACKS_SCRIPT
+MI_COMMAND = PYSTACKS_COMMAND
 RESULT_FORMAT = "coreanalyze-pystacks/1"
-WALK_TIMEOUT = 120.0  # seconds; a TensorFlow process with many threads takes a few
+WALK_TIMEOUT = PYSTACKS_TIMEOUT
 
 # Frames of the C function that runs one activation of the bytecode loop; `.cold` is the part
 # of the same function the compiler moved away (the same activation, not a call).
@@ -142,23 +143,14 @@ def parse_walk_result(payload: dict[str, Any]) -> WalkResult:
 def read_python_stacks(
     session, *, locals_tid: int | None = None, with_locals: bool = False, locals_frames: int = LOCALS_FRAMES
 ) -> WalkResult:
-    """Run the walker in the session's gdb (loading it first if needed)."""
+    """Run the walker through the debugger (a Debugger, or a GdbSession with the core loaded)."""
     args = []
     if with_locals:
         args.append("--locals")
         args += ["--locals-frames", str(int(locals_frames))]
         if locals_tid is not None:
             args += ["--locals-tid", str(int(locals_tid))]
-    command = " ".join([MI_COMMAND, *args])
-    try:
-        payload = session.mi(command, timeout=WALK_TIMEOUT)
-    except GdbTimeout:
-        raise
-    except GdbError as e:
-        if "Undefined MI command" not in str(e):
-            raise
-        session.source(str(SCRIPT))
-        payload = session.mi(command, timeout=WALK_TIMEOUT)
+    payload = as_debugger(session).python_stacks(args)
     return parse_walk_result(payload)
 
 
@@ -398,10 +390,10 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
 # --------------------------------------------------------------------------- entry point
 
 
-def add_python_frames(session, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
+def add_python_frames(session: GdbSession | Debugger, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
     """Insert Python frames into `threads` (in place), set roles and GIL holders.
 
-    session: a loaded coreanalyze.gdb.session.GdbSession. With with_locals, the innermost
+    session: a Debugger (or a GdbSession) with the core loaded. With with_locals, the innermost
     Python frames of the crashing thread carry their locals (read, never evaluated).
     """
     crashed = next((t for t in threads if t.crashed), None)

@@ -82,6 +82,26 @@ def cores(tmp_path_factory) -> CoreCache:
 
 
 @pytest.fixture(scope="session")
+def python_cores(tmp_path_factory) -> CoreCache:
+    """Cores of the Python crashers, written by the kernel: neither a compiler nor gdb needed."""
+    return CoreCache(tmp_path_factory.mktemp("python-cores"))
+
+
+@pytest.fixture
+def hide_gdb(monkeypatch):
+    """Call it (once the test's cores exist) to take every gdb off PATH for the rest of the
+    test: what runs after must not need one."""
+    import shutil
+
+    def hide() -> None:
+        kept = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not os.path.exists(os.path.join(d, "gdb"))]
+        monkeypatch.setenv("PATH", os.pathsep.join(kept))
+        assert shutil.which("gdb") is None
+
+    return hide
+
+
+@pytest.fixture(scope="session")
 def in_ci() -> bool:
     return os.environ.get("CI") == "true"
 

@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import SYSTEM_PYTHON, pyenv_python
 from coregen import CrashCase, compile_c
 
@@ -238,6 +237,21 @@ def test_every_python_thread_with_roles_and_gil(cores, which):
 # --------------------------------------------------------------------------- locals
 
 
+# The safe reprs of load_weights' locals in three_deep.py ("blob" is checked apart: clipped).
+LOAD_WEIGHTS_LOCALS = {
+    "address": "16",
+    "header": "b'weights'",
+    "count": "3",
+    "shape": "<tuple of 2 items>",
+    "names": "<list of 2 items>",
+    "meta": "<dict of 1 items>",
+    "missing": "None",
+    "enabled": "True",
+    "big": str(-(2**70)),
+    "title": repr("na\u00efve \u2713"),
+}
+
+
 @pytest.mark.parametrize("which", INTERPRETERS)
 def test_locals_of_the_innermost_frames(cores, which):
     case = crash(cores, "three_deep.py", which)
@@ -246,18 +260,7 @@ def test_locals_of_the_innermost_frames(cores, which):
 
     weights = frames["load_weights"].locals
     blob = weights.pop("blob")
-    assert weights == {
-        "address": "16",
-        "header": "b'weights'",
-        "count": "3",
-        "shape": "<tuple of 2 items>",
-        "names": "<list of 2 items>",
-        "meta": "<dict of 1 items>",
-        "missing": "None",
-        "enabled": "True",
-        "big": str(-(2**70)),
-        "title": repr("na\u00efve \u2713"),
-    }
+    assert weights == LOAD_WEIGHTS_LOCALS
     assert blob.startswith("'xxxxxxxx") and blob.endswith("...") and len(blob) <= 120
     assert frames["build_model"].locals == {"name": "'resnet'", "scale": "1.5"}
     assert frames["train"].locals == {"epochs": "3", "label": "'resnet'"}

@@ -1,0 +1,1166 @@
+"""The CPython frame walker: Python frames of every thread, read from a dead process's memory.
+
+Debugger-neutral: everything it needs from the process comes through a `Target` (memory reads,
+global symbol addresses, the names of the loaded files, type offsets from debug info, the
+threads' LWPs). `gdb_scripts/pystacks.py` runs it inside gdb over gdb's view of the core;
+`coreanalyze.coretarget` runs it in-process over the core file's own memory and the ELF
+files it maps.
+
+How the runtime is found without debug info: `_PyRuntime` and `Py_Version` are exported in
+the dynamic symbol table of the executable or of libpython, even on stripped distribution
+builds. From there interpreters -> thread states -> frames are walked with per-version
+field offsets: CPython 3.13 describes them itself in `_Py_DebugOffsets` (the first member of
+`_PyRuntime`; 3.14 changed that structure and is not read yet); for 3.10-3.12 the offsets of
+x86_64 release builds are tabled below, and when the target can read the interpreter's DWARF
+the offsets are derived from its types instead.
+
+Everything read here comes from a dead, possibly corrupt process: every read is checked and
+bounded, every loop has a limit and a cycle check, and nothing is ever executed in the
+process (no calls, only memory reads). A broken structure ends that thread's walk with the
+frames read so far and a warning.
+
+This file is imported both as `coreanalyze.gdb_scripts.pywalker` and, inside gdb, as the
+top-level module `pywalker`: it imports nothing from coreanalyze.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+from typing import Protocol
+
+FORMAT = "coreanalyze-pystacks/1"
+COMMAND = "coreanalyze-pystacks"
+
+# Limits: a corrupt core may make any count or length absurd.
+MAX_INTERPRETERS = 64
+MAX_THREADS = 4096
+MAX_FRAMES = 1024
+MAX_READ = 1 << 20  # bytes in one read
+MAX_LINETABLE = 1 << 18  # bytes of one code object's line table
+MAX_NAME_CHARS = 1024  # function names, file names
+MAX_LOCALS = 256  # locals shown per frame
+MAX_REPR = 120  # characters of one local's repr
+MAX_READS = 2_000_000  # memory reads in one command
+TIME_BUDGET = 60.0  # seconds for one command; the host's timeout is the real guard
+DEFAULT_LOCALS_FRAMES = 5
+
+# _PyInterpreterFrame.owner values (Include/internal/pycore_frame.h, 3.12 and 3.13).
+FRAME_OWNED_BY_CSTACK = 3
+# co_localspluskinds bits (Include/internal/pycore_code.h, 3.11+).
+CO_FAST_CELL = 0x40
+CO_FAST_FREE = 0x80
+# glibc's struct pthread keeps the kernel tid here on x86_64 (used to map 3.10's thread_id,
+# a pthread_t, to an LWP; checked against the core's LWPs and recalibrated if it is wrong).
+PTHREAD_TID_OFFSET_X86_64 = 720
+
+# --------------------------------------------------------------------------- layouts
+#
+# Offsets for x86_64 release builds (no Py_DEBUG / Py_TRACE_REFS). Keys are "struct.field".
+# Measured on the DWARF of CPython 3.10.13, 3.11.7 and 3.12.1; the 3.13 entries only back up
+# fields that _Py_DebugOffsets does not describe.
+
+_OBJECT_COMMON = {
+    "object.type": 8,
+    "var.size": 16,
+    "type.name": 24,
+    "tuple.items": 24,
+    "list.items": 24,
+    "dict.used": 16,
+    "float.value": 16,
+    "bytes.sval": 32,
+    "long.digits": 24,
+    "cell.ref": 16,
+    "unicode.length": 16,
+    "unicode.state": 32,
+}
+
+TABLES: dict[tuple[int, int], dict[str, int]] = {
+    (3, 10): {
+        **_OBJECT_COMMON,
+        "unicode.ascii_size": 48,
+        "unicode.compact_size": 72,
+        "unicode.data_any": 72,
+        "runtime.interpreters_head": 32,
+        "runtime.gil_holder": 360,
+        "runtime.gil_locked": 368,
+        "interp.next": 0,
+        "interp.threads_head": 8,
+        "interp.id": 24,
+        "tstate.next": 8,
+        "tstate.interp": 16,
+        "tstate.frame": 24,
+        "tstate.thread_id": 176,
+        "pyframe.back": 24,
+        "pyframe.code": 32,
+        "pyframe.lasti": 96,
+        "pyframe.localsplus": 352,
+        "code.argcount": 16,
+        "code.nlocals": 28,
+        "code.code": 48,
+        "code.varnames": 72,
+        "code.filename": 104,
+        "code.name": 112,
+        "code.firstlineno": 40,
+        "code.linetable": 120,
+    },
+    (3, 11): {
+        **_OBJECT_COMMON,
+        "unicode.ascii_size": 48,
+        "unicode.compact_size": 72,
+        "unicode.data_any": 72,
+        "runtime.interpreters_head": 40,
+        "runtime.gil_holder": 368,
+        "runtime.gil_locked": 376,
+        "interp.next": 0,
+        "interp.threads_head": 16,
+        "interp.id": 48,
+        "tstate.next": 8,
+        "tstate.interp": 16,
+        "tstate.cframe": 56,
+        "tstate.thread_id": 152,
+        "tstate.native_thread_id": 160,
+        "cframe.current_frame": 8,
+        "iframe.code": 32,
+        "iframe.previous": 48,
+        "iframe.instr": 56,
+        "iframe.is_entry": 68,
+        "iframe.owner": 69,
+        "iframe.localsplus": 72,
+        "code.argcount": 56,
+        "code.firstlineno": 72,
+        "code.nlocalsplus": 76,
+        "code.localsplusnames": 96,
+        "code.localspluskinds": 104,
+        "code.filename": 112,
+        "code.name": 120,
+        "code.qualname": 128,
+        "code.linetable": 136,
+        "code.code_adaptive": 184,
+    },
+    (3, 12): {
+        **_OBJECT_COMMON,
+        "unicode.ascii_size": 40,
+        "unicode.compact_size": 56,
+        "unicode.data_any": 56,
+        "runtime.interpreters_head": 40,
+        "interp.next": 0,
+        "interp.threads_head": 72,
+        "interp.id": 8,
+        "interp.gil_ptr": 384,
+        "gil.holder": 8,
+        "gil.locked": 16,
+        "tstate.next": 8,
+        "tstate.interp": 16,
+        "tstate.cframe": 56,
+        "tstate.thread_id": 136,
+        "tstate.native_thread_id": 144,
+        "cframe.current_frame": 0,
+        "iframe.code": 0,
+        "iframe.previous": 8,
+        "iframe.instr": 56,
+        "iframe.owner": 70,
+        "iframe.localsplus": 72,
+        "code.argcount": 52,
+        "code.firstlineno": 68,
+        "code.nlocalsplus": 72,
+        "code.localsplusnames": 96,
+        "code.localspluskinds": 104,
+        "code.filename": 112,
+        "code.name": 120,
+        "code.qualname": 128,
+        "code.linetable": 136,
+        "code.code_adaptive": 192,
+    },
+    (3, 13): {
+        **_OBJECT_COMMON,
+        "unicode.ascii_size": 40,
+        "unicode.compact_size": 56,
+        "unicode.data_any": 56,
+        "code.nlocalsplus": 72,
+    },
+}
+
+# How each version is shaped, beyond offsets.
+#   frames:  "pyframe" (3.10 PyFrameObject chain) | "iframe" (_PyInterpreterFrame chain)
+#   current: how a thread state reaches its innermost frame
+#   entry:   how the first frame of a _PyEval_EvalFrameDefault activation is recognised
+#   gil:     where the GIL lives
+#   long:    PyLongObject header ("ob_size" up to 3.11, "lv_tag" from 3.12)
+SHAPES: dict[tuple[int, int], dict[str, str]] = {
+    (3, 10): {"frames": "pyframe", "current": "frame", "entry": "every", "gil": "runtime", "long": "ob_size"},
+    (3, 11): {"frames": "iframe", "current": "cframe", "entry": "is_entry", "gil": "runtime", "long": "ob_size"},
+    (3, 12): {"frames": "iframe", "current": "cframe", "entry": "cstack", "gil": "interp", "long": "lv_tag"},
+    (3, 13): {"frames": "iframe", "current": "direct", "entry": "cstack", "gil": "interp", "long": "lv_tag"},
+}
+
+# Where each key lives in the interpreter's DWARF types: (type name, field path), or a type
+# name and None for its size. Used to derive (and so check) the layout when types exist.
+_DWARF_OBJECT = {
+    "object.type": ("PyObject", "ob_type"),
+    "var.size": ("PyVarObject", "ob_size"),
+    "type.name": ("PyTypeObject", "tp_name"),
+    "tuple.items": ("PyTupleObject", "ob_item"),
+    "list.items": ("PyListObject", "ob_item"),
+    "dict.used": ("PyDictObject", "ma_used"),
+    "float.value": ("PyFloatObject", "ob_fval"),
+    "bytes.sval": ("PyBytesObject", "ob_sval"),
+    "cell.ref": ("PyCellObject", "ob_ref"),
+    "unicode.length": ("PyASCIIObject", "length"),
+    "unicode.state": ("PyASCIIObject", "state"),
+    "unicode.ascii_size": ("PyASCIIObject", None),
+    "unicode.compact_size": ("PyCompactUnicodeObject", None),
+    "unicode.data_any": ("PyUnicodeObject", "data.any"),
+}
+_DWARF_CODE_311 = {
+    "code.argcount": ("PyCodeObject", "co_argcount"),
+    "code.firstlineno": ("PyCodeObject", "co_firstlineno"),
+    "code.nlocalsplus": ("PyCodeObject", "co_nlocalsplus"),
+    "code.localsplusnames": ("PyCodeObject", "co_localsplusnames"),
+    "code.localspluskinds": ("PyCodeObject", "co_localspluskinds"),
+    "code.filename": ("PyCodeObject", "co_filename"),
+    "code.name": ("PyCodeObject", "co_name"),
+    "code.qualname": ("PyCodeObject", "co_qualname"),
+    "code.linetable": ("PyCodeObject", "co_linetable"),
+    "code.code_adaptive": ("PyCodeObject", "co_code_adaptive"),
+}
+DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
+    (3, 10): {
+        **_DWARF_OBJECT,
+        "long.digits": ("PyLongObject", "ob_digit"),
+        "runtime.interpreters_head": ("_PyRuntimeState", "interpreters.head"),
+        "runtime.gil_holder": ("_PyRuntimeState", "ceval.gil.last_holder"),
+        "runtime.gil_locked": ("_PyRuntimeState", "ceval.gil.locked"),
+        "interp.next": ("PyInterpreterState", "next"),
+        "interp.threads_head": ("PyInterpreterState", "tstate_head"),
+        "interp.id": ("PyInterpreterState", "id"),
+        "tstate.next": ("PyThreadState", "next"),
+        "tstate.interp": ("PyThreadState", "interp"),
+        "tstate.frame": ("PyThreadState", "frame"),
+        "tstate.thread_id": ("PyThreadState", "thread_id"),
+        "pyframe.back": ("PyFrameObject", "f_back"),
+        "pyframe.code": ("PyFrameObject", "f_code"),
+        "pyframe.lasti": ("PyFrameObject", "f_lasti"),
+        "pyframe.localsplus": ("PyFrameObject", "f_localsplus"),
+        "code.argcount": ("PyCodeObject", "co_argcount"),
+        "code.nlocals": ("PyCodeObject", "co_nlocals"),
+        "code.code": ("PyCodeObject", "co_code"),
+        "code.varnames": ("PyCodeObject", "co_varnames"),
+        "code.filename": ("PyCodeObject", "co_filename"),
+        "code.name": ("PyCodeObject", "co_name"),
+        "code.firstlineno": ("PyCodeObject", "co_firstlineno"),
+        "code.linetable": ("PyCodeObject", "co_linetable"),
+    },
+    (3, 11): {
+        **_DWARF_OBJECT,
+        **_DWARF_CODE_311,
+        "long.digits": ("PyLongObject", "ob_digit"),
+        "runtime.interpreters_head": ("_PyRuntimeState", "interpreters.head"),
+        "runtime.gil_holder": ("_PyRuntimeState", "ceval.gil.last_holder"),
+        "runtime.gil_locked": ("_PyRuntimeState", "ceval.gil.locked"),
+        "interp.next": ("PyInterpreterState", "next"),
+        "interp.threads_head": ("PyInterpreterState", "threads.head"),
+        "interp.id": ("PyInterpreterState", "id"),
+        "tstate.next": ("PyThreadState", "next"),
+        "tstate.interp": ("PyThreadState", "interp"),
+        "tstate.cframe": ("PyThreadState", "cframe"),
+        "tstate.thread_id": ("PyThreadState", "thread_id"),
+        "tstate.native_thread_id": ("PyThreadState", "native_thread_id"),
+        "cframe.current_frame": ("_PyCFrame", "current_frame"),
+        "iframe.code": ("_PyInterpreterFrame", "f_code"),
+        "iframe.previous": ("_PyInterpreterFrame", "previous"),
+        "iframe.instr": ("_PyInterpreterFrame", "prev_instr"),
+        "iframe.is_entry": ("_PyInterpreterFrame", "is_entry"),
+        "iframe.owner": ("_PyInterpreterFrame", "owner"),
+        "iframe.localsplus": ("_PyInterpreterFrame", "localsplus"),
+    },
+    (3, 12): {
+        **_DWARF_OBJECT,
+        **_DWARF_CODE_311,
+        "long.digits": ("PyLongObject", "long_value.ob_digit"),
+        "runtime.interpreters_head": ("_PyRuntimeState", "interpreters.head"),
+        "interp.next": ("PyInterpreterState", "next"),
+        "interp.threads_head": ("PyInterpreterState", "threads.head"),
+        "interp.id": ("PyInterpreterState", "id"),
+        "interp.gil_ptr": ("PyInterpreterState", "ceval.gil"),
+        "gil.holder": ("struct _gil_runtime_state", "last_holder"),
+        "gil.locked": ("struct _gil_runtime_state", "locked"),
+        "tstate.next": ("PyThreadState", "next"),
+        "tstate.interp": ("PyThreadState", "interp"),
+        "tstate.cframe": ("PyThreadState", "cframe"),
+        "tstate.thread_id": ("PyThreadState", "thread_id"),
+        "tstate.native_thread_id": ("PyThreadState", "native_thread_id"),
+        "cframe.current_frame": ("_PyCFrame", "current_frame"),
+        "iframe.code": ("_PyInterpreterFrame", "f_code"),
+        "iframe.previous": ("_PyInterpreterFrame", "previous"),
+        "iframe.instr": ("_PyInterpreterFrame", "prev_instr"),
+        "iframe.owner": ("_PyInterpreterFrame", "owner"),
+        "iframe.localsplus": ("_PyInterpreterFrame", "localsplus"),
+    },
+    (3, 13): {
+        **_DWARF_OBJECT,
+        **_DWARF_CODE_311,
+        "long.digits": ("PyLongObject", "long_value.ob_digit"),
+        "runtime.interpreters_head": ("_PyRuntimeState", "interpreters.head"),
+        "interp.next": ("PyInterpreterState", "next"),
+        "interp.threads_head": ("PyInterpreterState", "threads.head"),
+        "interp.id": ("PyInterpreterState", "id"),
+        "interp.gil_ptr": ("PyInterpreterState", "ceval.gil"),
+        "gil.holder": ("struct _gil_runtime_state", "last_holder"),
+        "gil.locked": ("struct _gil_runtime_state", "locked"),
+        "tstate.next": ("PyThreadState", "next"),
+        "tstate.interp": ("PyThreadState", "interp"),
+        "tstate.current_frame": ("PyThreadState", "current_frame"),
+        "tstate.thread_id": ("PyThreadState", "thread_id"),
+        "tstate.native_thread_id": ("PyThreadState", "native_thread_id"),
+        "iframe.code": ("_PyInterpreterFrame", "f_executable"),
+        "iframe.previous": ("_PyInterpreterFrame", "previous"),
+        "iframe.instr": ("_PyInterpreterFrame", "instr_ptr"),
+        "iframe.owner": ("_PyInterpreterFrame", "owner"),
+        "iframe.localsplus": ("_PyInterpreterFrame", "localsplus"),
+    },
+}
+
+# _Py_DebugOffsets of 3.13 (Include/internal/pycore_runtime.h): the uint64 fields in order,
+# after char cookie[8] and uint64 version. None marks a field this walker does not use
+# (a struct's "size" member and the like). Each name maps to the layout key it fills.
+_DEBUG_OFFSETS_313 = (
+    None,  # free_threaded
+    None, None, "runtime.interpreters_head",  # runtime_state: size, finalizing, interpreters_head
+    # interpreter_state
+    None, "interp.id", "interp.next", "interp.threads_head", None, None, None, None,
+    "interp.gil_ptr", "interp.gil_embedded", None, "interp.gil_locked", "interp.gil_holder",
+    # thread_state
+    None, None, "tstate.next", "tstate.interp", "tstate.current_frame", "tstate.thread_id",
+    "tstate.native_thread_id", None, None,
+    # interpreter_frame
+    None, "iframe.previous", "iframe.code", "iframe.instr", "iframe.localsplus", "iframe.owner",
+    # code_object
+    None, "code.filename", "code.name", "code.qualname", "code.linetable", "code.firstlineno",
+    "code.argcount", "code.localsplusnames", "code.localspluskinds", "code.code_adaptive",
+    # pyobject
+    None, "object.type",
+    # type_object
+    None, "type.name", None, None,
+    # tuple_object
+    None, "tuple.items", "var.size",
+    # list_object
+    None, "list.items", None,
+    # dict_object
+    None, None, None,
+    # float_object
+    None, "float.value",
+    # long_object
+    None, None, "long.digits",
+    # bytes_object
+    None, None, "bytes.sval",
+    # unicode_object
+    None, "unicode.state", "unicode.length", "unicode.ascii_size",
+    # gc
+    None, None,
+)
+DEBUG_OFFSETS_COOKIE = b"xdebugpy"
+
+
+# Stands in for the code object of a frame whose code object cannot be read.
+UNREADABLE_CODE = {"name": "???", "qualname": "???", "filename": None, "firstlineno": None, "linetable": None}
+
+
+class ReadError(Exception):
+    """A read of the inferior's memory failed or was refused as absurd."""
+
+
+class BudgetExceeded(Exception):
+    """The walk used up its read or time budget."""
+
+
+class UnknownArgument(ValueError):
+    """An option the MI command does not know."""
+
+
+class Target(Protocol):
+    """What the walker needs from a debugger (or from a core file read in-process)."""
+
+    def read(self, address: int, size: int) -> bytes:
+        """size bytes at address; raises ReadError when they cannot be read."""
+
+    def symbol_address(self, name: str) -> int | None:
+        """Address of a global symbol (minimal symbols of .dynsym/.symtab suffice)."""
+
+    def object_files(self) -> list[str]:
+        """Paths of the loaded executable and libraries."""
+
+    def type_offsets(self, spec: dict[str, tuple[str, str | None]], near: int) -> dict[str, int]:
+        """Offsets of the spec's fields ("struct.field" -> (type name, member path or None for
+        sizeof)) from the debug info of the code at address near; {} when it has none."""
+
+    def thread_lwps(self) -> list[int]:
+        """The LWPs of the process's threads."""
+
+    def pid(self) -> int | None:
+        """The process id, when known."""
+
+
+
+# --------------------------------------------------------------------------- memory
+
+
+class Memory:
+    """Checked, counted reads of the target's memory."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self.reads = 0
+        self.deadline = time.monotonic() + TIME_BUDGET
+
+    def read(self, address: int, size: int) -> bytes:
+        if size == 0:
+            return b""
+        if address < 4096 or size < 0 or size > MAX_READ or address + size > 1 << 64:
+            raise ReadError(f"refused read of {size} bytes at 0x{address:x}")
+        self.reads += 1
+        if self.reads > MAX_READS or (self.reads % 1024 == 0 and time.monotonic() > self.deadline):
+            raise BudgetExceeded("the walk used up its budget of memory reads/time")
+        return self._target.read(address, size)
+
+    def u8(self, a: int) -> int:
+        return self.read(a, 1)[0]
+
+    def u16(self, a: int) -> int:
+        return struct.unpack("<H", self.read(a, 2))[0]
+
+    def i32(self, a: int) -> int:
+        return struct.unpack("<i", self.read(a, 4))[0]
+
+    def u32(self, a: int) -> int:
+        return struct.unpack("<I", self.read(a, 4))[0]
+
+    def i64(self, a: int) -> int:
+        return struct.unpack("<q", self.read(a, 8))[0]
+
+    def u64(self, a: int) -> int:
+        return struct.unpack("<Q", self.read(a, 8))[0]
+
+    ptr = u64
+
+    def cstring(self, a: int, limit: int = 256) -> str:
+        out = bytearray()
+        chunk = 64
+        while len(out) < limit:
+            try:
+                data = self.read(a + len(out), chunk)
+            except ReadError:
+                if chunk == 1:
+                    break
+                chunk = 1  # the string may end right before an unmapped page
+                continue
+            end = data.find(b"\0")
+            if end >= 0:
+                out += data[:end]
+                return out.decode("utf-8", "replace")[:limit]
+            out += data
+        return out.decode("utf-8", "replace")[:limit]
+
+
+# --------------------------------------------------------------------------- symbols & version
+
+
+def _version_from_names(target: Target) -> tuple[int, int] | None:
+    """3.X from a loaded libpython3.X or the python3.X executable, when Py_Version is absent."""
+    pattern = re.compile(r"(?:libpython|python)3\.(\d{1,2})(?:[^/\d]|$)")
+    for name in target.object_files():
+        m = pattern.search(name.rsplit("/", 1)[-1])
+        if m:
+            return (3, int(m.group(1)))
+    return None
+
+
+def _hex_version(value: int) -> tuple[int, int, int] | None:
+    major, minor, micro = (value >> 24) & 0xFF, (value >> 16) & 0xFF, (value >> 8) & 0xFF
+    if major == 3 and minor < 100:
+        return (major, minor, micro)
+    return None
+
+
+def dwarf_layout(target: Target, version: tuple[int, int], eval_address: int | None) -> dict[str, int]:
+    """Offsets from the interpreter's own DWARF types, as the target reads them; {} when none."""
+    spec = DWARF_SPEC.get(version)
+    if not spec or eval_address is None:
+        return {}
+    return target.type_offsets(spec, eval_address)
+
+
+def debug_offsets_layout(mem: Memory, runtime: int) -> tuple[dict[str, int], tuple[int, int, int] | None]:
+    """Layout from 3.13's _Py_DebugOffsets at the start of _PyRuntime; ({}, None) if absent."""
+    if mem.read(runtime, 8) != DEBUG_OFFSETS_COOKIE:
+        return {}, None
+    version = _hex_version(mem.u64(runtime + 8))
+    if version is None or version[:2] != (3, 13):
+        # 3.14 changed the structure; its field order is not tabled here.
+        return {}, version
+    raw = mem.read(runtime + 16, 8 * len(_DEBUG_OFFSETS_313))
+    values = struct.unpack(f"<{len(_DEBUG_OFFSETS_313)}Q", raw)
+    if values[0]:
+        raise ReadError("free-threaded (no-GIL) builds are not supported")
+    out: dict[str, int] = {}
+    for key, value in zip(_DEBUG_OFFSETS_313, values):
+        if key is not None:
+            out[key] = value
+    # The GIL's fields are given relative to the interpreter (its embedded _gil); the walker
+    # reads them relative to the GIL the interpreter points at.
+    base = out.pop("interp.gil_embedded")
+    out["gil.locked"] = out.pop("interp.gil_locked") - base
+    out["gil.holder"] = out.pop("interp.gil_holder") - base
+    return out, version
+
+
+class Layout:
+    def __init__(self, version: tuple[int, ...], offsets: dict[str, int], source: str) -> None:
+        self.version = version
+        self.minor = tuple(version[:2])
+        self.off = offsets
+        self.shape = SHAPES[self.minor]
+        self.source = source
+        self.dwarf: dict[str, int] = {}  # what the interpreter's DWARF says, when it has some
+        self.debug_offsets: dict[str, int] = {}  # what _Py_DebugOffsets says (3.13+)
+
+    def __getitem__(self, key: str) -> int:
+        return self.off[key]
+
+    def has(self, key: str) -> bool:
+        return key in self.off
+
+
+# --------------------------------------------------------------------------- line tables
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    b = data[i]
+    i += 1
+    value = b & 63
+    shift = 0
+    while b & 64:
+        b = data[i]
+        i += 1
+        shift += 6
+        value |= (b & 63) << shift
+        if shift > 60:
+            raise ValueError("varint too long")
+    return value, i
+
+
+def _svarint(data: bytes, i: int) -> tuple[int, int]:
+    value, i = _varint(data, i)
+    return (-(value >> 1) if value & 1 else value >> 1), i
+
+
+def line_from_locations(table: bytes, firstlineno: int, unit: int) -> int | None:
+    """Line of code unit `unit` from a 3.11+ location table (Objects/locations.md)."""
+    if unit < 0:
+        return firstlineno
+    line = firstlineno
+    start = 0
+    i = 0
+    n = len(table)
+    while i < n:
+        first = table[i]
+        if not first & 0x80:
+            return None  # not at an entry start: corrupt table
+        code = (first >> 3) & 15
+        length = (first & 7) + 1
+        try:
+            if code in (13, 14):
+                delta, _ = _svarint(table, i + 1)
+            elif code in (11, 12):
+                delta = code - 10
+            else:
+                delta = 0
+        except (IndexError, ValueError):
+            return None
+        line += delta
+        if start <= unit < start + length:
+            return None if code == 15 else line
+        start += length
+        i += 1
+        while i < n and not table[i] & 0x80:
+            i += 1
+    return None
+
+
+def line_from_pep626(table: bytes, firstlineno: int, byte_offset: int) -> int | None:
+    """Line of a bytecode offset from a 3.10 co_linetable: (start delta, line delta) pairs."""
+    if byte_offset < 0:
+        return firstlineno
+    line = firstlineno
+    start = 0
+    for i in range(0, len(table) - 1, 2):
+        sdelta = table[i]
+        ldelta = table[i + 1] - 256 if table[i + 1] > 127 else table[i + 1]
+        end = start + sdelta
+        if ldelta != -128:
+            line += ldelta
+        if start <= byte_offset < end:
+            return None if ldelta == -128 else line
+        start = end
+    return None
+
+
+# --------------------------------------------------------------------------- objects
+
+
+class Objects:
+    """Reads Python objects (type names, str, bytes, tuples, code objects) from memory."""
+
+    def __init__(self, mem: Memory, layout: Layout) -> None:
+        self.mem = mem
+        self.L = layout
+        self._type_names: dict[int, str] = {}
+        self._codes: dict[int, dict] = {}
+
+    def type_name(self, obj: int) -> str:
+        tp = self.mem.ptr(obj + self.L["object.type"])
+        name = self._type_names.get(tp)
+        if name is None:
+            name = self.mem.cstring(self.mem.ptr(tp + self.L["type.name"]), 128)
+            self._type_names[tp] = name
+        return name
+
+    def var_size(self, obj: int) -> int:
+        return self.mem.i64(obj + self.L["var.size"])
+
+    def unicode(self, obj: int, limit: int = MAX_NAME_CHARS) -> str:
+        L = self.L
+        length = self.mem.i64(obj + L["unicode.length"])
+        if length < 0 or length > 1 << 40:
+            raise ReadError(f"absurd str length {length}")
+        state = self.mem.u32(obj + L["unicode.state"])
+        kind = (state >> 2) & 7
+        compact = (state >> 5) & 1
+        ascii_only = (state >> 6) & 1
+        if kind not in (1, 2, 4):
+            raise ReadError(f"str of unknown kind {kind}")
+        if compact:
+            data = obj + (L["unicode.ascii_size"] if ascii_only else L["unicode.compact_size"])
+        else:
+            data = self.mem.ptr(obj + L["unicode.data_any"])
+        count = min(length, limit)
+        raw = self.mem.read(data, count * kind)
+        codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[kind]
+        text = raw.decode(codec, "replace")
+        return text + ("..." if count < length else "")
+
+    def bytes_value(self, obj: int, limit: int) -> tuple[bytes, int]:
+        size = self.var_size(obj)
+        if size < 0 or size > 1 << 40:
+            raise ReadError(f"absurd bytes size {size}")
+        return self.mem.read(obj + self.L["bytes.sval"], min(size, limit)), size
+
+    def tuple_item(self, obj: int, i: int) -> int:
+        return self.mem.ptr(obj + self.L["tuple.items"] + 8 * i)
+
+    def code(self, addr: int) -> dict:
+        """filename/name/qualname/firstlineno/linetable of a code object, cached per address."""
+        cached = self._codes.get(addr)
+        if cached is not None:
+            return cached
+        L = self.L
+        if self.type_name(addr) != "code":
+            raise ReadError(f"0x{addr:x} is not a code object")
+        name = self.unicode(self.mem.ptr(addr + L["code.name"]))
+        qualname = name
+        if L.has("code.qualname"):
+            try:
+                qualname = self.unicode(self.mem.ptr(addr + L["code.qualname"]))
+            except ReadError:
+                pass
+        try:
+            filename = self.unicode(self.mem.ptr(addr + L["code.filename"]))
+        except ReadError:
+            filename = None
+        firstlineno = self.mem.i32(addr + L["code.firstlineno"])
+        try:
+            table, _ = self.bytes_value(self.mem.ptr(addr + L["code.linetable"]), MAX_LINETABLE)
+        except ReadError:
+            table = None
+        info = {
+            "name": name,
+            "qualname": qualname,
+            "filename": filename,
+            "firstlineno": firstlineno,
+            "linetable": table,
+        }
+        self._codes[addr] = info
+        return info
+
+    # ---------------------------------------------------------------- safe reprs
+
+    def int_value(self, obj: int) -> int | None:
+        """Value of a small int (up to 4 digits of 30 bits); None for bigger ones."""
+        if self.L.shape["long"] == "lv_tag":
+            tag = self.mem.u64(obj + self.L["var.size"])
+            ndigits = tag >> 3
+            sign = {0: 1, 1: 0, 2: -1}.get(tag & 3, 1)
+        else:
+            size = self.var_size(obj)
+            ndigits = abs(size)
+            sign = (size > 0) - (size < 0)
+        if ndigits > 4:
+            return None
+        raw = self.mem.read(obj + self.L["long.digits"], 4 * ndigits) if ndigits else b""
+        value = 0
+        for k in range(ndigits - 1, -1, -1):
+            value = (value << 30) | (struct.unpack_from("<I", raw, 4 * k)[0] & ((1 << 30) - 1))
+        return sign * value
+
+    def safe_repr(self, obj: int) -> str:
+        """A short description of a value, read from memory only."""
+        if obj == 0:
+            return "<NULL>"
+        tname = self.type_name(obj)
+        if tname == "NoneType":
+            return "None"
+        if tname == "bool":
+            v = self.int_value(obj)
+            return "True" if v else "False"
+        if tname == "int":
+            v = self.int_value(obj)
+            return str(v) if v is not None else "<int with more than 120 bits>"
+        if tname == "float":
+            return repr(struct.unpack("<d", self.mem.read(obj + self.L["float.value"], 8))[0])
+        if tname == "str":
+            text = self.unicode(obj, MAX_REPR)
+            return _clip(repr(text))
+        if tname == "bytes":
+            data, size = self.bytes_value(obj, MAX_REPR)
+            r = repr(data)
+            return _clip(r if size <= len(data) else r + f"... ({size} bytes)")
+        if tname in ("list", "tuple"):
+            n = self.var_size(obj)
+            return f"<{tname} of {n} items>"
+        if tname == "dict":
+            n = self.mem.i64(obj + self.L["dict.used"])
+            return f"<dict of {n} items>"
+        return f"<{_clip(tname, 60)} object at 0x{obj:x}>"
+
+
+def _clip(text: str, limit: int = MAX_REPR) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+class Walker:
+    def __init__(self, mem: Memory, layout: Layout, runtime: int) -> None:
+        self.mem = mem
+        self.L = layout
+        self.runtime = runtime
+        self.obj = Objects(mem, layout)
+        self.warnings: list[str] = []
+        self._problems: list[str] = []  # what went wrong in the thread being walked
+
+    # ---------------------------------------------------------------- interpreters/threads
+
+    def interpreters(self) -> list[int]:
+        out: list[int] = []
+        seen: set[int] = set()
+        interp = self.mem.ptr(self.runtime + self.L["runtime.interpreters_head"])
+        while interp and interp not in seen:
+            if len(out) >= MAX_INTERPRETERS:
+                self.warnings.append(f"more than {MAX_INTERPRETERS} interpreters; the rest were skipped")
+                break
+            seen.add(interp)
+            out.append(interp)
+            try:
+                interp = self.mem.ptr(interp + self.L["interp.next"])
+            except ReadError as e:
+                self.warnings.append(f"interpreter list broken after 0x{interp:x}: {e}")
+                break
+        return out
+
+    def thread_states(self, interp: int) -> list[int]:
+        out: list[int] = []
+        seen: set[int] = set()
+        try:
+            ts = self.mem.ptr(interp + self.L["interp.threads_head"])
+        except ReadError as e:
+            self.warnings.append(f"cannot read the thread list of interpreter 0x{interp:x}: {e}")
+            return out
+        while ts and ts not in seen:
+            if len(out) >= MAX_THREADS:
+                self.warnings.append(f"more than {MAX_THREADS} Python threads; the rest were skipped")
+                break
+            seen.add(ts)
+            try:
+                owner = self.mem.ptr(ts + self.L["tstate.interp"])
+            except ReadError as e:
+                self.warnings.append(f"thread list of interpreter 0x{interp:x} broken: {e}")
+                break
+            if owner != interp:
+                self.warnings.append(f"thread state 0x{ts:x} does not belong to its interpreter; list ends there")
+                break
+            out.append(ts)
+            try:
+                ts = self.mem.ptr(ts + self.L["tstate.next"])
+            except ReadError as e:
+                self.warnings.append(f"thread list of interpreter 0x{interp:x} broken: {e}")
+                break
+        return out
+
+    def gil(self, interp: int) -> tuple[bool | None, int | None]:
+        """(locked, last holder) of the GIL that governs this interpreter."""
+        L = self.L
+        try:
+            if L.shape["gil"] == "runtime":
+                locked = self.mem.i32(self.runtime + L["runtime.gil_locked"])
+                holder = self.mem.ptr(self.runtime + L["runtime.gil_holder"])
+            else:
+                gil = self.mem.ptr(interp + L["interp.gil_ptr"])
+                locked = self.mem.i32(gil + L["gil.locked"])
+                holder = self.mem.ptr(gil + L["gil.holder"])
+        except (ReadError, KeyError):
+            return None, None
+        return bool(locked), holder
+
+    # ---------------------------------------------------------------- frames
+
+    def frames(self, tstate: int, locals_frames: int) -> tuple[list[dict], str | None]:
+        """Frames of one thread, innermost first; a warning when the chain broke."""
+        out: list[dict] = []
+        self._problems: list[str] = []
+        try:
+            if self.L.shape["frames"] == "pyframe":
+                self._pyframes(tstate, out, locals_frames)
+            else:
+                self._iframes(tstate, out, locals_frames)
+        except BudgetExceeded:
+            raise
+        except (ReadError, KeyError, ValueError, struct.error, OverflowError, IndexError) as e:
+            self._problems.append(f"frames end early: {e}")
+        if len(out) >= MAX_FRAMES:
+            self._problems.append(f"stopped after {MAX_FRAMES} frames")
+        return out, "; ".join(self._problems) or None
+
+    def _code_info(self, frame: int, code: int) -> dict | None:
+        """The code object's names and line table; None (and a note) when it is unreadable.
+
+        The chain itself may still be sound, so the walk goes on to the caller's frame.
+        """
+        try:
+            return self.obj.code(code)
+        except ReadError as e:
+            self._problems.append(f"frame 0x{frame:x} has an unreadable code object ({e})")
+            return None
+
+    def _current_frame(self, tstate: int) -> int:
+        L = self.L
+        how = L.shape["current"]
+        if how == "frame":
+            return self.mem.ptr(tstate + L["tstate.frame"])
+        if how == "cframe":
+            cframe = self.mem.ptr(tstate + L["tstate.cframe"])
+            return self.mem.ptr(cframe + L["cframe.current_frame"]) if cframe else 0
+        return self.mem.ptr(tstate + L["tstate.current_frame"])
+
+    def _pyframes(self, tstate: int, out: list[dict], locals_frames: int) -> None:
+        L = self.L
+        frame = self._current_frame(tstate)
+        seen: set[int] = set()
+        while frame and len(out) < MAX_FRAMES:
+            if frame in seen:
+                raise ValueError(f"frame chain loops at 0x{frame:x}")
+            seen.add(frame)
+            code = self.mem.ptr(frame + L["pyframe.code"])
+            info = self._code_info(frame, code)
+            if info is None:
+                out.append(self._frame_dict(UNREADABLE_CODE, frame, None, group=len(out), entry=True))
+                frame = self.mem.ptr(frame + L["pyframe.back"])
+                continue
+            lasti = self.mem.i32(frame + L["pyframe.lasti"])
+            line = None
+            if info["linetable"] is not None:
+                line = line_from_pep626(info["linetable"], info["firstlineno"], lasti * 2)
+            entry = self._frame_dict(info, frame, line, group=len(out), entry=True)
+            if len(out) < locals_frames:
+                entry["locals"] = self._locals_310(frame, code)
+            out.append(entry)
+            frame = self.mem.ptr(frame + L["pyframe.back"])
+
+    def _iframes(self, tstate: int, out: list[dict], locals_frames: int) -> None:
+        L = self.L
+        frame = self._current_frame(tstate)
+        seen: set[int] = set()
+        group = 0
+        entry_kind = L.shape["entry"]
+        while frame and len(out) < MAX_FRAMES:
+            if frame in seen:
+                raise ValueError(f"frame chain loops at 0x{frame:x}")
+            seen.add(frame)
+            previous = self.mem.ptr(frame + L["iframe.previous"])
+            owner = self.mem.u8(frame + L["iframe.owner"])
+            if entry_kind == "cstack" and owner == FRAME_OWNED_BY_CSTACK:
+                # The shim frame an activation of _PyEval_EvalFrameDefault pushes first: the
+                # frames after it belong to the next activation out.
+                if out and out[-1]["group"] == group:
+                    out[-1]["entry"] = True
+                    group += 1
+                frame = previous
+                continue
+            code = self.mem.ptr(frame + L["iframe.code"])
+            is_entry = False
+            if entry_kind == "is_entry":
+                is_entry = bool(self.mem.u8(frame + L["iframe.is_entry"]))
+            info = self._code_info(frame, code)
+            if info is None:
+                out.append(self._frame_dict(UNREADABLE_CODE, frame, None, group=group, entry=is_entry))
+                group += is_entry
+                frame = previous
+                continue
+            instr = self.mem.ptr(frame + L["iframe.instr"])
+            unit = (instr - (code + L["code.code_adaptive"])) // 2
+            line = None
+            if info["linetable"] is not None and -1 <= unit < 1 << 24:
+                line = line_from_locations(info["linetable"], info["firstlineno"], unit)
+            entry = self._frame_dict(info, frame, line, group=group, entry=is_entry)
+            if len(out) < locals_frames:
+                entry["locals"] = self._locals_311(frame, code)
+            out.append(entry)
+            if is_entry:
+                group += 1
+            frame = previous
+
+    def _frame_dict(self, info: dict, frame: int, line: int | None, group: int, entry: bool) -> dict:
+        return {
+            "function": info["qualname"],
+            "name": info["name"],
+            "file": info["filename"],
+            "line": line,
+            "firstlineno": info["firstlineno"],
+            "frame": frame,
+            "group": group,
+            "entry": entry,
+        }
+
+    # ---------------------------------------------------------------- locals
+
+    def _locals_310(self, frame: int, code: int) -> dict[str, str]:
+        L = self.L
+        out: dict[str, str] = {}
+        try:
+            n = self.mem.i32(code + L["code.nlocals"])
+            names = self.mem.ptr(code + L["code.varnames"])
+            n = max(0, min(n, self.obj.var_size(names), MAX_LOCALS))
+            for i in range(n):
+                self._one_local(out, names, i, self.mem.ptr(frame + L["pyframe.localsplus"] + 8 * i), 0)
+        except ReadError as e:
+            out["<error>"] = _clip(str(e))
+        return out
+
+    def _locals_311(self, frame: int, code: int) -> dict[str, str]:
+        L = self.L
+        out: dict[str, str] = {}
+        try:
+            names = self.mem.ptr(code + L["code.localsplusnames"])
+            n = self.obj.var_size(names)
+            if L.has("code.nlocalsplus"):
+                n = min(n, self.mem.i32(code + L["code.nlocalsplus"]))
+            kinds, _ = self.obj.bytes_value(self.mem.ptr(code + L["code.localspluskinds"]), MAX_LOCALS)
+            n = max(0, min(n, len(kinds), MAX_LOCALS))
+            for i in range(n):
+                value = self.mem.ptr(frame + L["iframe.localsplus"] + 8 * i)
+                self._one_local(out, names, i, value, kinds[i])
+        except ReadError as e:
+            out["<error>"] = _clip(str(e))
+        return out
+
+    def _one_local(self, out: dict[str, str], names: int, i: int, value: int, kind: int) -> None:
+        try:
+            name = self.obj.unicode(self.obj.tuple_item(names, i), 64)
+        except ReadError:
+            name = f"<local {i}>"
+        if not value:
+            return  # unbound
+        try:
+            if kind & (CO_FAST_CELL | CO_FAST_FREE) and self.obj.type_name(value) == "cell":
+                value = self.mem.ptr(value + self.L["cell.ref"])
+                if not value:
+                    return
+            out[name] = self.obj.safe_repr(value)
+        except ReadError:
+            out[name] = f"<unreadable at 0x{value:x}>"
+
+
+# --------------------------------------------------------------------------- threads -> LWPs
+
+
+def map_thread_ids(mem: Memory, thread_ids: list[int], lwps: set[int]) -> dict[int, int]:
+    """pthread_t -> LWP: glibc keeps the tid inside struct pthread; find at which offset."""
+    def mapped(offset: int) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for tid in thread_ids:
+            try:
+                value = mem.u32(tid + offset)
+            except ReadError:
+                continue
+            if value in lwps:
+                found[tid] = value
+        return found
+
+    best = mapped(PTHREAD_TID_OFFSET_X86_64)
+    if len(best) == len(thread_ids):
+        return best
+    # Another libc layout: take the offset that maps the most thread ids to distinct LWPs.
+    for offset in range(0, 2048, 4):
+        candidate = mapped(offset)
+        if len(candidate) > len(best) and len(set(candidate.values())) == len(candidate):
+            best = candidate
+    return best
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _choose_layout(
+    target: Target, mem: Memory, runtime: int, hint: tuple[int, int] | None, warnings: list[str]
+) -> Layout | None:
+    eval_address = target.symbol_address("_PyEval_EvalFrameDefault")
+    offsets, dbg_version = debug_offsets_layout(mem, runtime)
+    if offsets:
+        base = dict(TABLES[(3, 13)])
+        derived = dwarf_layout(target, (3, 13), eval_address)
+        base.update(derived)
+        base.update(offsets)
+        layout = Layout(dbg_version, base, "debug-offsets")
+        layout.dwarf = derived
+        layout.debug_offsets = offsets
+        return layout
+    version: tuple[int, ...] | None = dbg_version
+    if version is None:
+        address = target.symbol_address("Py_Version")
+        if address is not None:
+            try:
+                version = _hex_version(mem.u32(address))
+            except ReadError:
+                version = None
+    if version is None:
+        version = hint or _version_from_names(target)
+    if version is None:
+        warnings.append("cannot tell the Python version (no Py_Version, no libpython3.X); assuming 3.10")
+        version = (3, 10)
+    minor = tuple(version[:2])
+    if minor not in TABLES or minor not in SHAPES:
+        warnings.append(f"Python {'.'.join(map(str, version))} is not supported by the frame walker")
+        return None
+    offsets = dict(TABLES[minor])
+    source = "table"
+    derived = dwarf_layout(target, minor, eval_address)
+    if derived:
+        source = "dwarf"
+        offsets.update(derived)
+    layout = Layout(version, offsets, source)
+    layout.dwarf = derived
+    return layout
+
+
+def walk(target: Target, options: dict) -> dict:
+    """The walker's document: version, layout, every Python thread's frames, warnings."""
+    result: dict = {"format": FORMAT, "python_version": None, "layout": None, "warnings": [], "threads": []}
+    warnings: list[str] = result["warnings"]
+    result["pid"] = target.pid() or None
+    mem = Memory(target)
+    runtime = target.symbol_address("_PyRuntime")
+    if runtime is None:
+        warnings.append("no _PyRuntime symbol: not a CPython 3.10+ process, or its libpython is missing")
+        return result
+    try:
+        layout = _choose_layout(target, mem, runtime, options.get("version_hint"), warnings)
+    except ReadError as e:
+        warnings.append(f"cannot read the interpreter's runtime state: {e}")
+        return result
+    if layout is None:
+        return result
+    result["python_version"] = ".".join(str(v) for v in layout.version)
+    result["layout"] = layout.source
+    if options.get("show_layout"):
+        result["offsets"] = layout.off
+        result["table"] = TABLES.get(layout.minor, {})
+        result["dwarf"] = layout.dwarf
+        result["debug_offsets"] = layout.debug_offsets
+        return result
+    walker = Walker(mem, layout, runtime)
+    lwps = target.thread_lwps()
+    locals_tid = options.get("locals_tid")
+    locals_frames = options.get("locals_frames", DEFAULT_LOCALS_FRAMES) if options.get("locals") else 0
+    threads: list[dict] = []
+    try:
+        interpreters = walker.interpreters()
+        if not interpreters:
+            warnings.append("the interpreter list is empty (the process had not started Python or had finalized it)")
+        for interp in interpreters:
+            locked, holder = walker.gil(interp)
+            try:
+                interp_id = walker.mem.i64(interp + layout["interp.id"])
+            except (ReadError, KeyError):
+                interp_id = None
+            for ts in walker.thread_states(interp):
+                thread = {"tstate": ts, "interpreter": interp_id, "tid": None, "thread_id": None, "frames": []}
+                try:
+                    thread["thread_id"] = walker.mem.u64(ts + layout["tstate.thread_id"])
+                    if layout.has("tstate.native_thread_id"):
+                        thread["tid"] = walker.mem.u64(ts + layout["tstate.native_thread_id"]) or None
+                except ReadError as e:
+                    warnings.append(f"thread state 0x{ts:x}: {e}")
+                thread["holds_gil"] = None if locked is None else bool(locked and holder == ts)
+                threads.append(thread)
+        _assign_lwps(mem, threads, set(lwps), warnings)
+        for thread in threads:
+            wants_locals = locals_frames and (locals_tid is None or thread["tid"] == locals_tid)
+            frames, problem = walker.frames(thread["tstate"], locals_frames if wants_locals else 0)
+            thread["frames"] = frames
+            if problem:
+                warnings.append(f"thread {thread['tid'] or '?'}: {problem}")
+    except BudgetExceeded as e:
+        warnings.append(str(e))
+    except ReadError as e:
+        warnings.append(f"interpreter state unreadable: {e}")
+    result["threads"] = threads
+    warnings.extend(walker.warnings)
+    gil_holders = [t["tid"] for t in threads if t.get("holds_gil")]
+    result["gil_holder"] = gil_holders[0] if gil_holders else None
+    return result
+
+
+def _assign_lwps(mem: Memory, threads: list[dict], lwps: set[int], warnings: list[str]) -> None:
+    unresolved = [t for t in threads if t["tid"] not in lwps and t["thread_id"]]
+    if unresolved and lwps:
+        mapping = map_thread_ids(mem, [t["thread_id"] for t in unresolved], lwps)
+        for t in unresolved:
+            t["tid"] = mapping.get(t["thread_id"], t["tid"])
+    for t in threads:
+        if lwps and t["tid"] not in lwps:
+            warnings.append(
+                f"Python thread state 0x{t['tstate']:x} matches no thread of the core"
+                " (a thread that had exited, or a corrupt state)"
+            )
+
+
+def parse_args(argv: list[str]) -> dict:
+    """Options of the MI command; ValueError or StopIteration on bad arguments."""
+    options: dict = {}
+    it = iter(argv)
+    for arg in it:
+        if arg == "--locals":
+            options["locals"] = True
+        elif arg == "--locals-tid":
+            options["locals_tid"] = int(next(it))
+        elif arg == "--locals-frames":
+            options["locals_frames"] = max(0, min(int(next(it)), MAX_FRAMES))
+        elif arg == "--python-version":
+            major, minor = next(it).split(".")[:2]
+            options["version_hint"] = (int(major), int(minor))
+        elif arg == "--show-layout":
+            options["show_layout"] = True
+        else:
+            raise UnknownArgument(f"unknown argument {arg!r}")
+    return options
