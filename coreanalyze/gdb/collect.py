@@ -8,12 +8,11 @@ size limit, and a thread that cannot be unwound yields what could be read plus a
 from __future__ import annotations
 
 import bisect
-import signal as signal_module
 from dataclasses import dataclass, field
 
 import cxxfilt
 
-from .. import model
+from .. import model, signals
 from ..debugger import Debugger, DebuggerFrame
 from ..errors import DebuggerError, DebuggerTimeout
 from .debugger import as_debugger
@@ -33,32 +32,6 @@ GENERAL_REGISTERS = frozenset(
     }
 )  # fmt: skip
 
-# si_code names (Linux uapi siginfo.h). Codes <= 0 mean the signal was sent by a process.
-SI_CODES_SENT = {
-    0: "SI_USER",
-    -1: "SI_QUEUE",
-    -2: "SI_TIMER",
-    -3: "SI_MESGQ",
-    -4: "SI_ASYNCIO",
-    -5: "SI_SIGIO",
-    -6: "SI_TKILL",
-}
-SI_KERNEL = 0x80
-SI_CODES_BY_SIGNAL = {
-    "SIGSEGV": {1: "SEGV_MAPERR", 2: "SEGV_ACCERR", 3: "SEGV_BNDERR", 4: "SEGV_PKUERR",
-                5: "SEGV_ACCADI", 6: "SEGV_ADIDERR", 7: "SEGV_ADIPERR", 8: "SEGV_MTEAERR",
-                9: "SEGV_MTESERR", 10: "SEGV_CPERR"},
-    "SIGBUS": {1: "BUS_ADRALN", 2: "BUS_ADRERR", 3: "BUS_OBJERR", 4: "BUS_MCEERR_AR",
-               5: "BUS_MCEERR_AO"},
-    "SIGILL": {1: "ILL_ILLOPC", 2: "ILL_ILLOPN", 3: "ILL_ILLADR", 4: "ILL_ILLTRP",
-               5: "ILL_PRVOPC", 6: "ILL_PRVREG", 7: "ILL_COPROC", 8: "ILL_BADSTK",
-               9: "ILL_BADIADDR"},
-    "SIGFPE": {1: "FPE_INTDIV", 2: "FPE_INTOVF", 3: "FPE_FLTDIV", 4: "FPE_FLTOVF",
-               5: "FPE_FLTUND", 6: "FPE_FLTRES", 7: "FPE_FLTINV", 8: "FPE_FLTSUB"},
-    "SIGTRAP": {1: "TRAP_BRKPT", 2: "TRAP_TRACE", 3: "TRAP_BRANCH", 4: "TRAP_HWBKPT"},
-}  # fmt: skip
-# Signals whose si_addr is the faulting address when the kernel raised them.
-ADDRESS_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGTRAP"})
 
 MAX_ABORT_MESSAGE = 4096
 # Instruction bytes disassembled at the crashing pc.
@@ -224,25 +197,6 @@ def _registers(debugger: Debugger, ref: _ThreadRef, numbers: dict[int, str]) -> 
 # --------------------------------------------------------------------------- signal, fault
 
 
-def signal_name(number: int | None) -> str | None:
-    if number is None:
-        return None
-    try:
-        return signal_module.Signals(number).name
-    except ValueError:
-        return None
-
-
-def si_code_name(signal_name_: str | None, code: int | None) -> str | None:
-    if code is None:
-        return None
-    if code in SI_CODES_SENT:
-        return SI_CODES_SENT[code]
-    if code == SI_KERNEL:
-        return "SI_KERNEL"
-    return SI_CODES_BY_SIGNAL.get(signal_name_ or "", {}).get(code)
-
-
 def _siginfo(debugger: Debugger, ref: _ThreadRef | None) -> model.SignalInfo | None:
     def field_(expr: str) -> int | None:
         return _to_int(debugger.evaluate(expr, ref.gdb_id if ref else None))
@@ -250,14 +204,14 @@ def _siginfo(debugger: Debugger, ref: _ThreadRef | None) -> model.SignalInfo | N
     number = field_("$_siginfo.si_signo")
     if number is None:
         return None
-    info = model.SignalInfo(number=number, name=signal_name(number))
+    info = model.SignalInfo(number=number, name=signals.signal_name(number))
     info.code = field_("$_siginfo.si_code")
     info.errno = field_("$_siginfo.si_errno")
-    info.code_name = si_code_name(info.name, info.code)
+    info.code_name = signals.code_name(info.name, info.code)
     if info.code is not None and info.code <= 0:
         info.sender_pid = field_("$_siginfo._sifields._kill.si_pid")
         info.sender_uid = field_("$_siginfo._sifields._kill.si_uid")
-    elif info.name in ADDRESS_SIGNALS:
+    elif info.name in signals.FAULT_ADDRESS_SIGNALS:
         info.address = field_("$_siginfo._sifields._sigfault.si_addr")
     return info
 
