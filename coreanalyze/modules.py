@@ -12,11 +12,9 @@ import struct
 from typing import Callable
 
 from coreanalyze import model
-from coreanalyze.filecache import PerFileCache, is_regular_file
 from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
-from coreanalyze.elfheaders import (
-    DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders,
-)  # fmt: skip
+from coreanalyze.elfheaders import DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders
+from coreanalyze.filecache import PerFileCache, is_regular_file
 
 DELETED_SUFFIX = " (deleted)"
 # Note segments and sections are small; anything bigger is not a real one.

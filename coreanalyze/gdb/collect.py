@@ -10,10 +10,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-import cxxfilt
-
 from .. import model, signals
 from ..debugger import Debugger, DebuggerFrame
+from ..demangle import demangle
 from ..errors import DebuggerError, DebuggerTimeout
 from .debugger import as_debugger
 from .debugger import to_int as _to_int
@@ -49,16 +48,6 @@ class GdbAnalysis:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def demangle(name: str | None) -> str | None:
-    """People-readable name for a symbol; names that are not mangled come back as they are."""
-    if not name or not name.startswith("_Z"):
-        return name
-    try:
-        return cxxfilt.demangle(name)
-    except Exception:  # noqa: BLE001 — a corrupt name from a core must not stop the analysis
-        return name
 
 
 def read_memory(session: GdbSession | Debugger, address: int, size: int) -> bytes | None:

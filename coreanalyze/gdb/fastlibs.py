@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from coreanalyze import model
+from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.gdb.linkmap import read_link_map
@@ -439,9 +440,9 @@ def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
         f.seek(symtab.offset)
         order = sort_symbols(f.read(symtab.size))
     # The order first, then the small file that makes it valid: a reader never sees half.
-    _write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
+    write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
     lowest = {"count": len(order.order), "lowest": order.lowest, "lowest_sized": order.lowest_sized}
-    _write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
+    write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
     return order
 
 
@@ -462,20 +463,6 @@ def load_order(entry: str) -> SymbolOrder | None:
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _trim_libraries(directory: str, incoming: int) -> None:
@@ -547,7 +534,7 @@ def build_sysroot(paths: Iterable[str], replaced: dict[str, str], root: str, sys
         except OSError:
             if not os.path.isdir(farm):
                 raise  # not a concurrent run that made the same one
-        _write_atomically(farm + ABSENT_SUFFIX, json.dumps(sorted(absent)).encode())
+        write_atomically(farm + ABSENT_SUFFIX, json.dumps(sorted(absent)).encode())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return farm

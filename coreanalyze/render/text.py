@@ -70,7 +70,6 @@ def _section(title: str, palette: Palette) -> list[str]:
 
 
 def render_view(v: ReportView, palette: Palette) -> str:
-    r = v.report
     cls = v.classification
     title = one_line(v.title)
     out = [palette.bold(title), palette.bold("=" * min(len(title), WIDTH)), ""]

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Sequence
 
 from coreanalyze import model
-from coreanalyze.gdb.collect import demangle
+from coreanalyze.demangle import demangle
 from coreanalyze.modules import elf_build_id
 from coreanalyze.symbols import locate
 from coreanalyze.symbols.elfindex import ElfIndexError, build_index
 from coreanalyze.symbols.paths import cache_dir, valid_build_id
-from coreanalyze.symbols.store import Index, IndexUnusable, write_atomically
+from coreanalyze.symbols.store import Index, IndexUnusable, write_cache_file
 
 INDEX_DIR = "index-v1"
 DEFAULT_CACHE_LIMIT_MB = 4096
@@ -271,7 +271,7 @@ class Symbolizer:
         if key is not None and self.use_disk_cache and not self._cache_unwritable:
             target = self.index_path(key, kind)
             try:
-                write_atomically(str(target), blob)
+                write_cache_file(str(target), blob)
             except OSError as e:
                 self._cache_unwritable = True
                 self.warn(
