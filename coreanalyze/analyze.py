@@ -19,7 +19,6 @@ from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
 
 GDB_SCRIPTS = Path(__file__).resolve().parent / "gdb_scripts"
-UNRELIABLE_STATUSES = ("mismatch", "missing")
 
 
 @dataclass
@@ -88,7 +87,7 @@ def _merge_signal(primary: SignalInfo, extra: SignalInfo | None) -> None:
 
 
 def _mark_unreliable(report: Report) -> None:
-    bad = {m.path for m in report.modules if m.status in UNRELIABLE_STATUSES}
+    bad = {m.path for m in report.modules if m.status.unreliable}
     if not bad:
         return
     for thread in report.threads:

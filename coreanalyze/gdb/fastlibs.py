@@ -177,7 +177,7 @@ def plan_fast_libraries(
     chosen: list[FastLibrary] = []
     warnings: list[str] = []
     for module in modules:
-        if module.path == executable or module.local_path is None or module.status not in ("ok", "no-build-id"):
+        if module.path == executable or module.local_path is None or not module.status.trusted_image:
             continue
         try:
             if os.path.getsize(module.local_path) < min_symbols * SYM_SIZE or not _may_qualify(module.local_path, min_symbols):

@@ -139,7 +139,7 @@ def render_view(v: ReportView, palette: Palette) -> str:
         status_width = max(len(one_line(m.status, 20)) for m in v.modules)
         for m in v.modules:
             status = one_line(m.status, 20).ljust(status_width)
-            if m.status in ("mismatch", "missing"):
+            if m.status.unreliable:
                 status = palette.bad(status)
             line = f"  {status}  {one_line(m.path)}"
             if m.build_id:
