@@ -67,6 +67,14 @@ class CoreCache:
         return self.cases[name]
 
 
+UNIT_TESTS = Path(__file__).resolve().parent / "unit"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The lint check and the unit tests (no gdb, no cores: seconds) run first."""
+    items.sort(key=lambda item: 0 if UNIT_TESTS in Path(item.path).parents else 1)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_dir(tmp_path_factory):
     """Symbol indexes and library copies go to a per-session cache, not the user's."""

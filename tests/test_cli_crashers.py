@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from clirun import analyze_json, crashed_thread, native_functions, run_cli
 from conftest import SYSTEM_PYTHON, pyenv_python
 

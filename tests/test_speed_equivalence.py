@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from coregen import require, run_to_core
 
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.corefile import read_core
@@ -30,7 +31,6 @@ from coreanalyze.gdb.fastnames import FrameNamer
 from coreanalyze.gdb.minsyms import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
 from coreanalyze.gdb.pool import GdbPool, OwnGdb
 from coreanalyze.modules import module_table
-from coregen import require, run_to_core
 
 # A library whose symbols exercise gdb's naming rules: a file-local function, an alias (two
 # names, one address), functions of its own called through its PLT, data objects, an unsized
