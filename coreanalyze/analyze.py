@@ -7,7 +7,6 @@ from the core's notes alone and the result carries exit code 3 with the reason.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ class AnalyzeOptions:
     with_locals: bool = False
     include_env: bool = False
     # Huge libraries reach gdb as cached copies without symbol tables, named per address
-    # (coreanalyze.gdb.fastlibs); the report is the same, in a fraction of the time and memory.
+    # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
     fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
 
@@ -107,8 +106,8 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
     """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
     if not options.fast_libraries or options.debuginfod:
         return None  # with debuginfod, gdb may fetch debug info for any library
-    from coreanalyze.gdb.fastlibs import FastLibraryError, plan_fast_libraries
-    from coreanalyze.gdb.minsyms import ElfLayoutError
+    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
+    from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 
     try:
         return plan_fast_libraries(
@@ -118,7 +117,7 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
             debug_dirs=debug_dirs,
             **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
         )
-    except (OSError, ValueError, struct.error, ElfLayoutError, FastLibraryError):
+    except LibraryCopyError:
         return None  # an optimisation only: gdb then reads every library itself
 
 
@@ -137,7 +136,7 @@ def _run_gdb(
     """gdb's view of the core; returns (abort message, failure reason or None).
 
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
-    from coreanalyze.gdb.fastnames import collected_core
+    from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.pystacks import add_python_frames
 

@@ -1,4 +1,4 @@
-"""Names for frames in the libraries gdb loaded without symbols (see fastlibs and minsyms).
+"""Names for frames in the libraries gdb loaded without symbols (see copies and symbolfiles).
 
 Per core: a first, cheap look at what gdb will name (every frame's pc, and pc - 1 where gdb
 looks up a caller, and the faulting instruction with the addresses it refers to), then for each
@@ -24,20 +24,17 @@ from typing import Callable, Iterator, Sequence
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, GdbAnalysis, _list_frames, _thread_refs, collect
 from coreanalyze.gdb.debugger import GdbDebugger
-from coreanalyze.gdb.fastlibs import FastLibraries, FastLibrary
-from coreanalyze.gdb.minsyms import ElfLayoutError, ElfSymbol, write_symbol_file
+from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
+from coreanalyze.gdb.libcopies.errors import LibraryCopyError
+from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file
 from coreanalyze.gdb.session import GdbSession, mi_quote
 
-SCRIPT = Path(__file__).resolve().parent.parent / "gdb_scripts" / "symbolfiles.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "gdb_scripts" / "symbolfiles.py"
 MI_COMMAND = "-coreanalyze-add-symbol-files"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{1,16}")
 
 # Run-time addresses gdb will name, per fast library.
 Wanted = dict[str, set[int]]
-
-
-class WindowError(Exception):
-    """The symbols around an address cannot be windowed; the core is loaded plainly."""
 
 
 class FrameNamer:
@@ -139,8 +136,8 @@ class FrameNamer:
             table = lib.symbols()
             for address in sorted(addresses):
                 symbols.extend(table.window(address - lib.base))
-        except (ElfLayoutError, OSError, ValueError, KeyError) as e:
-            raise WindowError(f"{lib.path}: {e}") from None
+        except (LibraryCopyError, OSError, ValueError, KeyError) as e:
+            raise LibraryCopyError(f"{lib.path}: {e}") from None
         return symbols
 
 
@@ -196,8 +193,8 @@ def collected_core(
                 wanted = merge(wanted, missing)
                 session = gdb.open_core(core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs)
             else:
-                raise WindowError("unwinding kept reaching new addresses")
-        except WindowError:
+                raise LibraryCopyError("unwinding kept reaching new addresses")
+        except LibraryCopyError:
             session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs)
             analysis = collect(session, max_frames=max_frames)
         yield session, analysis
