@@ -31,13 +31,12 @@ import os
 import shutil
 import struct
 import tempfile
-import threading
 import time
 from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from coreanalyze import model
+from coreanalyze import background, model
 from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
@@ -92,8 +91,7 @@ class FastLibrary:
     layout: ElfLayout
     base: int | None = None  # run-time minus link-time address (the loader's l_addr)
     _symbols: LibrarySymbols | None = field(default=None, repr=False)
-    _ordering: threading.Thread | None = field(default=None, repr=False)
-    _sorted: SymbolOrder | None = field(default=None, repr=False)
+    _ordering: background.Job[SymbolOrder] | None = field(default=None, repr=False)
 
     def contains(self, address: int) -> bool:
         return self.base is not None and self.layout.section_at(address - self.base) is not None
@@ -102,20 +100,13 @@ class FastLibrary:
         """Sort the symbols (first use of a library) in a thread: the sort holds the
         interpreter for a fraction of a second, which gdb's own work can hide."""
         if self._ordering is None and not os.path.isfile(os.path.join(self.entry, ORDER_META)):
-            self._ordering = threading.Thread(target=self._order, daemon=True)
-            self._ordering.start()
-
-    def _order(self) -> None:
-        try:
-            self._sorted = write_order(self.layout, self.entry)
-        except (OSError, ValueError):
-            pass  # symbols() tries again and reports
+            # A failed sort leaves no result: symbols() then sorts again and reports.
+            self._ordering = background.start("symbol-order", write_order, self.layout, self.entry)
 
     def symbols(self) -> LibrarySymbols:
         if self._symbols is None:
-            if self._ordering is not None:
-                self._ordering.join()
-            order = self._sorted or load_order(self.entry)
+            sorted_ = self._ordering.result() if self._ordering is not None else None
+            order = sorted_ or load_order(self.entry)
             if order is None:
                 order = write_order(self.layout, self.entry)
             self._symbols = LibrarySymbols(self.layout, order)
@@ -123,7 +114,7 @@ class FastLibrary:
 
     def close(self) -> None:
         if self._ordering is not None:
-            self._ordering.join()
+            self._ordering.wait()
         if self._symbols is not None:
             self._symbols.close()
             self._symbols = None
