@@ -17,21 +17,8 @@ from coreanalyze.vocabulary import Confidence, FaultKind, FrameKind, ModuleStatu
 
 SCHEMA = "coreanalyze/1"
 
-# classification.category vocabulary (see README "Categories").
-CATEGORIES = (
-    "allocator",
-    "kernel-compute",
-    "interpreter-invoke",
-    "protobuf-serialization",
-    "gpu-driver",
-    "xla",
-    "tf-data",
-    "numpy-interop",
-    "tf-runtime",
-    "library-load",
-    "python-runtime",
-    "unknown",
-)
+# classification.category is rules data: the [[category]] tables of classify/rules.toml (a
+# user's --rules may add one).
 
 # classification.fault_kind and modules[].status vocabularies (coreanalyze.vocabulary).
 FAULT_KINDS = tuple(FaultKind)
