@@ -124,6 +124,16 @@ class ThrowHelper:
 
 
 @dataclass(frozen=True)
+class ThreadRole:
+    """A thread gets `role` when its name matches one of `names` or one of its native frames'
+    function names contains one of `frames` (demangled or mangled spelling)."""
+
+    role: str
+    names: tuple[re.Pattern[str], ...] = ()
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Settings:
     window: int = 12
     distance_penalty: int = 5
@@ -160,6 +170,10 @@ class RuleSet:
     throw_helpers: list[ThrowHelper] = field(default_factory=list)
     # classification.category vocabulary: the built-in [[category]] list plus the user's.
     categories: list[str] = field(default_factory=list)
+    thread_roles: list[ThreadRole] = field(default_factory=list)  # first match wins
+    # Substrings of native frames that make a Python thread the launcher of a crash elsewhere.
+    op_execution_markers: tuple[str, ...] = ()
+    wait_markers: tuple[str, ...] = ()
     cpu_features: list[CpuFeature] = field(default_factory=list)
     advice: list[AdviceEntry] = field(default_factory=list)
     settings: Settings = field(default_factory=Settings)
@@ -265,7 +279,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return value
 
 
-_KNOWN_TOP_LEVEL = {"category", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "cpu_feature", "rule", "advice", "skip"}
+_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "cpu_feature", "rule", "advice", "skip"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description"}
 
@@ -454,6 +468,22 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
 
     new_advice = [_parse_advice(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "advice"))]
     rs.advice = new_advice + rs.advice if origin != "built-in" else rs.advice + new_advice
+
+    new_roles = []
+    for i, t in enumerate(_tables(data, "thread_role")):
+        where = f"thread_role #{i + 1}"
+        role = t.get("role")
+        if not isinstance(role, str) or not role:
+            raise _Problem(f"{where}: missing role")
+        names = tuple(_compile(p, f"{where}: names") for p in _str_list(t.get("names", []), f"{where}: names"))
+        new_roles.append(ThreadRole(role, names, tuple(_str_list(t.get("frames", []), f"{where}: frames"))))
+    rs.thread_roles = new_roles + rs.thread_roles if origin != "built-in" else rs.thread_roles + new_roles
+
+    launched = data.get("launched_from", {})
+    if not isinstance(launched, dict):
+        raise _Problem("[launched_from] must be a table")
+    rs.op_execution_markers += tuple(_str_list(launched.get("op_execution", []), "[launched_from] op_execution"))
+    rs.wait_markers += tuple(_str_list(launched.get("waiting", []), "[launched_from] waiting"))
 
 
 def _load_file(rs: RuleSet, path: Path, origin: str) -> None:
