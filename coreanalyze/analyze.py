@@ -16,8 +16,6 @@ from coreanalyze.errors import EXIT_OK, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
 
-GDB_SCRIPTS = Path(__file__).resolve().parent / "gdb_scripts"
-
 
 @dataclass
 class AnalyzeOptions:

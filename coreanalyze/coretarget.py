@@ -20,8 +20,12 @@ from elftools.elf.sections import SymbolTableSection
 
 from coreanalyze import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
-from coreanalyze.gdb_scripts.pywalker import ReadError, walk
+from coreanalyze.resources import gdb_script_module
 from coreanalyze.symbols.bias import load_bias
+
+# The walker is one of the files loaded into gdb; here it runs in-process.
+pywalker = gdb_script_module("pywalker")
+ReadError, walk = pywalker.ReadError, pywalker.walk
 
 # Objects whose symbol tables may hold _PyRuntime / Py_Version: the executable (a static
 # interpreter) and libpython (a shared one). Other libraries are never searched: a

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from coreanalyze.debugger import Debugger, DebuggerFrame, DebuggerThread, Instruction
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.session import GdbSession, mi_quote
+from coreanalyze.resources import GDB_SCRIPTS
 
-PYSTACKS_SCRIPT = Path(__file__).resolve().parent.parent / "gdb_scripts" / "pystacks.py"
+PYSTACKS_SCRIPT = GDB_SCRIPTS / "pystacks.py"
 PYSTACKS_COMMAND = "-coreanalyze-pystacks"
 PYSTACKS_TIMEOUT = 120.0  # seconds; a TensorFlow process with many threads takes a few
 

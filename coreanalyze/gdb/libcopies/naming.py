@@ -18,7 +18,6 @@ import os
 import re
 import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
@@ -28,8 +27,9 @@ from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file
 from coreanalyze.gdb.session import GdbSession, mi_quote
+from coreanalyze.resources import GDB_SCRIPTS
 
-SCRIPT = Path(__file__).resolve().parents[2] / "gdb_scripts" / "symbolfiles.py"
+SCRIPT = GDB_SCRIPTS / "symbolfiles.py"
 MI_COMMAND = "-coreanalyze-add-symbol-files"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{1,16}")
 
