@@ -135,6 +135,7 @@ def _run_gdb(
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
+    from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
     from coreanalyze.pystacks import add_python_frames
 
     index_cache = default_index_cache() if options.fast_libraries else None
@@ -162,7 +163,7 @@ def _run_gdb(
         report.fault_instruction = analysis.fault_instruction
         try:
             # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
-            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals)
+            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals, imports=True)
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
         else:
@@ -172,6 +173,12 @@ def _run_gdb(
             report.launched_from = stacks.launched_from
             if stacks.python_version:
                 report.environment["python_version"] = stacks.python_version
+            if stacks.walk is not None and stacks.walk.imports:
+                # The packages of the process that died; describe_environment adds the libraries
+                # each one installed, as the wheels here recorded them.
+                report.environment["packages"] = as_dicts(
+                    imported_packages(stacks.walk.imports, distributions_in_memory(notes.memory))
+                )
         return analysis.abort_message
 
 

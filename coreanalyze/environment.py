@@ -1,6 +1,7 @@
 """The environment block TensorFlow maintainers ask for in every crash report.
 
-Versions come from what the process had mapped: the wheel (its RECORD and METADATA) that
+Versions come from the process itself where it can tell (its sys.modules, see imported.py),
+then from what it had mapped: the wheel (its RECORD and METADATA) that
 installed a mapped library, the git version string in the TensorFlow session wrapper's read-only data,
 sonames of CUDA libraries, and the CPU features the kernel put in the core's auxv. Facts about
 the machine doing the analysis are labelled as such: they may differ from the crashed one.
@@ -13,8 +14,9 @@ import platform
 import re
 from typing import Any
 
+from coreanalyze.imported import normalize
 from coreanalyze.model import Report
-from coreanalyze.packages import owner_of
+from coreanalyze.packages import owner_of, site_packages_of
 
 # x86_64 AT_HWCAP2 bits (arch/x86/include/uapi/asm/hwcap2.h).
 X86_HWCAP2 = {0: "ring3mwait", 1: "fsgsbase"}
@@ -26,16 +28,38 @@ GIT_VERSION = re.compile(rb"v\d+\.\d+\.\d+[-\w.]*-g[0-9a-f]{7,40}")
 
 
 def _packages(report: Report) -> list[dict[str, Any]]:
-    """Which installed distributions own the mapped libraries (from the wheels' RECORD files)."""
-    owners: dict[tuple[str, str], dict[str, Any]] = {}
+    """The process's packages (read from its sys.modules, when the walker could) with the
+    libraries each installed, from the RECORD files of the wheels here. A version recorded
+    here that differs from the process's is kept apart as version_here: it is this machine's."""
+    entries: dict[str, dict[str, Any]] = {}
+    by_module: dict[str, dict[str, Any]] = {}
+    for imported in report.environment.get("packages") or []:
+        entry = entries.setdefault(normalize(imported["name"]), {**imported, "libraries": []})
+        by_module[imported.get("module") or imported["name"]] = entry
     for module in report.modules:
-        owner = owner_of(module.local_path or module.path)
+        path = module.local_path or module.path
+        owner = owner_of(path)
         if owner is None:
             continue
         name, version = owner
-        entry = owners.setdefault(owner, {"name": name, "version": version, "libraries": []})
+        entry = entries.get(normalize(name)) or by_module.get(_top_level_name(path))
+        if entry is None:
+            entry = entries[normalize(name)] = {"name": name, "version": version, "path": None, "libraries": []}
+        entry["name"] = name  # the distribution's own spelling, from its METADATA
+        if entry.get("version") is None:
+            entry["version"] = version
+        elif entry["version"] != version:
+            entry["version_here"] = version
         entry["libraries"].append(os.path.basename(module.path))
-    return sorted(owners.values(), key=lambda e: e["name"].lower())
+    return sorted(entries.values(), key=lambda e: e["name"].lower())
+
+
+def _top_level_name(path: str) -> str | None:
+    """tensorflow for .../site-packages/tensorflow/python/_pywrap_tf_session.so."""
+    site = site_packages_of(path)
+    if site is None:
+        return None
+    return os.path.relpath(path, site).split(os.sep)[0]
 
 
 def _tensorflow_git_version(report: Report) -> str | None:

@@ -72,6 +72,8 @@ class WalkResult:
     pid: int | None = None
     threads: list[PythonThread] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Top-level modules of sys.modules: {"name", "file", "version"} (asked for with imports=True)
+    imports: list[dict[str, str | None]] = field(default_factory=list)
 
     @property
     def gil_known(self) -> bool:
@@ -113,6 +115,11 @@ def parse_walk_result(payload: dict[str, Any]) -> WalkResult:
         pid=_int_or_none(doc.get("pid")),
         warnings=[w[:1000] for w in doc.get("warnings") or [] if isinstance(w, str)],
     )
+    for raw in doc.get("imports") or []:
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            result.imports.append(
+                {"name": raw["name"][:200], "file": _str_or_none(raw.get("file")), "version": _str_or_none(raw.get("version"), 64)}
+            )
     for raw in doc.get("threads") or []:
         if not isinstance(raw, dict):
             continue
@@ -142,10 +149,16 @@ def parse_walk_result(payload: dict[str, Any]) -> WalkResult:
 
 
 def read_python_stacks(
-    session, *, locals_tid: int | None = None, with_locals: bool = False, locals_frames: int = LOCALS_FRAMES
+    session,
+    *,
+    locals_tid: int | None = None,
+    with_locals: bool = False,
+    locals_frames: int = LOCALS_FRAMES,
+    imports: bool = False,
 ) -> WalkResult:
-    """Run the walker through the debugger (a Debugger, or a GdbSession with the core loaded)."""
-    args = []
+    """Run the walker through the debugger (a Debugger, or a GdbSession with the core loaded).
+    With imports, the result also lists the top-level modules of sys.modules."""
+    args = ["--imports"] if imports else []
     if with_locals:
         args.append("--locals")
         args += ["--locals-frames", str(int(locals_frames))]
@@ -332,7 +345,9 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
 # --------------------------------------------------------------------------- entry point
 
 
-def add_python_frames(session: GdbSession | Debugger, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
+def add_python_frames(
+    session: GdbSession | Debugger, threads: list[model.Thread], *, with_locals: bool = False, imports: bool = False
+) -> PythonStacks:
     """Insert Python frames into `threads` (in place), set roles and GIL holders.
 
     session: a Debugger (or a GdbSession) with the core loaded. With with_locals, the innermost
@@ -340,7 +355,7 @@ def add_python_frames(session: GdbSession | Debugger, threads: list[model.Thread
     """
     crashed = next((t for t in threads if t.crashed), None)
     walk = read_python_stacks(
-        session, with_locals=with_locals, locals_tid=crashed.tid if crashed is not None else None
+        session, with_locals=with_locals, locals_tid=crashed.tid if crashed is not None else None, imports=imports
     )
     stacks = PythonStacks(python_version=walk.python_version, warnings=list(walk.warnings), walk=walk)
     apply_walk(walk, threads, stacks.warnings)

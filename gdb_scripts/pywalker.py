@@ -45,6 +45,10 @@ MAX_REPR = 120  # characters of one local's repr
 MAX_READS = 2_000_000  # memory reads in one command
 TIME_BUDGET = 60.0  # seconds for one command; the host's timeout is the real guard
 DEFAULT_LOCALS_FRAMES = 5
+MAX_DICT_ENTRIES = 1 << 17  # entries of one dict (sys.modules, a module's namespace)
+MAX_IMPORTS = 4096  # top-level modules reported
+MAX_VERSION_CHARS = 64
+INTERP_SCAN_BYTES = 16384  # how far into the interpreter state sys.modules is looked for
 
 # _PyInterpreterFrame.owner values (Include/internal/pycore_frame.h, 3.12 and 3.13).
 FRAME_OWNED_BY_CSTACK = 3
@@ -58,7 +62,9 @@ PTHREAD_TID_OFFSET_X86_64 = 720
 # --------------------------------------------------------------------------- layouts
 #
 # Offsets for x86_64 release builds (no Py_DEBUG / Py_TRACE_REFS). Keys are "struct.field".
-# Measured on the DWARF of CPython 3.10.13, 3.11.7 and 3.12.1; the 3.13 entries only back up
+# Measured on the DWARF of CPython 3.10.13, 3.11.7 and 3.12.1 (interp.modules: where those
+# interpreters' PyInterpreterState holds sys.modules; checked before use, and searched for
+# when it does not check out); the 3.13 entries only back up
 # fields that _Py_DebugOffsets does not describe.
 
 _OBJECT_COMMON = {
@@ -68,6 +74,9 @@ _OBJECT_COMMON = {
     "tuple.items": 24,
     "list.items": 24,
     "dict.used": 16,
+    "dict.keys": 32,
+    "dict.values": 40,
+    "module.dict": 16,
     "float.value": 16,
     "bytes.sval": 32,
     "long.digits": 24,
@@ -88,6 +97,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "interp.next": 0,
         "interp.threads_head": 8,
         "interp.id": 24,
+        "interp.modules": 856,
         "tstate.next": 8,
         "tstate.interp": 16,
         "tstate.frame": 24,
@@ -116,6 +126,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "interp.next": 0,
         "interp.threads_head": 16,
         "interp.id": 48,
+        "interp.modules": 888,
         "tstate.next": 8,
         "tstate.interp": 16,
         "tstate.cframe": 56,
@@ -149,6 +160,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "interp.threads_head": 72,
         "interp.id": 8,
         "interp.gil_ptr": 384,
+        "interp.modules": 944,
         "gil.holder": 8,
         "gil.locked": 16,
         "tstate.next": 8,
@@ -204,6 +216,9 @@ _DWARF_OBJECT = {
     "tuple.items": ("PyTupleObject", "ob_item"),
     "list.items": ("PyListObject", "ob_item"),
     "dict.used": ("PyDictObject", "ma_used"),
+    "dict.keys": ("PyDictObject", "ma_keys"),
+    "dict.values": ("PyDictObject", "ma_values"),
+    "module.dict": ("PyModuleObject", "md_dict"),
     "float.value": ("PyFloatObject", "ob_fval"),
     "bytes.sval": ("PyBytesObject", "ob_sval"),
     "cell.ref": ("PyCellObject", "ob_ref"),
@@ -235,6 +250,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.next": ("PyInterpreterState", "next"),
         "interp.threads_head": ("PyInterpreterState", "tstate_head"),
         "interp.id": ("PyInterpreterState", "id"),
+        "interp.modules": ("PyInterpreterState", "modules"),
         "tstate.next": ("PyThreadState", "next"),
         "tstate.interp": ("PyThreadState", "interp"),
         "tstate.frame": ("PyThreadState", "frame"),
@@ -262,6 +278,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.next": ("PyInterpreterState", "next"),
         "interp.threads_head": ("PyInterpreterState", "threads.head"),
         "interp.id": ("PyInterpreterState", "id"),
+        "interp.modules": ("PyInterpreterState", "modules"),
         "tstate.next": ("PyThreadState", "next"),
         "tstate.interp": ("PyThreadState", "interp"),
         "tstate.cframe": ("PyThreadState", "cframe"),
@@ -284,6 +301,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.threads_head": ("PyInterpreterState", "threads.head"),
         "interp.id": ("PyInterpreterState", "id"),
         "interp.gil_ptr": ("PyInterpreterState", "ceval.gil"),
+        "interp.modules": ("PyInterpreterState", "imports.modules"),
         "gil.holder": ("struct _gil_runtime_state", "last_holder"),
         "gil.locked": ("struct _gil_runtime_state", "locked"),
         "tstate.next": ("PyThreadState", "next"),
@@ -307,6 +325,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.threads_head": ("PyInterpreterState", "threads.head"),
         "interp.id": ("PyInterpreterState", "id"),
         "interp.gil_ptr": ("PyInterpreterState", "ceval.gil"),
+        "interp.modules": ("PyInterpreterState", "imports.modules"),
         "gil.holder": ("struct _gil_runtime_state", "last_holder"),
         "gil.locked": ("struct _gil_runtime_state", "locked"),
         "tstate.next": ("PyThreadState", "next"),
@@ -329,7 +348,7 @@ _DEBUG_OFFSETS_313 = (
     None,  # free_threaded
     None, None, "runtime.interpreters_head",  # runtime_state: size, finalizing, interpreters_head
     # interpreter_state
-    None, "interp.id", "interp.next", "interp.threads_head", None, None, None, None,
+    None, "interp.id", "interp.next", "interp.threads_head", None, "interp.modules", None, None,
     "interp.gil_ptr", "interp.gil_embedded", None, "interp.gil_locked", "interp.gil_holder",
     # thread_state
     None, None, "tstate.next", "tstate.interp", "tstate.current_frame", "tstate.thread_id",
@@ -1018,6 +1037,134 @@ def map_thread_ids(mem: Memory, thread_ids: list[int], lwps: set[int]) -> dict[i
     return best
 
 
+# --------------------------------------------------------------------------- imported modules
+#
+# PyDictKeysObject (Objects/dict-common.h in 3.10, Include/internal/pycore_dict.h later):
+# 3.10: dk_refcnt, dk_size, dk_lookup, dk_usable, dk_nentries, dk_indices[] (index width from
+# dk_size), entries {hash, key, value}. 3.11+: dk_refcnt, u8 dk_log2_size, u8
+# dk_log2_index_bytes, u8 dk_kind, u32 dk_version, dk_usable, dk_nentries, dk_indices[];
+# entries {hash, key, value} for general keys, {key, value} for str-only keys.
+DICT_KEYS_GENERAL = 0
+DICT_KEYS_UNICODE = 1
+
+
+class Imports:
+    """Top-level modules in sys.modules with their __file__ and __version__, read from memory."""
+
+    def __init__(self, walker: Walker) -> None:
+        self.mem = walker.mem
+        self.L = walker.L
+        self.obj = walker.obj
+        self.warnings = walker.warnings
+        self._names: dict[int, str | None] = {}  # str object -> text (short keys only)
+
+    def dict_items(self, d: int) -> list[tuple[int, int]]:
+        """(key, value) pointers of a combined-table dict; [] for a split one."""
+        mem, L = self.mem, self.L
+        keys = mem.ptr(d + L["dict.keys"])
+        if mem.ptr(d + L["dict.values"]):
+            return []  # split table: instance dicts, never sys.modules or a module's namespace
+        if self.L.minor == (3, 10):
+            size = mem.i64(keys + 8)
+            if size <= 0 or size & (size - 1) or size > 1 << 30:
+                raise ReadError(f"dict keys 0x{keys:x}: absurd size {size}")
+            width = 1 if size <= 0xFF else 2 if size <= 0xFFFF else 4
+            nentries = mem.i64(keys + 32)
+            entries, entry_size, key_at = keys + 40 + size * width, 24, 8
+        else:
+            head = mem.read(keys + 8, 24)
+            log2_size, log2_index_bytes, kind = head[0], head[1], head[2]
+            if log2_size > 30 or log2_index_bytes > 33 or kind not in (DICT_KEYS_GENERAL, DICT_KEYS_UNICODE):
+                raise ReadError(f"dict keys 0x{keys:x}: not a combined table")
+            size = 1 << log2_size
+            nentries = struct.unpack_from("<q", head, 16)[0]
+            entries = keys + 32 + (1 << log2_index_bytes)
+            entry_size, key_at = (24, 8) if kind == DICT_KEYS_GENERAL else (16, 0)
+        if nentries < 0 or nentries > size or nentries > MAX_DICT_ENTRIES:
+            raise ReadError(f"dict keys 0x{keys:x}: absurd entry count {nentries}")
+        raw = b""
+        for start in range(0, nentries * entry_size, MAX_READ - MAX_READ % entry_size):
+            raw += mem.read(entries + start, min(MAX_READ - MAX_READ % entry_size, nentries * entry_size - start))
+        out = []
+        for i in range(nentries):
+            key, value = struct.unpack_from("<QQ", raw, i * entry_size + key_at)
+            if key and value:
+                out.append((key, value))
+        return out
+
+    def short_name(self, key: int, lengths: tuple[int, ...]) -> str | None:
+        """The text of a str key when its length is one of `lengths` (one read otherwise)."""
+        if key in self._names:
+            return self._names[key]
+        text = None
+        try:
+            if self.mem.i64(key + self.L["unicode.length"]) in lengths and self.obj.type_name(key) == "str":
+                text = self.obj.unicode(key, max(lengths))
+        except ReadError:
+            text = None
+        self._names[key] = text
+        return text
+
+    def find_modules_dict(self, interp: int) -> int | None:
+        """sys.modules of an interpreter: at its known offset when that checks out, else the
+        dict the interpreter state points to that maps "sys" and "builtins" to modules."""
+        if self.L.has("interp.modules"):
+            try:
+                d = self.mem.ptr(interp + self.L["interp.modules"])
+                if self._is_modules_dict(d):
+                    return d
+            except ReadError:
+                pass
+        try:
+            block = self.mem.read(interp, INTERP_SCAN_BYTES)
+        except ReadError:
+            block = self.mem.read(interp, 4096)
+        for (d,) in struct.iter_unpack("<Q", block):
+            if d < 4096 or d & 7:
+                continue
+            try:
+                if self._is_modules_dict(d):
+                    return d
+            except ReadError:
+                continue
+        return None
+
+    def _is_modules_dict(self, d: int) -> bool:
+        if not d or self.obj.type_name(d) != "dict":
+            return False
+        found = set()
+        for key, value in self.dict_items(d):
+            name = self.short_name(key, (3, 8))
+            if name in ("sys", "builtins") and self.obj.type_name(value) == "module":
+                found.add(name)
+        return found == {"sys", "builtins"}
+
+    def top_level(self, interp: int) -> list[dict]:
+        modules = self.find_modules_dict(interp)
+        if modules is None:
+            self.warnings.append("sys.modules not found in the interpreter state")
+            return []
+        out: list[dict] = []
+        for key, module in self.dict_items(modules):
+            if len(out) >= MAX_IMPORTS:
+                self.warnings.append(f"more than {MAX_IMPORTS} top-level modules; the rest were skipped")
+                break
+            try:
+                name = self.obj.unicode(key, 200)
+                if "." in name or self.obj.type_name(module) != "module":
+                    continue
+                entry = {"name": name, "file": None, "version": None}
+                for k, v in self.dict_items(self.mem.ptr(module + self.L["module.dict"])):
+                    attribute = self.short_name(k, (8, 11))
+                    if attribute in ("__file__", "__version__") and self.obj.type_name(v) == "str":
+                        limit = MAX_NAME_CHARS if attribute == "__file__" else MAX_VERSION_CHARS
+                        entry["file" if attribute == "__file__" else "version"] = self.obj.unicode(v, limit)
+                out.append(entry)
+            except ReadError as e:
+                self.warnings.append(f"an entry of sys.modules is unreadable: {e}")
+        return out
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -1093,6 +1240,7 @@ def walk(target: Target, options: dict) -> dict:
     locals_tid = options.get("locals_tid")
     locals_frames = options.get("locals_frames", DEFAULT_LOCALS_FRAMES) if options.get("locals") else 0
     threads: list[dict] = []
+    interpreters: list[int] = []
     try:
         interpreters = walker.interpreters()
         if not interpreters:
@@ -1125,6 +1273,12 @@ def walk(target: Target, options: dict) -> dict:
     except ReadError as e:
         warnings.append(f"interpreter state unreadable: {e}")
     result["threads"] = threads
+    if options.get("imports") and interpreters:
+        # After the frames: what the process had imported must never cost it its stacks.
+        try:
+            result["imports"] = Imports(walker).top_level(interpreters[0])
+        except (ReadError, BudgetExceeded) as e:
+            warnings.append(f"sys.modules unreadable: {e}")
     warnings.extend(walker.warnings)
     gil_holders = [t["tid"] for t in threads if t.get("holds_gil")]
     result["gil_holder"] = gil_holders[0] if gil_holders else None
@@ -1159,6 +1313,8 @@ def parse_args(argv: list[str]) -> dict:
         elif arg == "--python-version":
             major, minor = next(it).split(".")[:2]
             options["version_hint"] = (int(major), int(minor))
+        elif arg == "--imports":
+            options["imports"] = True
         elif arg == "--show-layout":
             options["show_layout"] = True
         else:

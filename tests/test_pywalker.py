@@ -123,6 +123,23 @@ def test_same_frames_as_pystack(python_cores, hide_gdb, which):
     assert ours == {tid: frames for tid, frames in pystack_threads(case).items() if frames}
 
 
+@pytest.mark.parametrize("which", INTERPRETERS)
+def test_imported_modules_with_file_and_version(python_cores, hide_gdb, which):
+    """sys.modules of the dead process: its top-level modules, where each was loaded from and
+    the __version__ it declared (ctypes says 1.1.0 on every version tested)."""
+    case = crash(python_cores, "three_deep.py", which)
+    hide_gdb()
+    doc = in_process_walk(case, imports=True)
+    imports = {m["name"]: m for m in doc["imports"]}
+    prefix = str(case.exe.resolve().parent.parent)
+    assert imports["ctypes"]["version"] == "1.1.0"
+    assert imports["ctypes"]["file"].startswith(prefix) and imports["ctypes"]["file"].endswith("/ctypes/__init__.py")
+    assert imports["os"]["file"].endswith("/os.py") and imports["os"]["version"] is None
+    assert imports["sys"] == {"name": "sys", "file": None, "version": None}  # built in
+    assert all("." not in name for name in imports)
+    assert not any("sys.modules" in w for w in doc["warnings"])
+
+
 def test_a_program_without_python(cores, hide_gdb):
     """A C program's core: no Python runtime to find, said in one warning."""
     case = cores.c_crash("null_thread")
@@ -144,10 +161,10 @@ def test_gdb_and_in_process_targets_read_the_same(python_cores, which, script):
 
     require("gdb")
     case = crash(python_cores, script, which)
-    ours = in_process_walk(case, locals=True)
+    ours = in_process_walk(case, locals=True, imports=True)
     with GdbSession() as session:
         session.load(case.core, executable=case.exe)
-        theirs = json.loads(GdbDebugger(session).python_stacks(["--locals"])["json"])
+        theirs = json.loads(GdbDebugger(session).python_stacks(["--locals", "--imports"])["json"])
     assert ours.pop("layout") == IN_PROCESS_LAYOUT[which]
     theirs.pop("layout")
     assert ours == theirs

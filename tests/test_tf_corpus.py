@@ -349,3 +349,37 @@ def test_environment_block_names_the_installed_versions(reports):
     assert owners["libtensorflow_framework.so.2"] == env["tensorflow_package"]
     assert owners.get("_message.abi3.so", "protobuf") == "protobuf"  # not google-pasta
     assert all(owner == "numpy" for lib, owner in owners.items() if lib.startswith("_multiarray_umath"))
+
+
+def test_packages_of_the_process_from_its_own_memory(reports):
+    """The packages come from the dead process's sys.modules: where each top-level module was
+    loaded from and its version (its __version__, or its dist-info named in memory)."""
+    case, report = reports("kernel_check_failure")
+    packages = {p["module"]: p for p in report["environment"]["packages"] if p.get("module")}
+    site = Path(packages["tensorflow"]["path"]).parent.parent
+    for module, distribution in (("tensorflow", report["environment"]["tensorflow_package"]), ("numpy", "numpy")):
+        package = packages[module]
+        assert package["version"] == _installed_version(case.exe, distribution), package
+        assert package["path"] == str(site / module / "__init__.py")
+        assert package["version_from"] == "__version__"
+        assert "version_here" not in package
+    from_dist_info = [p for p in packages.values() if p["version_from"] == "dist-info"]
+    assert from_dist_info, packages
+    for package in from_dist_info:
+        assert package["version"] == _installed_version(case.exe, package["name"]), package
+    assert all(Path(p["path"]).is_relative_to(site) for p in packages.values())
+
+
+def test_packages_table_in_markdown_and_html(tf_cores, tmp_path):
+    from clirun import run_cli
+
+    case = tf_cores.get("kernel_check_failure")
+    version = _installed_version(case.exe, "numpy")
+    for fmt in ("markdown", "html"):
+        out = tmp_path / f"report.{fmt}"
+        run = run_cli(str(case.core), "--python", str(case.exe), "--format", fmt, "-o", str(out))
+        assert run.code == 0, run.stderr
+        text = out.read_text()
+        assert "Packages of the process" in text
+        row = "| numpy | " + version if fmt == "markdown" else f"<td>numpy</td><td><code>{version}</code></td>"
+        assert row in text

@@ -409,6 +409,33 @@ def _register_key(name: str) -> tuple[int, str]:
         return (len(_REGISTER_ORDER), name)
 
 
+@dataclass(frozen=True)
+class PackageRow:
+    """One package of the process that died: what its sys.modules said, where it was loaded from."""
+
+    name: str
+    version: str
+    path: str
+    libraries: str
+
+
+def _package_rows(packages: Any, limits: ViewLimits) -> list[PackageRow]:
+    rows = []
+    for p in packages if isinstance(packages, list) else []:
+        if not isinstance(p, dict):
+            continue
+        libraries = p.get("libraries") or []
+        rows.append(
+            PackageRow(
+                name=one_line(str(p.get("name")), 200),
+                version=one_line(str(p.get("version") or UNKNOWN), 64),
+                path=one_line(str(p.get("path") or ""), limits.value_chars),
+                libraries=one_line(", ".join(str(x) for x in libraries), limits.value_chars),
+            )
+        )
+    return rows
+
+
 @dataclass
 class ReportView:
     report: Report
@@ -420,6 +447,7 @@ class ReportView:
     module_problems: list[Module]
     module_counts: dict[str, int]
     environment: list[tuple[str, str]]
+    packages: list[PackageRow] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -654,8 +682,11 @@ def build_view(report: Report, limits: ViewLimits | None = None) -> ReportView:
         module_problems=[m for m in modules if m.status.unreliable],
         module_counts=_module_counts(report.modules),
         environment=[
-            (str(k), one_line(pretty_value(v), limits.value_chars)) for k, v in (report.environment or {}).items()
+            (str(k), one_line(pretty_value(v), limits.value_chars))
+            for k, v in (report.environment or {}).items()
+            if k != "packages"  # a table of its own
         ],
+        packages=_package_rows((report.environment or {}).get("packages"), limits),
         evidence=[str(e) for e in cls.evidence or []],
         advice=[str(a) for a in cls.advice or []],
         warnings=[str(w) for w in report.warnings or []],
