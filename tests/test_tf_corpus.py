@@ -381,5 +381,5 @@ def test_packages_table_in_markdown_and_html(tf_cores, tmp_path):
         assert run.code == 0, run.stderr
         text = out.read_text()
         assert "Packages of the process" in text
-        row = "| numpy | " + version if fmt == "markdown" else f"<td>numpy</td><td><code>{version}</code></td>"
+        row = f"| `numpy` | `{version}` |" if fmt == "markdown" else f"<td>numpy</td><td><code>{version}</code></td>"
         assert row in text
