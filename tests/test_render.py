@@ -186,7 +186,7 @@ def big_report(threads: int = 60, frames: int = 60, modules: int = 300) -> Repor
         ),
         modules=mods,
         environment={"packages": [{"name": f"pkg{n}", "version": "1.0", "libraries": ["a.so"]} for n in range(200)],
-                     "python_version": "3.11.7"},
+                     "environment_variable_names": [f"VAR{n}" for n in range(200)], "python_version": "3.11.7"},
     )
 
 
@@ -482,10 +482,12 @@ def test_html_folds_modules_that_do_not_matter_for_this_crash():
     assert "same path" in class_text(doc, "modules")
 
 
-def test_html_folds_long_environment_values_and_lists_packages_by_name():
+def test_html_folds_long_environment_values_and_lists_packages_in_a_table():
     doc = assert_safe_html(render(big_report(threads=1, frames=1, modules=1), "html"))
     value = class_text(doc, "value")
-    assert "pkg0 1.0, pkg1 1.0, " in value and "pkg199 1.0" in value and "libraries" not in value
+    assert "VAR0, VAR1, " in value and "VAR199" in value and "pkg0" not in value
+    packages = class_text(doc, "packages")
+    assert "pkg0" in packages and "pkg199" in packages and "a.so" in packages
     assert [a.get("class") for t, a in doc.tags if t == "details" and a.get("class") == "value"] == ["value"]
 
 
