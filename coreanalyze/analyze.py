@@ -7,7 +7,8 @@ from the core's notes alone and the result carries exit code 3 with the reason.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from coreanalyze import __version__, background
@@ -15,6 +16,7 @@ from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import EXIT_OK, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.vocabulary import ModuleStatus
 
 
 @dataclass
@@ -28,6 +30,8 @@ class AnalyzeOptions:
     rules_files: list[Path] = field(default_factory=list)
     with_locals: bool = False
     include_env: bool = False
+    # Download the wheels of missing site-packages libraries with pip (coreanalyze.fetch).
+    fetch: bool = False
     # Huge libraries reach gdb as cached copies without symbol tables, named per address
     # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
@@ -268,9 +272,6 @@ class _AbortMessageScan:
 
 
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
-    from coreanalyze.classify import classify
-    from coreanalyze.environment import describe_environment
-    from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
     report.warnings.extend(notes.warnings)
@@ -279,6 +280,60 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     executable = _resolve_executable(notes, options, report)
     report.core.executable_used = executable
+    with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
+        if options.fetch:
+            options = _fetch_libraries(notes, report, options, overlay)
+        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb)
+
+
+def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+    """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot."""
+    from coreanalyze.coretarget import walk_core
+    from coreanalyze.fetch import fetch_missing
+    from coreanalyze.fetch.overlay import build_overlay
+    from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
+
+    walk = walk_core(notes, report.modules, {"imports": True})
+    packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
+    python_version = walk.get("python_version")
+    if not python_version or not report.core.arch:
+        report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
+        return options
+    result = fetch_missing(
+        notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
+    )
+    report.environment["fetch_attempts"] = [asdict(a) for a in result.attempts]
+    if result.unfetched:
+        report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
+    if not result.files:
+        return options
+    build_overlay(overlay, notes, report.modules, result.files)
+    sources = {m.path: m.source for m in report.modules}
+    report.modules = module_table(notes, executable=options.python, sysroot=overlay)
+    for module in report.modules:
+        module.source = result.wheels.get(module.path) or sources.get(module.path)
+        if module.path in result.files:
+            module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
+    return replace(options, sysroot=overlay)
+
+
+def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
+    from coreanalyze.packages import site_packages_of
+
+    if options.fetch:
+        return
+    absent = [m for m in report.modules if m.status.unreliable and site_packages_of(m.path) is not None]
+    if absent:
+        report.warnings.append(
+            f"{len(absent)} site-packages libraries of the core are missing or different here;"
+            " --fetch downloads their wheels with pip and uses those that match the core"
+        )
+
+
+def _analyze_with_modules(core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb):
+    from coreanalyze.classify import classify
+    from coreanalyze.environment import describe_environment
+    from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     failure = None
     exit_code = EXIT_OK
@@ -324,5 +379,6 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
+    _suggest_fetch(report, options)
     report.classification = classify(report, abort_message=abort_message, rules=rules.get())
     return AnalysisResult(report, failure, exit_code)

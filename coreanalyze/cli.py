@@ -96,7 +96,8 @@ def cli() -> None:
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
 @click.option("--locals", "with_locals", is_flag=True, help="Show locals of the innermost Python frames of the crashing thread.")
 @click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
-def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env):
+@click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
+def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch):
     """Analyze one core file and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_core
     from coreanalyze.render import color_wanted, render, verdict
@@ -112,6 +113,7 @@ def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug
         rules_files=[Path(p) for p in rules_files],
         with_locals=with_locals,
         include_env=include_env,
+        fetch=fetch,
     )
     result = analyze_core(core, options)
     fmt = _format_for(output, fmt)

@@ -78,6 +78,8 @@ class Module:
     # DT_NEEDED of the local file when it is the crashed build (ok / no-build-id): tells a
     # custom-op library (it links libtensorflow_framework) from any other extension.
     needed: list[str] | None = None
+    # Where local_path came from: "local", "sysroot", or the wheel --fetch took it from.
+    source: str | None = None
 
     def __post_init__(self) -> None:
         # A status read back from JSON is a plain string; one that is no status means no

@@ -53,6 +53,7 @@ def module_table(
         )
         if local_path is not None:
             module.local_build_id = elf_build_id(local_path)
+            module.source = "sysroot" if sysroot and local_path != executable else "local"
         module.status = _status(module)
         if module.status == ModuleStatus.NO_BUILD_ID and local_path is not None:
             # Without build-ids the ELF and program headers still tell different files apart
