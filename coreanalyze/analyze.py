@@ -278,6 +278,7 @@ class _AbortMessageScan:
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.hang import classify_hang
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
@@ -332,5 +333,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
-    report.classification = classify(report, abort_message=abort_message, rules=rules.get())
+    # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
+    hang = classify_hang(report, notes, rules.get())
+    report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
     return AnalysisResult(report, failure, exit_code)
