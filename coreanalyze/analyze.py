@@ -202,6 +202,19 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         notes.close()
 
 
+def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
+    """Snapshot a live process (it is left running as it was), analyze the snapshot, and delete
+    it unless keep_core names where to keep it."""
+    from coreanalyze.hang.snapshot import live_snapshot
+
+    options = options or AnalyzeOptions()
+    with live_snapshot(pid, keep_core=keep_core, gdb=options.gdb, timeout=options.timeout) as core:
+        result = analyze_core(str(core), options)
+    if keep_core is None and result.report.core is not None:
+        result.report.core.path = f"pid {pid} (snapshot, not kept)"
+    return result
+
+
 def _own_gdb(options: AnalyzeOptions):
     from coreanalyze.gdb.pool import OwnGdb, default_index_cache
 

@@ -62,6 +62,8 @@ def build_group(signature: str, members: list[CoreRecord]) -> dict[str, Any]:
         "hosts": [{"host": h, "count": n} for h, n in sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0]))],
         "category": _most_common(r.category for r in members) or "unknown",
         "fault_kind": _most_common(r.fault_kind for r in members) or "unknown",
+        # Snapshots of stuck processes group by their wait signature, apart from crashes.
+        "hang": _most_common(r.fault_kind for r in members) == "hang",
         "culprit": {"function": example.culprit.get("function"), "module": example.culprit.get("module")},
         "summary": example.summary,
         "signal": example.signal,
@@ -92,6 +94,7 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None) -> dict
             "failed": statuses["failed"],
             "duplicates": statuses["duplicate"],
             "groups": len(groups),
+            "hang_groups": sum(1 for g in groups if g["hang"]),
         },
         "groups": groups,
         "failed": [
