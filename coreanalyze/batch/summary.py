@@ -94,7 +94,6 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None) -> dict
             "failed": statuses["failed"],
             "duplicates": statuses["duplicate"],
             "groups": len(groups),
-            "hang_groups": sum(1 for g in groups if g["hang"]),
         },
         "groups": groups,
         "failed": [

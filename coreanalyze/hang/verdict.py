@@ -6,62 +6,15 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from coreanalyze.classify import classify
+from coreanalyze.classify import classify, default_rules
+from coreanalyze.hang.describe import STATE_WORDS, describe_step, describe_wait
 from coreanalyze.hang.graph import find_deadlock, lock_name, orphaned_locks
 from coreanalyze.hang.rules import HangRules
 from coreanalyze.hang.tensorflow import TensorFlowHang, match_tensorflow_hang
 from coreanalyze.hang.waits import thread_waits
-from coreanalyze.model import Classification, Culprit, DeadlockStep, HangInfo, Report, ThreadWait
+from coreanalyze.model import Classification, Culprit, HangInfo, Report, ThreadWait
 
-STATE_WORDS = {
-    "running": "running (on a CPU)",
-    "mutex": "waiting on a lock",
-    "condition": "waiting on a condition",
-    "futex": "waiting on a futex",
-    "gil": "waiting for the GIL",
-    "join": "waiting for a thread or child to end",
-    "io": "waiting for I/O",
-    "sleep": "sleeping",
-    "signal": "waiting for a signal",
-    "other-syscall": "in a system call",
-    "unknown": "in an unknown state",
-}
 SIGNATURE_THREADS = 6
-
-
-def _where(function: str | None, file: str | None, line: int | None) -> str:
-    text = function or "??"
-    if file:
-        text += f" ({file.rsplit('/', 1)[-1]}{f':{line}' if line else ''})"
-    return text
-
-
-def describe_wait(w: ThreadWait) -> str:
-    """'thread 12 waiting on a lock (mutex 0x55..., held by thread 13) in post_transfer (x.c:14)'."""
-    text = f"thread {w.tid} {STATE_WORDS.get(w.state, w.state)}"
-    detail = []
-    if w.state in ("mutex", "gil", "futex", "condition") and (w.object is not None or w.state == "gil"):
-        detail.append(lock_name(w))
-    elif w.object_kind and w.state not in ("running",):
-        detail.append(w.object_kind)
-    if w.owner is not None:
-        detail.append(f"held by thread {w.owner}")
-    if w.syscall and w.state in ("io", "sleep", "other-syscall", "signal"):
-        detail.append(w.syscall)
-    if detail:
-        text += f" ({', '.join(detail)})"
-    if w.holds_gil:
-        text += ", holding the GIL"
-    if w.function:
-        text += f" in {_where(w.function, w.file, w.line)}"
-    return text
-
-
-def describe_step(step: DeadlockStep) -> str:
-    return (
-        f"thread {step.tid} holds {step.holds} and waits for {step.wants} (held by thread {step.waits_for}) "
-        f"in {_where(step.function, step.file, step.line)}"
-    )
 
 
 def _signature(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, op: str | None) -> str:
@@ -143,7 +96,6 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
     evidence += [f"{lock_name(w)} is held by tid {w.owner}, which is not a thread of this process" for w in orphans]
     if not info.deadlock:
         evidence.append("no cycle in the wait-for graph (mutex owners and the GIL)")
-    evidence += [describe_wait(w) for w in waits]
 
     if info.deadlock:
         gil = any("GIL" in s.wants for s in info.deadlock)
@@ -156,6 +108,10 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
         advice = list(rules.advice.get("running", ()))
     else:
         advice = list(rules.advice.get("waiting", ()))
+
+    # Advice for hangs in general from the classification rules (a user's --rules first).
+    general = sorted((e for e in (classify_rules or default_rules()).advice if e.fault_kind == "hang"), key=lambda e: e.origin == "built-in")
+    advice += [line for entry in general for line in entry.lines if line not in advice]
 
     culprit = Culprit()
     if key is not None:
