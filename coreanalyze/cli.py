@@ -1,6 +1,7 @@
 """The command line: a thin layer that turns options into calls and errors into exit codes.
 
     coreanalyze CORE [--python PATH] [-o PATH|-] [--format html|json|text|markdown] ...
+    coreanalyze --pid PID [--keep-core PATH] ...
     coreanalyze triage FILE|-
 
 `coreanalyze CORE` is the main form; subcommands are recognised by name, anything else is
@@ -91,6 +92,7 @@ def cli() -> None:
 
     \b
     coreanalyze core.1234 --python /usr/bin/python3
+    coreanalyze --pid 4242            (a live, stuck process: snapshot, analyze, leave it running)
     coreanalyze triage backtrace.txt
     """
 

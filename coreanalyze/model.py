@@ -136,6 +136,7 @@ class ThreadWait:
     state: str  # one of WAIT_STATES
     object: int | None = None  # address of the mutex / futex word / fd number for io
     object_kind: str | None = None  # "mutex", "futex", "condition variable", "GIL", "fd", ...
+    object_name: str | None = None  # the global variable at object, when a symbol table names it
     owner: int | None = None  # tid that holds the object (glibc mutex owner, GIL holder)
     syscall: str | None = None  # the system call it sleeps in
     frame_index: int | None = None  # the first frame of the thread's own code above the primitives

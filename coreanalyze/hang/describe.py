@@ -50,6 +50,6 @@ def describe_wait(w: ThreadWait) -> str:
 
 def describe_step(step: DeadlockStep) -> str:
     return (
-        f"thread {step.tid} holds {step.holds} and waits for {step.wants} (held by thread {step.waits_for}) "
+        f"thread {step.tid} holds {step.holds} and waits for {step.wants}, held by thread {step.waits_for}, "
         f"in {_where(step.function, step.file, step.line)}"
     )

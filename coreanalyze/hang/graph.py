@@ -14,7 +14,11 @@ def lock_name(wait: ThreadWait) -> str:
     if wait.state == "gil":
         return "the GIL"
     kind = wait.object_kind or wait.state
-    return f"{kind} 0x{wait.object:x}" if wait.object is not None else f"a {kind}"
+    if wait.object is None:
+        return f"a {kind}"
+    if wait.object_name:
+        return f"{kind} {wait.object_name} (0x{wait.object:x})"
+    return f"{kind} 0x{wait.object:x}"
 
 
 def edges(waits: list[ThreadWait]) -> dict[int, int]:

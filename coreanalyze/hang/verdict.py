@@ -9,6 +9,7 @@ from collections import Counter
 from coreanalyze.classify import classify, default_rules
 from coreanalyze.hang.describe import STATE_WORDS, describe_step, describe_wait
 from coreanalyze.hang.graph import find_deadlock, lock_name, orphaned_locks
+from coreanalyze.hang.locknames import lock_symbol
 from coreanalyze.hang.rules import HangRules
 from coreanalyze.hang.tensorflow import TensorFlowHang, match_tensorflow_hang
 from coreanalyze.hang.waits import thread_waits
@@ -71,6 +72,12 @@ def _summary(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None,
 
 def hang_classification(report: Report, notes, reason: str, rules: HangRules, classify_rules=None) -> Classification:
     waits = thread_waits(report.threads, notes, rules)
+    names: dict[int, str | None] = {}
+    for w in waits:
+        if w.object is not None and w.state in ("mutex", "futex", "condition"):
+            if w.object not in names:
+                names[w.object] = lock_symbol(w.object, report.modules)
+            w.object_name = names[w.object]
     info = HangInfo(reason=reason, threads=waits)
     info.gil_holder = next((t.tid for t in report.threads if t.holds_gil), None)
     info.gil_waiters = [w.tid for w in waits if w.state == "gil"]
