@@ -336,3 +336,23 @@ def test_watchdog_abort_of_a_stuck_process_is_a_hang(tmp_path):
     assert c["fault_kind"] == "hang"
     assert f"sent by pid {os.getpid()}" in c["hang"]["reason"]
     assert c["signature"] == "hang | deadlock | post_transfer <-> write_journal"
+
+
+def test_pid_leaves_a_stopped_process_stopped(deadlocked, tmp_path):
+    os.kill(deadlocked.pid, signal.SIGSTOP)
+    try:
+        wait_until_all_stopped(deadlocked.pid)
+        run = run_cli("--pid", str(deadlocked.pid), "--format", "json", "-o", "-", cwd=tmp_path)
+        assert run.code == 0, run.stderr
+        assert run.json["classification"]["fault_kind"] == "hang"
+        assert len(run.json["classification"]["hang"]["deadlock"]) == 2
+        assert set(thread_states(deadlocked.pid)) == {"T"}
+    finally:
+        os.kill(deadlocked.pid, signal.SIGCONT)
+
+
+def wait_until_all_stopped(pid: int) -> None:
+    deadline = time.monotonic() + 60
+    while set(thread_states(pid)) != {"T"} and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert set(thread_states(pid)) == {"T"}
