@@ -24,6 +24,8 @@ from coregen import require, run_to_core, terminate
 from hangcores import build, build_library, gcore, start, thread_states, wait_until_all_sleep
 from procs import alive, descendants
 
+from coreanalyze.model import report_from_dict
+
 HANGS = Path(__file__).resolve().parent / "hangs"
 DAMAGE_WARNING = "notes are damaged"
 
@@ -87,6 +89,7 @@ def test_lock_order_inversion_is_a_deadlock_cycle(deadlocked, tmp_path):
     assert c["signature"] == "hang | deadlock | post_transfer <-> write_journal"
     assert "deadlock" in c["summary"] and "post_transfer" in c["summary"] and "write_journal" in c["summary"]
     assert any("order" in a for a in c["advice"])
+    assert report_from_dict(report).to_dict() == report  # classification.hang reads back from JSON
 
 
 def test_gil_cycle_through_a_native_mutex(tmp_path):
@@ -356,3 +359,39 @@ def wait_until_all_stopped(pid: int) -> None:
     while set(thread_states(pid)) != {"T"} and time.monotonic() < deadline:
         time.sleep(0.02)
     assert set(thread_states(pid)) == {"T"}
+
+
+def _sleeps_in(pid: int, tid: int, syscall_number: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()[0] == str(syscall_number)
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.tf
+def test_tensorflow_idle_pools_while_main_thread_waits(tmp_path):
+    from tfcores import quiet_env, require_tensorflow
+
+    python = require_tensorflow()
+    require("gdb")
+    proc = start([str(python), str(HANGS / "tf_idle_dequeue.py")], tmp_path, env=quiet_env())
+    try:
+        while proc.first_line != "ready":
+            proc.first_line = proc.stdout.readline().strip()
+            assert proc.first_line, "the TensorFlow program ended early"
+        futex = 202 if os.uname().machine == "x86_64" else 98
+        deadline = time.monotonic() + 120
+        while not (_sleeps_in(proc.pid, proc.pid, futex) and set(thread_states(proc.pid)) == {"S"}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run = run_cli("--pid", str(proc.pid), "--format", "json", "-o", "-", cwd=tmp_path)
+        assert run.code == 0, run.stderr
+        assert alive(proc.pid)
+    finally:
+        terminate(proc)
+    c = run.json["classification"]
+    assert c["fault_kind"] == "hang" and c["hang"]["rule"] == "idle-pools-main-waits"
+    main = next(t for t in c["hang"]["threads"] if t["tid"] == proc.pid)
+    assert main["state"] == "condition" and main["object_kind"] == "notification"
+    assert main["function"] == "tensorflow::AsyncOpKernel::Compute"
+    assert any("Dequeue" in a for a in c["advice"])
+    assert c["hang"]["deadlock"] == []
