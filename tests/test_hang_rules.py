@@ -84,3 +84,15 @@ def test_mutex_owner_reads_the_glibc_mutex_word():
     assert mutex_owner(Memory(locked), 0) == 4242
     assert mutex_owner(Memory(unlocked), 0) is None
     assert mutex_owner(Memory(locked), 8) is None  # not readable
+
+
+def test_rules_speak_the_documented_vocabularies():
+    from coreanalyze.model import CATEGORIES, WAIT_STATES
+
+    rules = hang_rules()
+    assert {w.state for w in rules.waits} <= set(WAIT_STATES)
+    for table in rules.syscalls.values():
+        assert set(table.states.values()) <= set(WAIT_STATES)
+    for rule in rules.tensorflow:
+        assert rule.category in CATEGORIES and rule.advice
+        assert all(set(p.state) <= set(WAIT_STATES) for p in rule.roles)
