@@ -208,6 +208,19 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         notes.close()
 
 
+def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
+    """Snapshot a live process (it is left running as it was), analyze the snapshot, and delete
+    it unless keep_core names where to keep it."""
+    from coreanalyze.hang.snapshot import live_snapshot
+
+    options = options or AnalyzeOptions()
+    with live_snapshot(pid, keep_core=keep_core, gdb=options.gdb, timeout=options.timeout) as core:
+        result = analyze_core(str(core), options)
+    if keep_core is None and result.report.core is not None:
+        result.report.core.path = f"pid {pid} (snapshot, not kept)"
+    return result
+
+
 def _own_gdb(options: AnalyzeOptions):
     from coreanalyze.gdb.pool import OwnGdb, default_index_cache
 
@@ -272,7 +285,6 @@ class _AbortMessageScan:
 
 
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
-
     report = Report(core=to_core_info(notes), tool_version=__version__)
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid
@@ -333,6 +345,7 @@ def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
 def _analyze_with_modules(core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb):
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.hang import classify_hang
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     failure = None
@@ -380,5 +393,7 @@ def _analyze_with_modules(core_path: str, notes, report: Report, executable, opt
         abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     _suggest_fetch(report, options)
-    report.classification = classify(report, abort_message=abort_message, rules=rules.get())
+    # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
+    hang = classify_hang(report, notes, rules.get())
+    report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
     return AnalysisResult(report, failure, exit_code)
