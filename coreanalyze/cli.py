@@ -186,7 +186,8 @@ def triage_command(source, output, fmt, rules_files):
     help="Analyze on a Dask cluster: a scheduler's tcp://HOST:PORT (cores and --python/--sysroot/--rules "
     "at the same paths on every worker), or local:N for N worker processes here. Needs coreanalyze[cluster].",
 )
-def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster):
+@click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip; one download per wheel, shared by the workers.")
+def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch):
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
@@ -200,6 +201,7 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
             sysroot=sysroot,
             debug_dirs=list(debug_dirs),
             rules_files=[Path(p) for p in rules_files],
+            fetch=fetch,
         ),
         jobs=jobs,
         timeout=timeout,
