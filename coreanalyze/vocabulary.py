@@ -68,6 +68,7 @@ class FaultKind(StrEnum):
     DIVIDE_BY_ZERO = "divide-by-zero"
     BUS_ERROR = "bus-error"
     SENT_SIGNAL = "sent-signal"
+    HANG = "hang"  # no crash: a snapshot of a process whose threads wait (classification.hang)
     UNKNOWN = "unknown"
 
 
