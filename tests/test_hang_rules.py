@@ -90,11 +90,12 @@ def test_rules_speak_the_documented_vocabularies():
     from coreanalyze.classify.rules import default_rules
     from coreanalyze.model import WAIT_STATES
 
-    categories = default_rules().categories
+    CATEGORIES = default_rules().categories
+
     rules = hang_rules()
     assert {w.state for w in rules.waits} <= set(WAIT_STATES)
     for table in rules.syscalls.values():
         assert set(table.states.values()) <= set(WAIT_STATES)
     for rule in rules.tensorflow:
-        assert rule.category in categories and rule.advice
+        assert rule.category in CATEGORIES and rule.advice
         assert all(set(p.state) <= set(WAIT_STATES) for p in rule.roles)
