@@ -104,6 +104,22 @@ def _looks_like_python(report: Report) -> bool:
     return any(n.startswith(("python", "libpython")) for n in names)
 
 
+def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
+    """For a core without a file list: the objects placed from the loader's list in memory,
+    which then stand in for the file list (None when the core has one, or nothing was found)."""
+    from coreanalyze.linkmap import needs_link_map, read_link_map
+
+    if not needs_link_map(notes):
+        return None
+    link_map = read_link_map(notes, executable, options.sysroot)
+    report.warnings.extend(link_map.warnings)
+    if not link_map.objects:
+        return None
+    notes.mappings = link_map.mappings
+    report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
+    return link_map
+
+
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
     """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
     if not options.fast_libraries or options.debuginfod:
@@ -134,12 +150,14 @@ def _run_gdb(
     gdb_pool=None,
     own_gdb=None,
     while_gdb_loads=None,
+    link_map=None,
 ):
     """gdb's view of the core; returns (abort message, failure reason or None).
 
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
     from coreanalyze.gdb.fastnames import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
+    from coreanalyze.linkmap import PlacingGdb
     from coreanalyze.pystacks import add_python_frames
 
     index_cache = default_index_cache() if options.fast_libraries else None
@@ -151,7 +169,7 @@ def _run_gdb(
         index_cache=index_cache,
         own=own_gdb,
     ) as gdb, collected_core(
-        gdb,
+        gdb if link_map is None else PlacingGdb(gdb, link_map),
         core_path,
         executable=executable,
         sysroot=options.sysroot,
@@ -192,6 +210,7 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
     notes = read_core(core_path)
     own_gdb = None
     try:
+        options, gdb_pool = _gdb_for_architecture(notes.arch, options, gdb_pool)
         if gdb_pool is None:
             own_gdb = _own_gdb(options)
             own_gdb.start_early()  # comes up while the notes and libraries are read
@@ -200,6 +219,21 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         if own_gdb is not None:
             own_gdb.close()
         notes.close()
+
+
+def _gdb_for_architecture(arch: str, options: AnalyzeOptions, gdb_pool):
+    """Options naming a gdb that reads this core's architecture (gdb-multiarch for a core from
+    another machine), and the pool only when its gdb is that one."""
+    from dataclasses import replace
+
+    from coreanalyze.arch.debugger import gdb_for_core
+
+    chosen = gdb_for_core(options.gdb, arch)
+    if chosen == options.gdb:
+        return options, gdb_pool
+    if gdb_pool is not None and getattr(gdb_pool, "gdb_path", None) != chosen:
+        gdb_pool = None  # a pool of another gdb: this core gets a gdb of its own
+    return replace(options, gdb=chosen), gdb_pool
 
 
 def _own_gdb(options: AnalyzeOptions):
@@ -284,9 +318,10 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid
     report.auxv = dict(notes.auxv)
-    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     executable = _resolve_executable(notes, options, report)
     report.core.executable_used = executable
+    link_map = _link_map(notes, executable, options, report)
+    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
 
     failure = None
     exit_code = EXIT_OK
@@ -305,7 +340,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
             fast.order_in_background()
     try:
         abort_message = _run_gdb(
-            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads
+            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads, link_map
         )
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code

@@ -319,6 +319,12 @@ def fault_kind_from_views(
         return "illegal-instruction", ev
 
     if name == "SIGTRAP":
+        # aarch64 compiles __builtin_trap (and so traps of CHECK-like macros) to `brk`, which
+        # raises SIGTRAP where x86-64's ud2 raises SIGILL: the same deliberate trap.
+        insn = instruction_text(fault_instruction)
+        feature = cpu_feature_for(insn, rules)
+        if feature is not None and feature[1]:
+            return "illegal-instruction", [*reraised, f"SIGTRAP ({cname or 'no si_code'}) at instruction `{insn}`", f"`{insn}` is a deliberate trap (__builtin_trap / unreachable code / a failed hardening check)"]
         return "unknown", [*reraised, f"SIGTRAP ({cname or 'no si_code'}): a breakpoint instruction (int3 / brk) or a debugger trap, not a memory fault"]
     if name == "SIGSYS":
         return "unknown", [*reraised, "SIGSYS: a system call refused by a seccomp filter"]

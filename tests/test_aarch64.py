@@ -1,0 +1,98 @@
+"""Cores from aarch64 devices, analyzed here: real aarch64 programs run under qemu-aarch64
+with a sysroot made of Debian's arm64 packages (tests/armcores.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clirun import analyze_json, crashed_thread, native_functions, run_cli
+from coregen import require
+from coreanalyze.arch.debugger import gdb_for_core
+from coreanalyze.corefile import read_core
+
+# name -> (signal, fault kind, the crasher's own function, its source file)
+EXPECTED = {
+    "null_thread": ("SIGSEGV", "null-deref", "store_result", "null_thread.c"),
+    "assert_fail": ("SIGABRT", "abort", "check_invariant", "assert_fail.c"),
+    "recursion": ("SIGSEGV", "stack-overflow", "recurse", "recursion.c"),
+    "trap": ("SIGTRAP", "illegal-instruction", "unreachable_path", "ud2.c"),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(arm_cores):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            case = arm_cores.c_crash(name)
+            report = analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
+            cache[name] = (case, report)
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_arm_crasher_verdict(reports, name):
+    case, report = reports(name)
+    sig_name, kind, own_function, source = EXPECTED[name]
+    assert report["core"]["arch"] == "aarch64"
+    assert report["core"]["signal"]["name"] == sig_name
+    assert report["classification"]["fault_kind"] == kind, report["classification"]["evidence"]
+    thread = crashed_thread(report)
+    assert own_function in native_functions(thread)
+    own = next(f for f in thread["frames"] if f["function"] == own_function)
+    assert own["file"] and own["file"].endswith(source) and own["line"], own
+
+
+def test_null_deref_names_the_worker_thread_and_address(reports):
+    _, report = reports("null_thread")
+    assert len(report["threads"]) == 2
+    assert report["core"]["signal"]["address"] is not None and report["core"]["signal"]["address"] < 64 * 1024
+    assert any("below 64 KiB" in e for e in report["classification"]["evidence"])
+
+
+def test_abort_message_is_read(reports):
+    _, report = reports("assert_fail")
+    assert "queue length went negative" in (report["classification"]["abort_message"] or "")
+    assert "abort" in native_functions(crashed_thread(report))
+
+
+def test_brk_trap_names_the_instruction(reports):
+    _, report = reports("trap")
+    evidence = " ".join(report["classification"]["evidence"])
+    assert "brk" in evidence and "deliberate trap" in evidence
+
+
+def test_stack_overflow_is_next_to_sp(reports):
+    _, report = reports("recursion")
+    assert any("stack pointer" in e or "guard" in e or "recursion" in e for e in report["classification"]["evidence"])
+
+
+def test_notes_give_aarch64_registers(arm_cores):
+    case = arm_cores.c_crash("null_thread")
+    with read_core(case.core) as notes:
+        assert notes.arch == "aarch64"
+        registers = notes.thread(notes.crashing_tid).registers
+        assert set(registers) == {*(f"x{i}" for i in range(31)), "sp", "pc", "cpsr"}
+        assert registers["pc"] and registers["sp"]
+        assert notes.signal.name == "SIGSEGV"
+
+
+def test_environment_names_arm_cpu_features(reports):
+    _, report = reports("null_thread")
+    cpu = report["environment"]["cpu"]
+    assert {"fp", "asimd"} <= set(cpu["hwcap_features"]), cpu
+
+
+def test_foreign_core_gets_gdb_multiarch():
+    assert gdb_for_core("gdb", "aarch64") == "gdb-multiarch"
+
+
+def test_gdb_that_cannot_read_the_core_is_one_line_exit_2(arm_cores):
+    case = arm_cores.c_crash("null_thread")
+    run = run_cli(str(case.core), "--gdb", require("gdb"), "--format", "json", "-o", "-")
+    assert run.code == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "aarch64" in lines[0] and "gdb-multiarch" in lines[0], run.stderr
