@@ -49,8 +49,10 @@ def test_arm_crasher_verdict(reports, name):
 def test_null_deref_names_the_worker_thread_and_address(reports):
     _, report = reports("null_thread")
     assert len(report["threads"]) == 2
-    assert report["core"]["signal"]["address"] is not None and report["core"]["signal"]["address"] < 64 * 1024
-    assert any("below 64 KiB" in e for e in report["classification"]["evidence"])
+    evidence = report["classification"]["evidence"]
+    # qemu writes no siginfo: the address comes from the faulting `str w1, [x0]` and x0.
+    assert any("computed from the faulting instruction" in e and "[x0]" in e for e in evidence), evidence
+    assert any("below 64 KiB" in e for e in evidence), evidence
 
 
 def test_abort_message_is_read(reports):

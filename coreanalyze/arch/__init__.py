@@ -58,3 +58,12 @@ def hwcap_features(arch: str | None, hwcap: int | None, hwcap2: int | None) -> d
     if isinstance(hwcap2, int):
         features["hwcap2_features"] = [n for bit, n in known.hwcap2.items() if hwcap2 >> bit & 1]
     return features
+
+
+def accessed_address(instruction: str | None, registers: Mapping[str, int] | None) -> tuple[int, str] | None:
+    """(address, base register) the faulting load/store accessed, from its operand and the
+    registers; for architectures whose memory operands this tool reads (aarch64, told apart by
+    its register names), else None."""
+    if not registers or "x0" not in registers:
+        return None
+    return aarch64.accessed_address(instruction, registers)
