@@ -3,6 +3,9 @@ with a sysroot made of Debian's arm64 packages (tests/armcores.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from clirun import analyze_json, crashed_thread, native_functions, run_cli
@@ -98,3 +101,21 @@ def test_gdb_that_cannot_read_the_core_is_one_line_exit_2(arm_cores):
     assert run.code == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "aarch64" in lines[0] and "gdb-multiarch" in lines[0], run.stderr
+
+
+def test_batch_of_aarch64_and_x86_64_cores(arm_cores, cores, tmp_path):
+    """Each core gets a debugger that reads it: gdb-multiarch for aarch64, gdb for x86-64."""
+    arm_null, arm_trap = arm_cores.c_crash("null_thread"), arm_cores.c_crash("trap")
+    x86_null = cores.c_crash("null_thread")
+    out = tmp_path / "out"
+    run = run_cli("batch", str(arm_null.core), str(arm_trap.core), str(x86_null.core), "--out", str(out), "--jobs", "1", "--timeout", "120")
+    assert run.code == 0, run.stderr
+    lines = {Path(line["path"]): line for line in map(json.loads, (out / "cores.jsonl").read_text().splitlines())}
+    assert {line["status"] for line in lines.values()} == {"ok"}, lines
+    reports = {path: json.loads((out / line["report_json"]).read_text()) for path, line in lines.items()}
+    assert reports[arm_null.core]["core"]["arch"] == "aarch64" and reports[x86_null.core]["core"]["arch"] == "x86_64"
+    for core in (arm_null.core, x86_null.core):
+        classification = reports[core]["classification"]
+        assert classification["fault_kind"] == "null-deref", classification["evidence"]
+        assert classification["culprit"]["function"] == "store_result"
+    assert reports[arm_trap.core]["classification"]["fault_kind"] == "illegal-instruction"
