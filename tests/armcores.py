@@ -21,12 +21,14 @@ CROSS_GCC = "aarch64-linux-gnu-gcc"
 # for pthread_exit / cancellation).
 SYSROOT_PACKAGES = ("libc6:arm64", "libgcc-s1:arm64")
 
-# name -> C source (the x86-64 crashers' sources: the same crash on the other architecture)
+# name -> (C source, the CPU qemu emulates or None for all features). Most are the x86-64
+# crashers' sources: the same crash on the other architecture.
 ARM_CRASHERS = {
-    "null_thread": "null_thread.c",
-    "assert_fail": "assert_fail.c",
-    "recursion": "recursion.c",
-    "trap": "ud2.c",  # __builtin_trap: `brk #0x3e8` on aarch64
+    "null_thread": ("null_thread.c", None),
+    "assert_fail": ("assert_fail.c", None),
+    "recursion": ("recursion.c", None),
+    "trap": ("ud2.c", None),  # __builtin_trap: `brk #0x3e8` on aarch64
+    "dotprod": ("arm_dotprod.c", "cortex-a53"),  # an Armv8.2 instruction on an Armv8.0 CPU
 }
 
 
@@ -55,13 +57,15 @@ def cross_compile(source: Path, out: Path) -> Path:
     return out
 
 
-def run_under_qemu_to_core(name: str, exe: Path, sysroot: Path, workdir: Path, timeout: float = 300.0) -> CrashCase:
+def run_under_qemu_to_core(
+    name: str, exe: Path, sysroot: Path, workdir: Path, cpu: str | None = None, timeout: float = 300.0
+) -> CrashCase:
     """Run an aarch64 program under qemu until it dies by a signal; return the guest's core."""
     qemu = require(QEMU)
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [str(exe)]
     proc = subprocess.run(
-        [qemu, "-L", str(sysroot), *argv],
+        [qemu, "-L", str(sysroot), *(["-cpu", cpu] if cpu else []), *argv],
         cwd=workdir,
         preexec_fn=raise_core_limit,
         capture_output=True,
@@ -96,6 +100,7 @@ class ArmCoreCache:
         if name not in self.cases:
             workdir = self.root / name
             workdir.mkdir(parents=True, exist_ok=True)
-            exe = cross_compile(CRASHERS / ARM_CRASHERS[name], workdir / name)
-            self.cases[name] = run_under_qemu_to_core(name, exe, self.sysroot, workdir)
+            source, cpu = ARM_CRASHERS[name]
+            exe = cross_compile(CRASHERS / source, workdir / name)
+            self.cases[name] = run_under_qemu_to_core(name, exe, self.sysroot, workdir, cpu)
         return self.cases[name]

@@ -19,6 +19,7 @@ EXPECTED = {
     "assert_fail": ("SIGABRT", "abort", "check_invariant", "assert_fail.c"),
     "recursion": ("SIGSEGV", "stack-overflow", "recurse", "recursion.c"),
     "trap": ("SIGTRAP", "illegal-instruction", "unreachable_path", "ud2.c"),
+    "dotprod": ("SIGILL", "illegal-instruction", "int8_dot", "arm_dotprod.c"),
 }
 
 
@@ -70,9 +71,21 @@ def test_brk_trap_names_the_instruction(reports):
     assert "brk" in evidence and "deliberate trap" in evidence
 
 
+def test_sigill_names_the_instruction_and_the_missing_feature(reports):
+    _, report = reports("dotprod")
+    classification = report["classification"]
+    assert "`sdot v0.4s, v1.16b, v2.16b` needs Dot product (asimddp / dotprod)" in classification["evidence"]
+    assert "sdot" in classification["summary"] and "asimddp" in classification["advice"][0]
+    # The emulated Cortex-A53 is an Armv8.0 CPU: its HWCAP has no dot product.
+    cpu = report["environment"]["cpu"]
+    assert "asimd" in cpu["hwcap_features"] and "asimddp" not in cpu["hwcap_features"]
+
+
 def test_stack_overflow_is_next_to_sp(reports):
     _, report = reports("recursion")
-    assert any("stack pointer" in e or "guard" in e or "recursion" in e for e in report["classification"]["evidence"])
+    evidence = report["classification"]["evidence"]
+    assert any("computed from the faulting instruction" in e and "[sp, #" in e for e in evidence), evidence
+    assert any("below the stack pointer" in e for e in evidence), evidence
 
 
 def test_notes_give_aarch64_registers(arm_cores):
@@ -119,3 +132,22 @@ def test_batch_of_aarch64_and_x86_64_cores(arm_cores, cores, tmp_path):
         assert classification["fault_kind"] == "null-deref", classification["evidence"]
         assert classification["culprit"]["function"] == "store_result"
     assert reports[arm_trap.core]["classification"]["fault_kind"] == "illegal-instruction"
+
+
+@pytest.mark.parametrize(
+    ("instruction", "registers", "expected"),
+    [
+        ("str\tw1, [x0]", {"x0": 0, "x1": 42}, (0, "x0")),
+        ("ldr x0, [x1, #16]", {"x1": 8}, (24, "x1")),
+        ("stp x29, x30, [sp, #-272]!", {"sp": 0x1000}, (0x1000 - 272, "sp")),
+        ("ldr x1, [x0], #8", {"x0": 0x40}, (0x40, "x0")),
+        ("ldr x3, [x1, x2, lsl #3]", {"x1": 0x100, "x2": 2}, (0x110, "x1")),
+        ("ldr w3, [x1, w2, sxtw #2]", {"x1": 0x100, "x2": 0xFFFFFFFF}, (0xFC, "x1")),
+        ("add x0, x1, x2", {"x1": 1, "x2": 2}, None),
+        ("ldr x0, [x9]", {"x1": 1}, None),  # base register unknown
+    ],
+)
+def test_accessed_address_of_aarch64_loads_and_stores(instruction, registers, expected):
+    from coreanalyze.arch import aarch64
+
+    assert aarch64.accessed_address(instruction, registers) == expected
