@@ -120,6 +120,16 @@ def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Re
     return link_map
 
 
+def _modules_of_frames(report: Report, notes) -> None:
+    """Frames' modules from the placed files: gdb, given them as symbol files rather than
+    shared libraries, names none."""
+    for thread in report.threads:
+        for frame in thread.frames:
+            if frame.module is None and frame.pc is not None and frame.kind == "native":
+                mapping = notes.mapping_containing(frame.pc)
+                frame.module = mapping.path if mapping else None
+
+
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
     """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
     if not options.fast_libraries or options.debuginfod:
@@ -352,6 +362,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         abort_scan.wait()  # it reads the core, which the caller closes after this returns
     if not report.threads:
         report.threads = threads_from_notes(notes)
+    if link_map is not None:
+        _modules_of_frames(report, notes)
     for thread in report.threads:
         thread.crashed = thread.tid == report.crashing_thread
 

@@ -109,11 +109,18 @@ def read_link_map(notes: CoreNotes, executable: str | None, sysroot: str | None)
 
 
 def _local(path: str, sysroot: str | None) -> str | None:
-    # Only under the sysroot (a core's name must not pick a path outside it), else as named.
-    candidate = os.path.join(sysroot, path.lstrip("/")) if sysroot else path
-    if sysroot and os.path.commonpath([os.path.realpath(sysroot), os.path.realpath(candidate)]) != os.path.realpath(sysroot):
-        return None
-    return candidate if os.path.isfile(candidate) else None
+    """The local file for a path in the core's world: under the sysroot only (a core's name
+    must not pick a file outside it), else as named. A name already inside the sysroot is
+    taken as it is (a program run from an unpacked sysroot, as under qemu-user, names its
+    files so)."""
+    if not sysroot:
+        return path if os.path.isfile(path) else None
+    root = os.path.realpath(sysroot)
+    for candidate in (os.path.join(sysroot, path.lstrip("/")), path):
+        real = os.path.realpath(candidate)
+        if os.path.commonpath([root, real]) == root and os.path.isfile(real):
+            return candidate
+    return None
 
 
 def _interpreter(path: str) -> str | None:

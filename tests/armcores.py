@@ -18,8 +18,13 @@ from coregen import CRASHERS, CrashCase, raise_core_limit, require, wait_for_cor
 QEMU = "qemu-aarch64-static"
 CROSS_GCC = "aarch64-linux-gnu-gcc"
 # What a C program of the tests maps: the C library with its loader, and libgcc_s (unwinding
-# for pthread_exit / cancellation).
-SYSROOT_PACKAGES = ("libc6:arm64", "libgcc-s1:arm64")
+# for pthread_exit / cancellation); then Debian's CPython 3.11 with what `import ctypes` needs.
+SYSROOT_PACKAGES = (
+    "libc6:arm64", "libgcc-s1:arm64",
+    "python3.11-minimal:arm64", "libpython3.11-minimal:arm64", "libpython3.11-stdlib:arm64",
+    "libffi8:arm64", "libexpat1:arm64", "zlib1g:arm64",
+)  # fmt: skip
+SYSROOT_PYTHON = "usr/bin/python3.11"
 
 # name -> (C source, the CPU qemu emulates or None for all features). Most are the x86-64
 # crashers' sources: the same crash on the other architecture.
@@ -58,12 +63,12 @@ def cross_compile(source: Path, out: Path) -> Path:
 
 
 def run_under_qemu_to_core(
-    name: str, exe: Path, sysroot: Path, workdir: Path, cpu: str | None = None, timeout: float = 300.0
+    name: str, exe: Path, sysroot: Path, workdir: Path, cpu: str | None = None, args: tuple[str, ...] = (), timeout: float = 300.0
 ) -> CrashCase:
     """Run an aarch64 program under qemu until it dies by a signal; return the guest's core."""
     qemu = require(QEMU)
     workdir.mkdir(parents=True, exist_ok=True)
-    argv = [str(exe)]
+    argv = [str(exe), *args]
     proc = subprocess.run(
         [qemu, "-L", str(sysroot), *(["-cpu", cpu] if cpu else []), *argv],
         cwd=workdir,
@@ -103,4 +108,13 @@ class ArmCoreCache:
             source, cpu = ARM_CRASHERS[name]
             exe = cross_compile(CRASHERS / source, workdir / name)
             self.cases[name] = run_under_qemu_to_core(name, exe, self.sysroot, workdir, cpu)
+        return self.cases[name]
+
+    def python_crash(self, name: str, script: Path) -> CrashCase:
+        """The sysroot's CPython 3.11 running script (isolated, without site) until it crashes."""
+        if name not in self.cases:
+            python = self.sysroot / SYSROOT_PYTHON
+            case = run_under_qemu_to_core(name, python, self.sysroot, self.root / name, args=("-I", "-S", str(script)))
+            case.extra["script"] = script
+            self.cases[name] = case
         return self.cases[name]

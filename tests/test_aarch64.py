@@ -4,6 +4,7 @@ with a sysroot made of Debian's arm64 packages (tests/armcores.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from clirun import analyze_json, crashed_thread, native_functions, run_cli
 from coregen import require
 from coreanalyze.arch.debugger import gdb_for_core
 from coreanalyze.corefile import read_core
+
+CRASHERS = Path(__file__).resolve().parent / "crashers"
 
 # name -> (signal, fault kind, the crasher's own function, its source file)
 EXPECTED = {
@@ -86,6 +89,26 @@ def test_stack_overflow_is_next_to_sp(reports):
     evidence = report["classification"]["evidence"]
     assert any("computed from the faulting instruction" in e and "[sp, #" in e for e in evidence), evidence
     assert any("below the stack pointer" in e for e in evidence), evidence
+
+
+def test_python_process_crashing_through_ctypes(arm_cores):
+    case = arm_cores.python_crash("ctypes", CRASHERS / "ctypes_crash.py")
+    report = analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
+    classification = report["classification"]
+    assert report["core"]["arch"] == "aarch64"
+    assert classification["fault_kind"] == "null-deref", classification["evidence"]
+    assert classification["category"] == "python-runtime"
+    assert report["environment"]["python_version"].startswith("3.11")
+    thread = crashed_thread(report)
+    kinds = [f["kind"] for f in thread["frames"]]
+    python_functions = [f["function"] for f in thread["frames"] if f["kind"] == "python"]
+    assert python_functions[:4] == ["string_at", "read_config", "main", "<module>"], python_functions
+    # Interleaved: native frames (libc, CPython, libffi, _ctypes) above the Python ones, the
+    # interpreter's own below them.
+    assert kinds[0] == "native" and "python" in kinds and kinds[-1] == "native"
+    modules = {os.path.basename(f["module"] or "") for f in thread["frames"] if f["kind"] == "native"}
+    assert {"libc.so.6", "libffi.so.8"} <= modules, modules
+    assert any(m.startswith("_ctypes.") for m in modules), modules
 
 
 def test_notes_give_aarch64_registers(arm_cores):
