@@ -67,7 +67,7 @@ _REGISTER_ORDER = (
     "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "eflags",
     "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base", "orig_rax",
     # aarch64
-    "pc", "sp", "lr", "fp", "cpsr", "pstate",
+    "pc", "sp", "lr", "fp", "cpsr", "pstate", *(f"x{i}" for i in range(31)),
 )
 
 # Module statuses that make the frames inside them doubtful.
