@@ -61,7 +61,7 @@ def test_null_deref_names_the_worker_thread_and_address(reports):
     assert any("computed from the faulting instruction" in e and "[x0]" in e for e in evidence), evidence
     assert any("below 64 KiB" in e for e in evidence), evidence
     registers = crashed_thread(report)["registers"]
-    assert {*(f"x{i}" for i in range(31)), "sp", "pc", "cpsr"} <= set(registers) and registers["x0"] == 0
+    assert {*(f"x{i}" for i in range(31)), "sp", "pc", "cpsr"} <= set(registers) and int(registers["x0"], 16) == 0
 
 
 def test_abort_message_is_read(reports):
