@@ -176,3 +176,26 @@ def test_accessed_address_of_aarch64_loads_and_stores(instruction, registers, ex
     from coreanalyze.arch import aarch64
 
     assert aarch64.accessed_address(instruction, registers) == expected
+
+
+def test_speed_path_leaves_aarch64_libraries_to_gdb(arm_cores, tmp_path):
+    """The symbol-less library copies are made for x86-64 ELF only. An aarch64 library with a
+    symbol table over the threshold is not copied, and gdb reads it as it is (the reports above
+    come from that path)."""
+    import subprocess
+
+    from coreanalyze.gdb.fastlibs import plan_fast_libraries
+    from coreanalyze.linkmap import read_link_map
+    from coreanalyze.model import Module
+    from coreanalyze.modules import module_table
+
+    case = arm_cores.c_crash("null_thread")
+    sysroot = str(arm_cores.sysroot)
+    library = tmp_path / "libsymlib.so"  # keeps its .symtab: a candidate by size and symbols
+    subprocess.run([require("aarch64-linux-gnu-gcc"), "-shared", "-fPIC", "-g", "-o", str(library), str(CRASHERS / "symlib_lib.c")], check=True)
+    with read_core(case.core) as notes:
+        notes.mappings = read_link_map(notes, str(case.exe), sysroot).mappings
+        modules = module_table(notes, executable=str(case.exe), sysroot=sysroot)
+        assert any(m.path.endswith("/libc.so.6") and m.local_path for m in modules)
+        modules.append(Module(path="/usr/lib/libsymlib.so", local_path=str(library), status="no-build-id"))
+        assert plan_fast_libraries(notes, modules, sysroot=sysroot, debug_dirs=[], min_symbols=1) is None
