@@ -51,8 +51,13 @@ class LinkMap:
 
 
 def needs_link_map(notes: CoreNotes) -> bool:
-    """True for a core that does not say where its files were mapped (no NT_FILE)."""
-    return not notes.mappings and bool(notes.threads)
+    """True for a core that says neither where its files were mapped (no NT_FILE) nor, by
+    keeping the program's headers, lets gdb find out for itself."""
+    if notes.mappings or not notes.threads:
+        return False
+    phdr = notes.auxv.get("AT_PHDR")
+    headers = notes.memory.read(phdr, 56) if isinstance(phdr, int) else None
+    return headers is None or not any(headers)
 
 
 def read_link_map(notes: CoreNotes, executable: str | None, sysroot: str | None) -> LinkMap:
