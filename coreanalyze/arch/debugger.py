@@ -23,8 +23,8 @@ def gdb_for_core(requested: str, arch: str) -> str:
     """The gdb to read a core of `arch` with; BadInput (one line) when none here can.
 
     A core of this machine's architecture keeps the requested gdb (its absence is reported
-    where gdb is started, as before). For another architecture the requested gdb is used when
-    it knows the architecture, else gdb-multiarch.
+    where gdb is started). For another architecture an explicit --gdb is used when it knows
+    the architecture; the default tries gdb-multiarch, then gdb.
     """
     if arch == host_architecture():
         return requested
