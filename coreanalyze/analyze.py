@@ -278,6 +278,7 @@ class _AbortMessageScan:
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
@@ -333,4 +334,5 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     report.classification = classify(report, abort_message=abort_message, rules=rules.get())
+    add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
     return AnalysisResult(report, failure, exit_code)

@@ -128,6 +128,29 @@ class Culprit:
 
 
 @dataclass
+class OpInput:
+    dtype: str | None = None  # "float32", ...; None when the input is absent
+    shape: list[int] | None = None
+    value: list[Any] | None = None  # the elements, when there are only a handful
+
+
+@dataclass
+class OpInstance:
+    """The node whose kernel was running, read from the crashed process's memory."""
+
+    framework: str  # "tensorflow" | "tflite"
+    node: str | None = None
+    op: str | None = None  # op type (TF) or builtin op / custom name (TFLite)
+    device: str | None = None
+    inputs: list[OpInput] = field(default_factory=list)
+    kernel: str | None = None  # the kernel class whose object was read
+    layout: str | None = None  # the layout data the objects were read with
+    delegate: str | None = None
+    node_index: int | None = None
+    reproducer: str | None = None
+
+
+@dataclass
 class Classification:
     category: str = "unknown"
     fault_kind: str = "unknown"
@@ -142,6 +165,7 @@ class Classification:
     # (e.g. a custom-op library below a TensorFlow frame).
     suspect: Culprit | None = None
     op: str | None = None  # kernel class, TFLite builtin op, or custom-op library
+    op_instance: OpInstance | None = None  # the node being run, when memory could tell
 
 
 @dataclass
@@ -234,6 +258,13 @@ def frame_from_dict(d: dict[str, Any]) -> Frame:
     return Frame(**kwargs)
 
 
+def op_instance_from_dict(d: dict[str, Any]) -> OpInstance:
+    known = {f.name for f in dataclasses.fields(OpInstance)}
+    instance = OpInstance(**{k: v for k, v in d.items() if k in known and k != "inputs"})
+    instance.inputs = [OpInput(**{k: v for k, v in i.items() if k in ("dtype", "shape", "value")}) for i in d.get("inputs") or []]
+    return instance
+
+
 def report_from_dict(d: dict[str, Any]) -> Report:
     """Inverse of to_dict, for reports read back from JSON (batch summaries, merge)."""
     sig = dict((d.get("core") or {}).get("signal") or {})
@@ -259,8 +290,10 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         )
     c = d.get("classification") or {}
     cls = Classification(
-        **{k: v for k, v in c.items() if k not in ("culprit", "suspect")}
+        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "op_instance")}
     )
+    if c.get("op_instance"):
+        cls.op_instance = op_instance_from_dict(c["op_instance"])
     cls.culprit = Culprit(**(c.get("culprit") or {}))
     if c.get("suspect"):
         cls.suspect = Culprit(**c["suspect"])
