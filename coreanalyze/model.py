@@ -166,6 +166,7 @@ class Classification:
     suspect: Culprit | None = None
     op: str | None = None  # kernel class, TFLite builtin op, or custom-op library
     op_instance: OpInstance | None = None  # the node being run, when memory could tell
+    op_instance_unread: str | None = None  # why a running kernel's op instance could not be read
 
 
 @dataclass

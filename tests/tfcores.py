@@ -7,7 +7,10 @@ dies by a signal; the kernel writes its core:
 - a custom op (tf_corpus/crash_ops.cc, compiled here against `tf.sysconfig` flags and loaded
   with `tf.load_op_library`) faults in its Compute, or overruns its output buffer so that
   glibc aborts when the tensor is freed;
-- a raw op that still CHECK-fails on a bad shape (`LRNGrad` with a 1-D output_image);
+- a raw op that still CHECK-fails on a bad shape (`LRNGrad` with a 1-D output_image), called
+  eagerly and as a named node of a tf.function;
+- a custom op that overwrites its own kernel object before it faults (no op instance may be
+  read from what is left of it);
 - subsystems without a natural crash (TFLite Invoke, protobuf serialization while writing a
   checkpoint, TF->NumPy conversion) get a fault injected into the real process: gdb stops it
   at a real function of that subsystem, corrupts one pointer argument and detaches, and the
@@ -119,6 +122,8 @@ SCENARIOS: dict[str, Scenario] = {
             ),
         ),
         Scenario("worker_thread_segv", "worker_thread_segv.py", uses_op_library=True),
+        Scenario("graph_check_failure", "graph_check_failure.py"),
+        Scenario("kernel_overwritten", "kernel_overwritten.py", uses_op_library=True),
     )
 }
 

@@ -50,10 +50,11 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
         symbolizer.close()
     if reading is None:
         return
-    if reading.instance is None:
-        report.warnings.append(f"the op instance of the crashing kernel could not be read ({reading.problem})")
-        return
     classification = report.classification
+    if reading.instance is None:
+        classification.op_instance_unread = reading.problem
+        classification.evidence.append(f"op instance: could not be read ({reading.problem})")
+        return
     classification.op_instance = reading.instance
     classification.summary = f"{classification.summary.rstrip()} {node_sentence(reading.instance)}".strip()
     classification.evidence.append(

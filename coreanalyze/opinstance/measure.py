@@ -51,11 +51,21 @@ def measure(python: str, cxx: str = "g++", timeout: float = 900.0) -> tuple[str,
         )
         if ran.returncode != 0:
             raise RuntimeError(f"the layout probe failed: {ran.stderr[-2000:]}")
-    return version, json.loads(ran.stdout)
+    measured = json.loads(ran.stdout)
+    check(measured)
+    return version, measured
 
 
 def _inline_table(values: dict) -> str:
-    return "{ " + ", ".join(f"{key} = {value}" for key, value in values.items()) + " }"
+    return "{ " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in values.items()) + " }"
+
+
+def check(measured: dict) -> None:
+    """A probe that could not find a field says -1 (or checked = false): no layout from it."""
+    for group, values in measured.items():
+        for key, value in (values.items() if isinstance(values, dict) else [(group, values)]):
+            if value is False or (not isinstance(value, bool) and value == -1):
+                raise RuntimeError(f"the layout probe could not measure {group}.{key}")
 
 
 def to_toml(version: str, measured: dict) -> str:

@@ -12,7 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "tensorflow/core/framework/attr_value.pb.h"
 #include "tensorflow/core/framework/device.h"
+#include "tensorflow/core/framework/node_def.pb.h"
+#include "tensorflow/core/framework/node_properties.h"
+#include "tensorflow/core/framework/op_def.pb.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
@@ -39,6 +43,13 @@ EXPOSE(TensorBufferMember, Tensor, TensorBuffer*, buf_)
 EXPOSE(ShapeNumElements, TensorShapeRep, int64_t, num_elements_)
 EXPOSE(BufferData, TensorBuffer, void* const, data_)
 EXPOSE(DeviceParsedName, Device, DeviceNameUtils::ParsedName, parsed_name_)
+EXPOSE(KernelProps, OpKernel, const std::shared_ptr<const NodeProperties>, props_)
+namespace pbi = google::protobuf::internal;
+EXPOSE(RepeatedElements, pbi::RepeatedPtrFieldBase, void*, tagged_rep_or_elem_)
+EXPOSE(RepeatedSize, pbi::RepeatedPtrFieldBase, int, current_size_)
+EXPOSE(MapElements, pbi::UntypedMapBase, pbi::map_index_t, num_elements_)
+EXPOSE(MapBuckets, pbi::UntypedMapBase, pbi::map_index_t, num_buckets_)
+EXPOSE(MapTable, pbi::UntypedMapBase, pbi::NodeBase**, table_)
 
 template <typename Tag>
 static size_t offset_of() {
@@ -47,6 +58,60 @@ static size_t offset_of() {
   static_assert(sizeof(pointer) == sizeof(raw), "Itanium data member pointer");
   std::memcpy(&raw, &pointer, sizeof(raw));
   return static_cast<size_t>(raw);
+}
+
+// Protobuf messages keep their fields in a private _impl_: the offset of a string field is found
+// by setting it and looking for the word that points at the std::string the accessor returns
+// (ArenaStringPtr keeps tag bits in the pointer's two low bits).
+template <typename Message>
+static long string_field(const Message& message, const std::string& field) {
+  uintptr_t words[sizeof(Message) / sizeof(uintptr_t)];
+  std::memcpy(words, &message, sizeof(words));
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i) {
+    if ((words[i] & ~uintptr_t{3}) == reinterpret_cast<uintptr_t>(&field)) return static_cast<long>(i * sizeof(uintptr_t));
+  }
+  return -1;
+}
+
+template <typename Message, typename Field>
+static long field_offset(const Message& message, const Field& field) {
+  return static_cast<long>(reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&message));
+}
+
+// Where a RepeatedPtrField's out-of-line Rep keeps its element pointers (Rep is private); the
+// element word holds Rep* | 1 once there is more than one element.
+static long rep_elements() {
+  google::protobuf::RepeatedPtrField<std::string> repeated;
+  repeated.Add("a");
+  repeated.Add("b");
+  repeated.Add("c");
+  uintptr_t tagged;
+  std::memcpy(&tagged, reinterpret_cast<const char*>(&repeated) + offset_of<RepeatedElements>(), sizeof(tagged));
+  if (!(tagged & 1)) return -1;
+  const char* rep = reinterpret_cast<const char*>(tagged - 1);
+  for (long at = 0; at < 64; at += sizeof(uintptr_t)) {
+    uintptr_t word;
+    std::memcpy(&word, rep + at, sizeof(word));
+    if (word == reinterpret_cast<uintptr_t>(&repeated.Get(0))) return at;
+  }
+  return -1;
+}
+
+// Where an AttrValue keeps its oneof value and which case is set.
+static void attr_value(long* value, long* oneof_case) {
+  AttrValue a, b;
+  a.set_i(0x1122334455667788);
+  b.set_f(2.5f);
+  uint32_t wa[sizeof(AttrValue) / 4], wb[sizeof(AttrValue) / 4];
+  std::memcpy(wa, &a, sizeof(wa));
+  std::memcpy(wb, &b, sizeof(wb));
+  *value = *oneof_case = -1;
+  for (size_t i = 0; i < sizeof(wa) / 4; ++i) {
+    if (i + 1 < sizeof(wa) / 4 && ((uint64_t{wa[i + 1]} << 32) | wa[i]) == 0x1122334455667788u) {
+      *value = static_cast<long>(i * 4);
+    }
+    if (wa[i] == AttrValue::kI && wb[i] == AttrValue::kF) *oneof_case = static_cast<long>(i * 4);
+  }
 }
 
 // The vtable slot of a virtual member function: an Itanium C++ ABI member pointer to a virtual
@@ -94,6 +159,27 @@ int main() {
   int iv_meta, iv_alloc_data, iv_inline;
   inlined_vector(&iv_meta, &iv_alloc_data, &iv_inline);
 
+  NodeDef node_def;
+  (*node_def.mutable_attr())["depth_radius"].set_i(3);
+  (*node_def.mutable_attr())["alpha"].set_f(0.5f);
+  const auto& attr_map = node_def.attr();
+  auto entry = attr_map.find("alpha");
+  // The map's untyped base sits at the start of the Map object: checked by its element count.
+  pbi::map_index_t counted;
+  std::memcpy(&counted, reinterpret_cast<const char*>(&attr_map) + offset_of<MapElements>(), sizeof(counted));
+  OpDef op_def;
+  op_def.add_input_arg()->set_name("input_grads");
+  OpDef::ArgDef arg;
+  arg.set_name("x");
+  arg.set_type_attr("T");
+  arg.set_number_attr("N");
+  arg.set_type_list_attr("Tlist");
+  OpDef::AttrDef attr_def;
+  attr_def.set_name("alpha");
+  attr_def.set_type("float");
+  long attr_value_at, attr_case_at;
+  attr_value(&attr_value_at, &attr_case_at);
+
   using Params = OpKernelContext::Params;
   using ParsedName = DeviceNameUtils::ParsedName;
   std::printf("{\n");
@@ -120,6 +206,26 @@ int main() {
               offset_of<ShapeNumElements>());
   std::printf("  \"tensor_buffer\": {\"data\": %zu},\n", offset_of<BufferData>());
   std::printf("  \"device\": {\"parsed_name\": %zu},\n", offset_of<DeviceParsedName>());
+  std::printf("  \"op_kernel_props\": {\"props\": %zu},\n", offset_of<KernelProps>());
+  std::printf("  \"node_properties\": {\"op_def\": %zu, \"node_def\": %zu},\n", offsetof(NodeProperties, op_def),
+              offsetof(NodeProperties, node_def));
+  std::printf("  \"node_def\": {\"attr\": %ld},\n", field_offset(node_def, attr_map));
+  std::printf("  \"proto_map\": {\"num_buckets\": %zu, \"table\": %zu, \"key\": %ld, \"value\": %ld, \"checked\": %s},\n",
+              offset_of<MapBuckets>(), offset_of<MapTable>(), static_cast<long>(sizeof(pbi::NodeBase)),
+              static_cast<long>(sizeof(pbi::NodeBase)) + field_offset(entry->first, entry->second),
+              counted == 2 ? "true" : "false");
+  std::printf("  \"repeated_ptr\": {\"elements\": %zu, \"size\": %zu, \"rep_elements\": %ld},\n",
+              offset_of<RepeatedElements>(), offset_of<RepeatedSize>(), rep_elements());
+  std::printf("  \"op_def\": {\"input_arg\": %ld, \"attr\": %ld},\n", field_offset(op_def, op_def.input_arg()),
+              field_offset(op_def, op_def.attr()));
+  std::printf("  \"arg_def\": {\"name\": %ld, \"type_attr\": %ld, \"number_attr\": %ld, \"type_list_attr\": %ld},\n",
+              string_field(arg, arg.name()), string_field(arg, arg.type_attr()), string_field(arg, arg.number_attr()),
+              string_field(arg, arg.type_list_attr()));
+  std::printf("  \"attr_def\": {\"name\": %ld, \"type\": %ld},\n", string_field(attr_def, attr_def.name()),
+              string_field(attr_def, attr_def.type()));
+  std::printf("  \"attr_value\": {\"value\": %ld, \"oneof_case\": %ld, \"case_s\": %d, \"case_i\": %d, \"case_f\": %d, "
+              "\"case_b\": %d, \"case_type\": %d},\n",
+              attr_value_at, attr_case_at, AttrValue::kS, AttrValue::kI, AttrValue::kF, AttrValue::kB, AttrValue::kType);
   std::printf("  \"parsed_name\": {\"has_job\": %zu, \"job\": %zu, \"has_replica\": %zu, \"replica\": %zu, "
               "\"has_task\": %zu, \"task\": %zu, \"has_type\": %zu, \"type\": %zu, \"has_id\": %zu, \"id\": %zu}\n",
               offsetof(ParsedName, has_job), offsetof(ParsedName, job), offsetof(ParsedName, has_replica),
