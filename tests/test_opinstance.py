@@ -181,3 +181,43 @@ def test_markdown_html_and_text_show_the_op_instance(tf_cores, tmp_path):
     assert '<section id="op-instance">' in page and "<code>lrn_backward</code>" in page
     text = run_cli(str(case.core), "--python", str(case.exe), "--format", "text", "-o", "-")
     assert "node lrn_backward  op LRNGrad" in text.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The reproducer: run in a fresh process, it must crash with the same signature
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", ["kernel_check_failure", "graph_check_failure"])
+def test_reproducer_crashes_with_the_same_signature(tf_cores, op_reports, tmp_path, name):
+    from coregen import run_to_core
+    from tfcores import quiet_env
+
+    original = op_reports(name)["classification"]
+    snippet = original["op_instance"]["reproducer"]
+    assert snippet and "untested" in snippet.lower()
+    assert "tf.raw_ops.LRNGrad(" in snippet
+    script = tmp_path / "reproduce.py"
+    script.write_text(snippet)
+    case = tf_cores.get(name)
+    again = run_to_core(f"{name}-reproduced", [str(case.exe), str(script)], tmp_path / "run", env=quiet_env(), timeout=600)
+    try:
+        reproduced = analyze_json(again.core, "--python", str(case.exe))["classification"]
+    finally:
+        again.core.unlink(missing_ok=True)
+    assert reproduced["signature"] == original["signature"]
+    assert reproduced["op_instance"]["op"] == "LRNGrad"
+    assert reproduced["op_instance"]["inputs"] == original["op_instance"]["inputs"]
+
+
+@pytest.mark.tf
+def test_graph_reproducer_carries_the_nodes_attributes(op_reports):
+    snippet = op_reports("graph_check_failure")["classification"]["op_instance"]["reproducer"]
+    for attribute in ("depth_radius=2,", "bias=1.5,", "alpha=0.25,", "beta=0.75,"):
+        assert attribute in snippet, snippet
+    assert "T=" not in snippet  # inferred from the inputs by tf.raw_ops
+
+
+@pytest.mark.tf
+def test_custom_op_gets_no_raw_op_reproducer(op_reports):
+    assert op_reports("kernel_compute_segv")["classification"]["op_instance"]["reproducer"] is None

@@ -18,6 +18,7 @@ layouts/ and everything read is checked before it is believed.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from coreanalyze.memory import CoreMemory
 from coreanalyze.model import Frame, OpInput, OpInstance, Thread
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import DType, Layout, dtypes
+from coreanalyze.opinstance.nodedef import NodeDefReader, Unreadable
+from coreanalyze.opinstance.reproducer import NoReproducer, reproducer
 
 # How far above the stack pointer the crashing thread's stack is searched: the kernel's
 # context sits in the executor's frame, a few frames (and a fatal-log buffer) above the fault.
@@ -40,6 +43,10 @@ DEVICE_TYPE = re.compile(r"[A-Z][A-Z_0-9]*\Z")
 KERNEL_COMPUTE = re.compile(r"^(?P<cls>.+)::(?P<method>Compute|ComputeAsync)(?:\((?P<params>.*)\))?(?: const)?$")
 KERNEL_PARAMS = ("tensorflow::OpKernelContext*", "tensorflow::OpKernelContext*, std::function<void ()>")
 REP16, REP32, REP_OUT_OF_LINE = 0, 1, 2
+# Libraries whose kernels tf.raw_ops can call (a custom op's library is loaded by the user).
+# The graph executor's frame: a node of a tf.function's graph ran on it (eager ops do not).
+GRAPH_EXECUTOR = "ExecutorState"
+TENSORFLOW_KERNEL_LIBRARIES = ("libtensorflow_cc.so", "libtensorflow_framework.so", "_pywrap_tensorflow")
 
 
 class NotValid(Exception):
@@ -311,7 +318,7 @@ def read_instance(memory: CoreMemory, reader_layout: Layout, found: KernelFrame,
     op = reader.text(*reader.view(kernel + lay.offset("op_kernel", "type_string_view"), "string_view"), "op type")
     if not OP_TYPE.match(op):
         raise NotValid(f"op type {op!r} is not an op name")
-    return OpInstance(
+    instance = OpInstance(
         framework="tensorflow",
         node=node,
         op=op,
@@ -320,6 +327,21 @@ def read_instance(memory: CoreMemory, reader_layout: Layout, found: KernelFrame,
         kernel=found.kernel_class,
         layout=reader_layout.name,
     )
+    instance.reproducer = _reproducer(reader, kernel, instance, found, thread, names)
+    return instance
+
+
+def _reproducer(reader: _Reader, kernel: int, instance: OpInstance, found: KernelFrame, thread: Thread,
+                names: CodeNames) -> str | None:
+    """The raw-op snippet for a TensorFlow op (a custom op's library is not in tf.raw_ops)."""
+    module = names.module_at(found.frame.pc) if found.frame.pc is not None else None
+    if module is None or not os.path.basename(module.path).startswith(TENSORFLOW_KERNEL_LIBRARIES):
+        return None
+    graph = any(GRAPH_EXECUTOR in (f.function or "") for f in thread.frames)
+    try:
+        return reproducer(instance, NodeDefReader(reader).read(kernel), graph=graph)
+    except (NotValid, Unreadable, NoReproducer):
+        return None
 
 
 def read_tensorflow_op(memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames) -> Reading | None:
