@@ -132,6 +132,14 @@ class OpInput:
     dtype: str | None = None  # "float32", ...; None when the input is absent
     shape: list[int] | None = None
     value: list[Any] | None = None  # the elements, when there are only a handful
+    # TFLite tensors also carry these:
+    name: str | None = None
+    index: int | None = None  # tensor index in the subgraph
+    scale: float | None = None  # quantization
+    zero_point: int | None = None
+    allocation: str | None = None  # "arena-rw", "mmap-ro", ...
+    bytes: int | None = None  # the buffer's size as the tensor says
+    needed_bytes: int | None = None  # what its dtype and shape need
 
 
 @dataclass
@@ -148,6 +156,8 @@ class OpInstance:
     delegate: str | None = None
     node_index: int | None = None
     reproducer: str | None = None
+    version: int | None = None  # TFLite op version
+    outputs: list[OpInput] = field(default_factory=list)  # TFLite: the node's output tensors
 
 
 @dataclass
@@ -261,8 +271,10 @@ def frame_from_dict(d: dict[str, Any]) -> Frame:
 
 def op_instance_from_dict(d: dict[str, Any]) -> OpInstance:
     known = {f.name for f in dataclasses.fields(OpInstance)}
-    instance = OpInstance(**{k: v for k, v in d.items() if k in known and k != "inputs"})
-    instance.inputs = [OpInput(**{k: v for k, v in i.items() if k in ("dtype", "shape", "value")}) for i in d.get("inputs") or []]
+    instance = OpInstance(**{k: v for k, v in d.items() if k in known and k not in ("inputs", "outputs")})
+    tensor_fields = {f.name for f in dataclasses.fields(OpInput)}
+    instance.inputs = [OpInput(**{k: v for k, v in i.items() if k in tensor_fields}) for i in d.get("inputs") or []]
+    instance.outputs = [OpInput(**{k: v for k, v in o.items() if k in tensor_fields}) for o in d.get("outputs") or []]
     return instance
 
 

@@ -27,19 +27,20 @@ CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 def test_layout_files_cover_the_fields_the_reader_uses():
     groups = {"op_kernel", "op_kernel_context", "params", "tensor_value", "tensor", "tensor_shape",
               "tensor_buffer", "device", "parsed_name", "string_view", "span", "std_string", "inlined_vector"}
-    assert all_layouts()
-    for layout in all_layouts():
-        assert layout.framework == "tensorflow"
+    tensorflow = [lay for lay in all_layouts() if lay.framework == "tensorflow"]
+    assert tensorflow
+    for layout in tensorflow:
         assert layout.versions
         assert groups <= set(layout.fields), layout.name
 
 
 def test_layouts_for_a_known_version_are_that_versions_only():
-    known = all_layouts()[0]
+    tensorflow = [lay for lay in all_layouts() if lay.framework == "tensorflow"]
+    known = tensorflow[0]
     chosen = layouts_for("tensorflow", known.versions[0] + ".1")
     assert [lay.name for lay in chosen] == [known.name]
     # An unknown version tries every layout (each must validate before it is used).
-    assert len(layouts_for("tensorflow", "9.99.0")) == len(all_layouts())
+    assert len(layouts_for("tensorflow", "9.99.0")) == len(tensorflow)
 
 
 def test_dtype_table_matches_tensorflow_numbering():
@@ -221,3 +222,45 @@ def test_graph_reproducer_carries_the_nodes_attributes(op_reports):
 @pytest.mark.tf
 def test_custom_op_gets_no_raw_op_reproducer(op_reports):
     assert op_reports("kernel_compute_segv")["classification"]["op_instance"]["reproducer"] is None
+
+
+@pytest.mark.tf
+def test_layout_data_is_what_the_installed_headers_say():
+    # The stored layout of the installed TensorFlow's version is measured again from its
+    # headers: the data is what the headers say, not offsets tuned to one core.
+    from coregen import require
+    from coreanalyze.opinstance.layouts import major_minor
+    from coreanalyze.opinstance.measure import measure
+    from tfcores import require_tensorflow
+
+    python = require_tensorflow()
+    version, measured = measure(str(python), require("g++"))
+    stored = [lay for lay in all_layouts() if major_minor(version) in lay.versions]
+    assert stored, f"no layout data for TensorFlow {version}: run python -m coreanalyze.opinstance.measure"
+    assert stored[0].fields == measured
+
+
+# ---------------------------------------------------------------------------------------------
+# TFLite
+
+
+@pytest.mark.tf
+def test_tflite_node_index_op_and_tensors(op_reports):
+    # interpreter_invoke.py converts relu(x @ weights + 1.0) with x [1,8] and weights [8,4]: one
+    # FULLY_CONNECTED node (weights stored transposed) fed ones, bias 1.0.
+    c = op_reports("interpreter_invoke")["classification"]
+    instance = c["op_instance"]
+    assert instance is not None, c["evidence"]
+    assert (instance["framework"], instance["op"], instance["node_index"], instance["version"]) == (
+        "tflite", "FULLY_CONNECTED", 0, 1)
+    assert instance["delegate"] is None  # BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    shapes = [(t["dtype"], t["shape"], t["allocation"]) for t in instance["inputs"]]
+    assert shapes == [("float32", [1, 8], "arena-rw"), ("float32", [4, 8], "mmap-ro"), ("float32", [4], "mmap-ro")]
+    assert instance["inputs"][0]["value"] == [1.0] * 8
+    assert instance["inputs"][2]["value"] == [1.0] * 4
+    for tensor in [*instance["inputs"], *instance["outputs"]]:
+        assert tensor["bytes"] == tensor["needed_bytes"], tensor
+        assert (tensor["scale"], tensor["zero_point"]) == (0.0, 0)  # a float model: not quantized
+    assert [(t["dtype"], t["shape"]) for t in instance["outputs"]] == [("float32", [1, 4])]
+    assert instance["outputs"][0]["value"] is None  # not computed when Eval faulted
+    assert f"In node `{instance['node']}` (FULLY_CONNECTED, node index 0" in c["summary"]

@@ -23,7 +23,10 @@ def describe_inputs(instance: OpInstance) -> str:
 
 def node_sentence(instance: OpInstance) -> str:
     """'In node `x` (LRNGrad, inputs float32[1,4] x float32[1]).' for the summary."""
-    return f"In node `{instance.node}` ({instance.op}, inputs {describe_inputs(instance)})."
+    what = instance.op if instance.node_index is None else f"{instance.op}, node index {instance.node_index}"
+    if instance.delegate:
+        what += f", delegate {instance.delegate}"
+    return f"In node `{instance.node}` ({what}, inputs {describe_inputs(instance)})."
 
 
 def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None) -> None:
@@ -33,6 +36,7 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
     leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
     from coreanalyze.opinstance.codenames import CodeNames
     from coreanalyze.opinstance.tensorflow import read_tensorflow_op
+    from coreanalyze.opinstance.tflite import read_tflite_node
     from coreanalyze.symbols import Symbolizer
 
     thread = report.crashed_thread
@@ -41,8 +45,10 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
     symbolizer = Symbolizer(debug_dirs, sysroot)
     try:
         names = CodeNames(report.modules, notes, symbolizer)
-        layouts = layouts_for("tensorflow", report.environment.get("tensorflow_version"))
-        reading = read_tensorflow_op(notes.memory, thread, layouts, names)
+        version = report.environment.get("tensorflow_version")
+        reading = read_tensorflow_op(notes.memory, thread, layouts_for("tensorflow", version), names)
+        if reading is None:
+            reading = read_tflite_node(notes.memory, thread, layouts_for("tflite", version), names)
     except (OSError, ValueError, KeyError, TypeError) as e:  # bad layout data or an unreadable file
         report.warnings.append(f"the op instance could not be read: {type(e).__name__}: {e}")
         return

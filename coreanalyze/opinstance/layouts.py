@@ -9,7 +9,7 @@ layouts of the other versions tried in turn, and the reader accepts only what va
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 LAYOUT_DIR = Path(__file__).resolve().parent / "layouts"
 DTYPES_FILE = Path(__file__).resolve().parent / "dtypes.toml"
+TFLITE_OPS_FILE = Path(__file__).resolve().parent / "tflite_ops.toml"
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Layout:
     framework: str
     versions: tuple[str, ...]
     fields: dict[str, Any]  # [layout] as written
+    tables: dict[str, Any] = field(default_factory=dict)  # the file's other tables (enums)
 
     def __getitem__(self, key: str) -> Any:
         return self.fields[key]
@@ -56,6 +58,7 @@ def all_layouts() -> tuple[Layout, ...]:
                 framework=str(data["framework"]),
                 versions=tuple(str(v) for v in data.get("versions", ())),
                 fields=dict(data["layout"]),
+                tables={k: v for k, v in data.items() if isinstance(v, dict) and k != "layout"},
             )
         )
     return tuple(found)
@@ -74,6 +77,12 @@ def layouts_for(framework: str, version: str | None) -> list[Layout]:
     if exact:
         return exact
     return mine
+
+
+@lru_cache(maxsize=1)
+def tflite_builtin_ops() -> dict[int, str]:
+    data = tomllib.loads(TFLITE_OPS_FILE.read_text(encoding="utf-8"))
+    return {int(code): str(name) for code, name in data["builtin_ops"].items()}
 
 
 @lru_cache(maxsize=1)

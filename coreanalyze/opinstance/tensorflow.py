@@ -29,10 +29,8 @@ from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import DType, Layout, dtypes
 from coreanalyze.opinstance.nodedef import NodeDefReader, Unreadable
 from coreanalyze.opinstance.reproducer import NoReproducer, reproducer
+from coreanalyze.opinstance.stackwords import pointer_words
 
-# How far above the stack pointer the crashing thread's stack is searched: the kernel's
-# context sits in the executor's frame, a few frames (and a fatal-log buffer) above the fault.
-STACK_WINDOW = 512 * 1024
 MAX_TEXT = 4096
 MAX_INPUTS = 1024
 MAX_RANK = 254
@@ -122,20 +120,6 @@ class _Reader:
         if length == 0 and allow_empty:
             return ""
         return self.text(pointer, length, what)
-
-
-def _candidates(memory: CoreMemory, thread: Thread) -> list[int]:
-    """Words of the thread's registers and stack that point at memory the core holds."""
-    words: dict[int, None] = {}
-    for value in thread.registers.values():
-        if isinstance(value, int):
-            words[value] = None
-    sp = thread.registers.get("rsp")
-    if sp:
-        stack = memory.read_available(sp, STACK_WINDOW)
-        for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):
-            words[value] = None
-    return [w for w in words if w > 0x10000 and w % 8 == 0 and memory.is_present(w)]
 
 
 def _find_kernel(reader: _Reader, found: KernelFrame, names: CodeNames, candidates: list[int]) -> tuple[int, int]:
@@ -311,7 +295,7 @@ def read_instance(memory: CoreMemory, reader_layout: Layout, found: KernelFrame,
     """The op instance under one layout; raises NotValid when anything does not hold together."""
     reader = _Reader(memory, reader_layout)
     if candidates is None:
-        candidates = _candidates(memory, thread)
+        candidates = pointer_words(memory, thread)
     kernel, params = _find_kernel(reader, found, names, candidates)
     lay = reader_layout
     node = reader.text(*reader.view(kernel + lay.offset("op_kernel", "name_view"), "string_view"), "node name")
@@ -351,7 +335,7 @@ def read_tensorflow_op(memory: CoreMemory, thread: Thread, layouts: list[Layout]
         return None
     if not layouts:
         return Reading(None, "no layout data for this TensorFlow version")
-    candidates = _candidates(memory, thread)
+    candidates = pointer_words(memory, thread)
     problems = []
     for layout in layouts:
         try:
