@@ -81,6 +81,10 @@ class NodeDefReader:
         heads = struct.unpack(f"<{buckets}Q", self.r.bytes(table, 8 * buckets))
         entries = []
         for head in heads:
+            if head & 1:
+                # Older protobuf turns a bucket of many colliding keys into a tree (tagged by
+                # bit 0); attribute maps are far too small for that, so this is not one.
+                raise Unreadable("a map bucket that is not a list")
             node, hops = head, 0
             while node:
                 hops += 1

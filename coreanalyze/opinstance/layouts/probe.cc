@@ -49,7 +49,12 @@ EXPOSE(RepeatedElements, pbi::RepeatedPtrFieldBase, void*, tagged_rep_or_elem_)
 EXPOSE(RepeatedSize, pbi::RepeatedPtrFieldBase, int, current_size_)
 EXPOSE(MapElements, pbi::UntypedMapBase, pbi::map_index_t, num_elements_)
 EXPOSE(MapBuckets, pbi::UntypedMapBase, pbi::map_index_t, num_buckets_)
+// Before protobuf 6 a bucket is a TableEntryPtr (a list head, or a tree tagged by bit 0).
+#if PROTOBUF_VERSION < 6000000
+EXPOSE(MapTable, pbi::UntypedMapBase, pbi::TableEntryPtr*, table_)
+#else
 EXPOSE(MapTable, pbi::UntypedMapBase, pbi::NodeBase**, table_)
+#endif
 
 template <typename Tag>
 static size_t offset_of() {
