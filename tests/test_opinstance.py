@@ -103,7 +103,10 @@ def _floats(n: int, start: float = 0.0, step: float = 1.0) -> list[float]:
 
 @pytest.mark.tf
 def test_eager_check_failure_names_the_op_and_its_inputs(op_reports):
-    c = op_reports("kernel_check_failure")["classification"]
+    check_eager_check_failure(op_reports("kernel_check_failure")["classification"])
+
+
+def check_eager_check_failure(c: dict) -> None:
     instance = c["op_instance"]
     assert instance is not None, c["evidence"]
     assert (instance["framework"], instance["node"], instance["op"], instance["device"]) == (
@@ -116,7 +119,10 @@ def test_eager_check_failure_names_the_op_and_its_inputs(op_reports):
 
 @pytest.mark.tf
 def test_graph_node_is_named_as_in_the_tf_function(op_reports):
-    c = op_reports("graph_check_failure")["classification"]
+    check_graph_check_failure(op_reports("graph_check_failure")["classification"])
+
+
+def check_graph_check_failure(c: dict) -> None:
     instance = c["op_instance"]
     assert instance is not None, c["evidence"]
     assert (instance["node"], instance["op"], instance["device"]) == ("lrn_backward", "LRNGrad", CPU0)
@@ -130,7 +136,11 @@ def test_graph_node_is_named_as_in_the_tf_function(op_reports):
 
 @pytest.mark.tf
 def test_custom_op_null_dereference_names_its_node(op_reports):
-    instance = op_reports("kernel_compute_segv")["classification"]["op_instance"]
+    check_custom_op_segv(op_reports("kernel_compute_segv")["classification"])
+
+
+def check_custom_op_segv(c: dict) -> None:
+    instance = c["op_instance"]
     assert (instance["node"], instance["op"]) == ("ScatterToSlots", "ScatterToSlots")
     assert instance["kernel"].endswith("ScatterToSlotsOp")
     assert instance["inputs"] == [{"dtype": "float32", "shape": [16], "value": _floats(16)}]
@@ -149,7 +159,10 @@ def test_worker_thread_node_and_its_input_belong_together(op_reports):
 
 @pytest.mark.tf
 def test_overwritten_kernel_object_gives_no_instance(op_reports):
-    c = op_reports("kernel_overwritten")["classification"]
+    check_overwritten_kernel(op_reports("kernel_overwritten")["classification"])
+
+
+def check_overwritten_kernel(c: dict) -> None:
     assert c["op_instance"] is None
     assert c["op_instance_unread"], c["evidence"]
     assert "In node" not in c["summary"]
@@ -191,17 +204,20 @@ def test_markdown_html_and_text_show_the_op_instance(tf_cores, tmp_path):
 @pytest.mark.tf
 @pytest.mark.parametrize("name", ["kernel_check_failure", "graph_check_failure"])
 def test_reproducer_crashes_with_the_same_signature(tf_cores, op_reports, tmp_path, name):
+    check_reproducer(tf_cores.get(name), op_reports(name)["classification"], tmp_path)
+
+
+def check_reproducer(case, original: dict, tmp_path) -> None:
+    """Run the report's snippet in a fresh process: it must crash with the same signature."""
     from coregen import run_to_core
     from tfcores import quiet_env
 
-    original = op_reports(name)["classification"]
     snippet = original["op_instance"]["reproducer"]
     assert snippet and "untested" in snippet.lower()
     assert "tf.raw_ops.LRNGrad(" in snippet
     script = tmp_path / "reproduce.py"
     script.write_text(snippet)
-    case = tf_cores.get(name)
-    again = run_to_core(f"{name}-reproduced", [str(case.exe), str(script)], tmp_path / "run", env=quiet_env(), timeout=600)
+    again = run_to_core(f"{case.name}-reproduced", [str(case.exe), str(script)], tmp_path / "run", env=quiet_env(), timeout=600)
     try:
         reproduced = analyze_json(again.core, "--python", str(case.exe))["classification"]
     finally:
