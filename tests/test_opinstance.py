@@ -101,6 +101,10 @@ def _floats(n: int, start: float = 0.0, step: float = 1.0) -> list[float]:
     return [start + i * step for i in range(n)]
 
 
+def _tensors(inputs: list[dict]) -> list[tuple]:
+    return [(i["dtype"], i["shape"], i["value"]) for i in inputs]
+
+
 @pytest.mark.tf
 def test_eager_check_failure_names_the_op_and_its_inputs(op_reports):
     check_eager_check_failure(op_reports("kernel_check_failure")["classification"])
@@ -126,7 +130,7 @@ def check_graph_check_failure(c: dict) -> None:
     instance = c["op_instance"]
     assert instance is not None, c["evidence"]
     assert (instance["node"], instance["op"], instance["device"]) == ("lrn_backward", "LRNGrad", CPU0)
-    assert [(i["dtype"], i["shape"], i["value"]) for i in instance["inputs"]] == [
+    assert _tensors(instance["inputs"]) == [
         ("float32", [1, 1, 2, 3], [0.5] * 6),
         ("float32", [1, 1, 2, 3], _floats(6)),
         ("float32", [1], [2.0]),
@@ -143,7 +147,7 @@ def check_custom_op_segv(c: dict) -> None:
     instance = c["op_instance"]
     assert (instance["node"], instance["op"]) == ("ScatterToSlots", "ScatterToSlots")
     assert instance["kernel"].endswith("ScatterToSlotsOp")
-    assert instance["inputs"] == [{"dtype": "float32", "shape": [16], "value": _floats(16)}]
+    assert _tensors(instance["inputs"]) == [("float32", [16], _floats(16))]
 
 
 @pytest.mark.tf
@@ -154,7 +158,7 @@ def test_worker_thread_node_and_its_input_belong_together(op_reports):
     assert instance["op"] == "ScatterToSlots"
     expected = {"ScatterToSlots": _floats(16), "ScatterToSlots_1": _floats(16, step=2.0)}
     assert instance["node"] in expected, instance["node"]
-    assert instance["inputs"] == [{"dtype": "float32", "shape": [16], "value": expected[instance["node"]]}]
+    assert _tensors(instance["inputs"]) == [("float32", [16], expected[instance["node"]])]
 
 
 @pytest.mark.tf
@@ -280,3 +284,17 @@ def test_tflite_node_index_op_and_tensors(op_reports):
     assert [(t["dtype"], t["shape"]) for t in instance["outputs"]] == [("float32", [1, 4])]
     assert instance["outputs"][0]["value"] is None  # not computed when Eval faulted
     assert f"In node `{instance['node']}` (FULLY_CONNECTED, node index 0" in c["summary"]
+
+
+@pytest.mark.tf
+def test_tflite_node_delegated_to_xnnpack(op_reports):
+    # The same model with the default delegate: XNNPACK replaces the FULLY_CONNECTED node by its
+    # own kernel node (appended after the original one) that takes the model's tensors.
+    c = op_reports("interpreter_invoke_xnnpack")["classification"]
+    instance = c["op_instance"]
+    assert instance is not None, c["evidence"]
+    assert (instance["op"], instance["delegate"], instance["node_index"]) == ("TfLiteXNNPackDelegate", "XNNPACK", 1)
+    assert [(t["dtype"], t["shape"], t["name"]) for t in instance["inputs"]] == [
+        ("float32", [1, 8], "x"), ("float32", [4, 8], "MatMul"), ("float32", [4], "Relu;add")]
+    assert [(t["dtype"], t["shape"]) for t in instance["outputs"]] == [("float32", [1, 4])]
+    assert "delegate XNNPACK" in c["summary"]

@@ -77,6 +77,12 @@ EXPECTED: dict[str, Expected] = {
         innermost=r"ScatterToSlotsOp.*Compute",
         address=(0, NULL_PAGE_LIMIT),
     ),
+    "interpreter_invoke_xnnpack": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"xnnpack.*SubgraphInvoke", r"Subgraph.*InvokeImpl", r"InterpreterWrapper.*Invoke"),
+        innermost=r"xnnpack.*SubgraphInvoke.*libpywrap_tflite_common\.so",
+        address=(0xDEAD0000, 0xDEAD1000),
+    ),
     "graph_check_failure": Expected(
         signal.SIGABRT, SI_TKILL,
         stack=(r"\babort\b", r"LogMessage", r"dim_size", r"LRNGradOp.*Compute"),
@@ -280,6 +286,10 @@ VERDICTS: dict[str, Verdict] = {
     "worker_thread_segv": Verdict(
         "kernel-compute", "null-deref", r"ScatterToSlotsOp::Compute",
         op=r"ScatterToSlots|crash_ops\.so", culprit_module=r"crash_ops\.so$",
+    ),
+    "interpreter_invoke_xnnpack": Verdict(
+        "interpreter-invoke", "invalid-access", r"tflite::xnnpack::.*SubgraphInvoke",
+        culprit_module=r"libpywrap_tflite_common\.so$",
     ),
     "graph_check_failure": LRN_GRAD_CHECK_FAILURE,
     "kernel_overwritten": Verdict(

@@ -78,6 +78,7 @@ class Scenario:
     script: str  # file in tf_corpus/
     uses_op_library: bool = False  # the script gets the built crash_ops.so as argv[1]
     injection: FaultInjection | None = None
+    args: tuple[str, ...] = ()  # given to the script after the op library
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -123,6 +124,18 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario("worker_thread_segv", "worker_thread_segv.py", uses_op_library=True),
         Scenario("graph_check_failure", "graph_check_failure.py"),
+        Scenario(
+            "interpreter_invoke_xnnpack",
+            "interpreter_invoke.py",
+            args=("--xnnpack",),
+            injection=FaultInjection(
+                module=r"libpywrap_tflite_common\.so",
+                # The XNNPACK delegate kernel's invoke(TfLiteContext*, TfLiteNode*): node becomes wild.
+                function="'tflite::xnnpack::(anonymous namespace)::SubgraphInvoke(TfLiteContext*, TfLiteNode*)'",
+                register="rsi",
+                value=0xDEAD0000,
+            ),
+        ),
         Scenario("kernel_overwritten", "kernel_overwritten.py", uses_op_library=True),
     )
 }
@@ -391,7 +404,7 @@ class TFCoreCache:
         h.update((TF_CORPUS / scenario.script).read_bytes())
         if scenario.uses_op_library:
             h.update(OP_SOURCE.read_bytes())
-        h.update(repr(scenario.injection).encode())
+        h.update(repr((scenario.injection, scenario.args)).encode())
         return h.hexdigest()[:12]
 
     def get(self, name: str) -> CrashCase:
@@ -402,6 +415,7 @@ class TFCoreCache:
         argv = [str(self.python), str(script)]
         if scenario.uses_op_library:
             argv.append(str(self.op_library()))
+        argv += scenario.args
         workdir = self.root / f"{name}-{self.key(scenario)}"
         started = time.monotonic()
         if scenario.injection is None:

@@ -53,9 +53,10 @@ def _kernel_functions(thread: Thread, names: CodeNames) -> set[int]:
 
 
 class _Reader:
-    def __init__(self, memory: CoreMemory, layout: Layout):
+    def __init__(self, memory: CoreMemory, layout: Layout, names: CodeNames):
         self.memory = memory
         self.layout = layout
+        self.names = names
 
     def at(self, group: str, name: str) -> int:
         return self.layout.offset(group, name)
@@ -84,6 +85,8 @@ class _Reader:
         if not address:
             return None
         raw = self.memory.read_cstring(address, 1024)
+        if raw is None:
+            raw = self.names.file_cstring(address)  # a string literal of a library
         if raw is None:
             raise NotValid(f"{what} is not in the core")
         text = raw.decode("utf-8", "replace")
@@ -207,7 +210,7 @@ def read_tflite_node(memory: CoreMemory, thread: Thread, layouts: list[Layout], 
     problems = []
     for layout in layouts:
         try:
-            return Reading(_read(_Reader(memory, layout), candidates, kernels, names))
+            return Reading(_read(_Reader(memory, layout, names), candidates, kernels, names))
         except NotValid as e:
             problems.append(f"{layout.name}: {e}")
     return Reading(None, "; ".join(problems) or "no TFLite layout data")
