@@ -2,8 +2,9 @@
 (OpDef: input argument names, attribute names and kinds), read from protobuf objects in memory.
 
 Reached through OpKernel::props_ (a shared_ptr<const NodeProperties>). Protobuf keeps string
-fields as tagged pointers (two low bits), repeated messages as one element pointer or a tagged
-Rep of element pointers, maps as a table of bucket lists; offsets come from the layout data.
+fields as tagged pointers (two low bits), repeated messages as a Rep of element pointers (since
+4.23 one element may stand in its place), maps as a table of bucket lists; which of these
+shapes and every offset come from the layout data.
 Only the attribute kinds a reproducer can spell are decoded (int, float, bool, type, string);
 any other kind is reported as unreadable, never guessed.
 """
@@ -57,33 +58,40 @@ class NodeDefReader:
     def repeated(self, address: int, limit: int) -> list[int]:
         """Element pointers of a RepeatedPtrField at address."""
         rp = self.lay["repeated_ptr"]
-        tagged = self.r.u64(address + int(rp["elements"]))
         size = struct.unpack("<i", self.r.bytes(address + int(rp["size"]), 4))[0]
         if not 0 <= size <= limit:
             raise Unreadable(f"a repeated field of {size} elements")
         if size == 0:
             return []
-        if not tagged & 1:  # one element kept in place of the Rep
-            if size != 1:
-                raise Unreadable("a repeated field's size disagrees with its storage")
-            return [tagged]
-        rep = tagged - 1
+        if "rep" in rp:  # older protobuf: always a Rep*
+            rep = self.r.u64(address + int(rp["rep"]))
+        else:
+            tagged = self.r.u64(address + int(rp["elements"]))
+            if not tagged & 1:  # one element kept in place of the Rep
+                if size != 1:
+                    raise Unreadable("a repeated field's size disagrees with its storage")
+                return [tagged]
+            rep = tagged - 1
+        if not rep:
+            raise Unreadable("a repeated field without storage")
         data = self.r.bytes(rep + int(rp["rep_elements"]), 8 * size)
         return list(struct.unpack(f"<{size}Q", data))
 
     def map_entries(self, address: int) -> list[tuple[str, int]]:
         """(key, value address) of a protobuf Map<string, V> at address."""
         pm = self.lay["proto_map"]
-        buckets = struct.unpack("<I", self.r.bytes(address + int(pm["num_buckets"]), 4))[0]
+        index_format = "<I" if int(pm["index_size"]) == 4 else "<Q"
+        buckets = struct.unpack(index_format, self.r.bytes(address + int(pm["num_buckets"]), int(pm["index_size"])))[0]
         if not 0 < buckets <= MAX_BUCKETS:
             raise Unreadable(f"a map of {buckets} buckets")
         table = self.r.u64(address + int(pm["table"]))
         heads = struct.unpack(f"<{buckets}Q", self.r.bytes(table, 8 * buckets))
         entries = []
-        for head in heads:
-            if head & 1:
-                # Older protobuf turns a bucket of many colliding keys into a tree (tagged by
-                # bit 0); attribute maps are far too small for that, so this is not one.
+        for b, head in enumerate(heads):
+            # A bucket of many colliding keys becomes a tree: tagged by bit 0 (protobuf 5), or
+            # two neighbouring slots with one pointer (before). Attribute maps are far too
+            # small for that, so such a bucket means this is no attribute map.
+            if head & 1 or (pm["tree"] == "paired" and head and heads[b ^ 1] == head):
                 raise Unreadable("a map bucket that is not a list")
             node, hops = head, 0
             while node:
@@ -92,7 +100,7 @@ class NodeDefReader:
                     raise Unreadable("a map bucket list does not end")
                 key = self.r.std_string(node + int(pm["key"]), "attribute name")
                 entries.append((key, node + int(pm["value"])))
-                node = self.r.u64(node)
+                node = self.r.u64(node + int(pm["next"]))
         return entries
 
     def attr_value(self, address: int, kind: str) -> object:

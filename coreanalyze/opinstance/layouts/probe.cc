@@ -45,15 +45,28 @@ EXPOSE(BufferData, TensorBuffer, void* const, data_)
 EXPOSE(DeviceParsedName, Device, DeviceNameUtils::ParsedName, parsed_name_)
 EXPOSE(KernelProps, OpKernel, const std::shared_ptr<const NodeProperties>, props_)
 namespace pbi = google::protobuf::internal;
+// Protobuf's containers changed shape over its releases:
+//   RepeatedPtrField: from 4.23 one element is kept in place of the Rep (tagged_rep_or_elem_);
+//                     before, a plain Rep* (rep_).
+//   Map:              from 5.x an UntypedMapBase with 32-bit counts and list-first nodes
+//                     (NodeBase then key, value); a bucket is a list head, or a tree tagged by
+//                     bit 0 (only in 5.x). Before, an InnerMap with size_t counts and nodes
+//                     holding the key/value pair first and `next` after it; a tree bucket
+//                     takes two neighbouring slots holding the same pointer.
+#define TAGGED_REPEATED (PROTOBUF_VERSION >= 4023000)
+#define UNTYPED_MAP (PROTOBUF_VERSION >= 5000000)
+#if TAGGED_REPEATED
 EXPOSE(RepeatedElements, pbi::RepeatedPtrFieldBase, void*, tagged_rep_or_elem_)
+#endif
 EXPOSE(RepeatedSize, pbi::RepeatedPtrFieldBase, int, current_size_)
+#if UNTYPED_MAP
 EXPOSE(MapElements, pbi::UntypedMapBase, pbi::map_index_t, num_elements_)
 EXPOSE(MapBuckets, pbi::UntypedMapBase, pbi::map_index_t, num_buckets_)
-// Before protobuf 6 a bucket is a TableEntryPtr (a list head, or a tree tagged by bit 0).
 #if PROTOBUF_VERSION < 6000000
 EXPOSE(MapTable, pbi::UntypedMapBase, pbi::TableEntryPtr*, table_)
 #else
 EXPOSE(MapTable, pbi::UntypedMapBase, pbi::NodeBase**, table_)
+#endif
 #endif
 
 template <typename Tag>
@@ -83,23 +96,86 @@ static long field_offset(const Message& message, const Field& field) {
   return static_cast<long>(reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&message));
 }
 
-// Where a RepeatedPtrField's out-of-line Rep keeps its element pointers (Rep is private); the
-// element word holds Rep* | 1 once there is more than one element.
-static long rep_elements() {
+static uintptr_t word_at(const void* object, long at) {
+  uintptr_t word;
+  std::memcpy(&word, reinterpret_cast<const char*>(object) + at, sizeof(word));
+  return word;
+}
+
+// The offset (0..64) in the block at `block` of the word equal to `value`, or -1.
+static long find_word(uintptr_t block, uintptr_t value) {
+  for (long at = 0; at < 64; at += sizeof(uintptr_t)) {
+    if (word_at(reinterpret_cast<const void*>(block), at) == value) return at;
+  }
+  return -1;
+}
+
+// A RepeatedPtrField's element pointers: where its Rep (private) is and keeps them.
+static void print_repeated() {
   google::protobuf::RepeatedPtrField<std::string> repeated;
   repeated.Add("a");
   repeated.Add("b");
   repeated.Add("c");
-  uintptr_t tagged;
-  std::memcpy(&tagged, reinterpret_cast<const char*>(&repeated) + offset_of<RepeatedElements>(), sizeof(tagged));
-  if (!(tagged & 1)) return -1;
-  const char* rep = reinterpret_cast<const char*>(tagged - 1);
-  for (long at = 0; at < 64; at += sizeof(uintptr_t)) {
-    uintptr_t word;
-    std::memcpy(&word, rep + at, sizeof(word));
-    if (word == reinterpret_cast<uintptr_t>(&repeated.Get(0))) return at;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(&repeated.Get(0));
+#if TAGGED_REPEATED
+  // With more than one element the word holds Rep* | 1.
+  const long elements = static_cast<long>(offset_of<RepeatedElements>());
+  const uintptr_t tagged = word_at(&repeated, elements);
+  const long rep_elements = (tagged & 1) ? find_word(tagged - 1, first) : -1;
+  std::printf("  \"repeated_ptr\": {\"elements\": %ld, \"size\": %zu, \"rep_elements\": %ld},\n", elements,
+              offset_of<RepeatedSize>(), rep_elements);
+#else
+  long rep = -1, rep_elements = -1;
+  for (long at = 0; at + sizeof(uintptr_t) <= sizeof(repeated); at += sizeof(uintptr_t)) {
+    const uintptr_t word = word_at(&repeated, at);
+    if (word > 4096 && word % sizeof(uintptr_t) == 0 && find_word(word, first) >= 0) {
+      rep = at;
+      rep_elements = find_word(word, first);
+      break;
+    }
   }
-  return -1;
+  std::printf("  \"repeated_ptr\": {\"rep\": %ld, \"size\": %zu, \"rep_elements\": %ld},\n", rep,
+              offset_of<RepeatedSize>(), rep_elements);
+#endif
+}
+
+// A Map<string, AttrValue> with two entries: where its bucket count and table are, where a
+// node keeps key, value and next. The table is recognised by the node of a known entry in it.
+static void print_map() {
+  NodeDef node_def;
+  (*node_def.mutable_attr())["depth_radius"].set_i(3);
+  (*node_def.mutable_attr())["alpha"].set_f(0.5f);
+  const auto& attr_map = node_def.attr();
+  auto entry = attr_map.find("alpha");
+  const long value = field_offset(entry->first, entry->second);
+#if UNTYPED_MAP
+  const long key = static_cast<long>(sizeof(pbi::NodeBase));
+  pbi::map_index_t counted;
+  std::memcpy(&counted, reinterpret_cast<const char*>(&attr_map) + offset_of<MapElements>(), sizeof(counted));
+  std::printf("  \"proto_map\": {\"num_buckets\": %zu, \"index_size\": %zu, \"table\": %zu, \"key\": %ld, "
+              "\"value\": %ld, \"next\": 0, \"tree\": \"tagged\", \"checked\": %s},\n",
+              offset_of<MapBuckets>(), sizeof(pbi::map_index_t), offset_of<MapTable>(), key, key + value,
+              counted == 2 ? "true" : "false");
+#else
+  // InnerMap: num_elements_, num_buckets_, seed_, index_of_first_non_null_ (size_t), table_.
+  const uintptr_t node = reinterpret_cast<uintptr_t>(&entry->first);
+  long table = -1;
+  for (long at = 4 * sizeof(size_t); at + sizeof(uintptr_t) <= sizeof(attr_map); at += sizeof(uintptr_t)) {
+    const uintptr_t word = word_at(&attr_map, at);
+    const size_t buckets = word_at(&attr_map, at - 3 * sizeof(size_t));
+    if (word_at(&attr_map, at - 4 * sizeof(size_t)) != 2 || buckets == 0 || buckets > 1024 || word % sizeof(uintptr_t)) {
+      continue;
+    }
+    for (size_t b = 0; b < buckets; ++b) {
+      if (word_at(reinterpret_cast<const void*>(word), b * sizeof(uintptr_t)) == node) table = at;
+    }
+  }
+  using Pair = std::pair<const std::string, AttrValue>;
+  std::printf("  \"proto_map\": {\"num_buckets\": %ld, \"index_size\": %zu, \"table\": %ld, \"key\": 0, "
+              "\"value\": %ld, \"next\": %zu, \"tree\": \"paired\", \"checked\": %s},\n",
+              table - 3 * static_cast<long>(sizeof(size_t)), sizeof(size_t), table, value, sizeof(Pair),
+              table >= 0 ? "true" : "false");
+#endif
 }
 
 // Where an AttrValue keeps its oneof value and which case is set.
@@ -165,13 +241,6 @@ int main() {
   inlined_vector(&iv_meta, &iv_alloc_data, &iv_inline);
 
   NodeDef node_def;
-  (*node_def.mutable_attr())["depth_radius"].set_i(3);
-  (*node_def.mutable_attr())["alpha"].set_f(0.5f);
-  const auto& attr_map = node_def.attr();
-  auto entry = attr_map.find("alpha");
-  // The map's untyped base sits at the start of the Map object: checked by its element count.
-  pbi::map_index_t counted;
-  std::memcpy(&counted, reinterpret_cast<const char*>(&attr_map) + offset_of<MapElements>(), sizeof(counted));
   OpDef op_def;
   op_def.add_input_arg()->set_name("input_grads");
   OpDef::ArgDef arg;
@@ -214,13 +283,9 @@ int main() {
   std::printf("  \"op_kernel_props\": {\"props\": %zu},\n", offset_of<KernelProps>());
   std::printf("  \"node_properties\": {\"op_def\": %zu, \"node_def\": %zu},\n", offsetof(NodeProperties, op_def),
               offsetof(NodeProperties, node_def));
-  std::printf("  \"node_def\": {\"attr\": %ld},\n", field_offset(node_def, attr_map));
-  std::printf("  \"proto_map\": {\"num_buckets\": %zu, \"table\": %zu, \"key\": %ld, \"value\": %ld, \"checked\": %s},\n",
-              offset_of<MapBuckets>(), offset_of<MapTable>(), static_cast<long>(sizeof(pbi::NodeBase)),
-              static_cast<long>(sizeof(pbi::NodeBase)) + field_offset(entry->first, entry->second),
-              counted == 2 ? "true" : "false");
-  std::printf("  \"repeated_ptr\": {\"elements\": %zu, \"size\": %zu, \"rep_elements\": %ld},\n",
-              offset_of<RepeatedElements>(), offset_of<RepeatedSize>(), rep_elements());
+  std::printf("  \"node_def\": {\"attr\": %ld},\n", field_offset(node_def, node_def.attr()));
+  print_map();
+  print_repeated();
   std::printf("  \"op_def\": {\"input_arg\": %ld, \"attr\": %ld},\n", field_offset(op_def, op_def.input_arg()),
               field_offset(op_def, op_def.attr()));
   std::printf("  \"arg_def\": {\"name\": %ld, \"type_attr\": %ld, \"number_attr\": %ld, \"type_list_attr\": %ld},\n",
