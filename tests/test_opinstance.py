@@ -298,3 +298,14 @@ def test_tflite_node_delegated_to_xnnpack(op_reports):
         ("float32", [1, 8], "x"), ("float32", [4, 8], "MatMul"), ("float32", [4], "Relu;add")]
     assert [(t["dtype"], t["shape"]) for t in instance["outputs"]] == [("float32", [1, 4])]
     assert "delegate XNNPACK" in c["summary"]
+
+
+def test_layouts_differ_between_tensorflow_versions():
+    # The data is per version because the objects moved: 2.16's OpKernelContext, Params and
+    # protobuf containers are not where 2.21's are.
+    by_version = {lay.versions[0]: lay.fields for lay in all_layouts() if lay.framework == "tensorflow"}
+    old, new = by_version["2.16"], by_version["2.21"]
+    assert old["op_kernel_context"] != new["op_kernel_context"]
+    assert old["params"]["inputs"] != new["params"]["inputs"]
+    assert ("rep" in old["repeated_ptr"], "rep" in new["repeated_ptr"]) == (True, False)
+    assert (old["proto_map"]["tree"], new["proto_map"]["tree"]) == ("paired", "tagged")

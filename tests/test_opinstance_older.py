@@ -1,4 +1,5 @@
-"""The op-instance tests on cores of an older TensorFlow (tests/older_tensorflow.txt), installed
+"""The op-instance tests on cores of an older TensorFlow (tests/older_tensorflow.txt: 2.16, whose
+objects and protobuf containers are laid out differently from 2.21's), installed
 once per test run into its own virtual environment from pip's cache (./setup.sh fills it):
 the layout data is chosen by the core's TensorFlow version and measured from that version's
 own headers, not tuned to one build.

@@ -122,14 +122,17 @@ class _Reader:
         return self.text(pointer, length, what)
 
 
-def _find_kernel(reader: _Reader, found: KernelFrame, names: CodeNames, candidates: list[int]) -> tuple[int, int]:
-    """(OpKernel*, Params*) of the running kernel, through a context among the candidates."""
+def _find_kernel(reader: _Reader, found: KernelFrame, names: CodeNames, candidates: list[int]) -> tuple[int, list[int]]:
+    """(OpKernel*, candidate Params*) of the running kernel, through contexts among the candidates.
+
+    Several words may lead to the kernel (a context, stale copies, unrelated structs that
+    happen to point at it); each Params they lead to is checked later by reading its inputs."""
     lay = reader.layout
     slot = lay.offset("op_kernel", "compute_async_slot" if found.async_kernel else "compute_slot")
     params_at, kernel_at = lay.offset("op_kernel_context", "params"), lay.offset("params", "op_kernel")
     memory = reader.memory
     checked: dict[int, bool] = {}
-    pairs: dict[int, int] = {}
+    pairs: dict[int, list[int]] = {}
     for context in candidates:
         params = memory.read_u64(context + params_at)
         if not params or params % 8 or not memory.is_present(params):
@@ -139,13 +142,30 @@ def _find_kernel(reader: _Reader, found: KernelFrame, names: CodeNames, candidat
             continue
         if kernel not in checked:
             checked[kernel] = _runs_frame_function(memory, kernel, slot, found.frame, names)
-        if checked[kernel]:
-            pairs.setdefault(kernel, params)
+        if checked[kernel] and params not in pairs.setdefault(kernel, []):
+            pairs[kernel].append(params)
     if not pairs:
         raise NotValid(f"no OpKernelContext on the stack runs a kernel whose vtable holds {found.kernel_class}::Compute")
     if len(pairs) > 1:
         raise NotValid(f"{len(pairs)} different {found.kernel_class} kernels are reachable from the stack")
     return next(iter(pairs.items()))
+
+
+def _params_inputs(reader: _Reader, candidates: list[int]) -> tuple[int, list[OpInput]]:
+    """The one Params among the candidates whose inputs hold together, and those inputs."""
+    readable: dict[int, list[OpInput]] = {}
+    problems = []
+    for params in candidates:
+        try:
+            readable[params] = _inputs(reader, params)
+        except NotValid as e:
+            problems.append(str(e))
+    if not readable:
+        raise NotValid(f"the kernel's inputs could not be read ({problems[0]})")
+    distinct = {repr(inputs) for inputs in readable.values()}
+    if len(distinct) > 1:
+        raise NotValid("contexts with different inputs lead to the kernel")
+    return next(iter(readable.items()))
 
 
 def _runs_frame_function(memory: CoreMemory, kernel: int, slot: int, frame: Frame, names: CodeNames) -> bool:
@@ -296,7 +316,8 @@ def read_instance(memory: CoreMemory, reader_layout: Layout, found: KernelFrame,
     reader = _Reader(memory, reader_layout)
     if candidates is None:
         candidates = pointer_words(memory, thread)
-    kernel, params = _find_kernel(reader, found, names, candidates)
+    kernel, params_candidates = _find_kernel(reader, found, names, candidates)
+    params, inputs = _params_inputs(reader, params_candidates)
     lay = reader_layout
     node = reader.text(*reader.view(kernel + lay.offset("op_kernel", "name_view"), "string_view"), "node name")
     op = reader.text(*reader.view(kernel + lay.offset("op_kernel", "type_string_view"), "string_view"), "op type")
@@ -307,7 +328,7 @@ def read_instance(memory: CoreMemory, reader_layout: Layout, found: KernelFrame,
         node=node,
         op=op,
         device=_device_name(reader, params),
-        inputs=_inputs(reader, params),
+        inputs=inputs,
         kernel=found.kernel_class,
         layout=reader_layout.name,
     )
@@ -336,10 +357,16 @@ def read_tensorflow_op(memory: CoreMemory, thread: Thread, layouts: list[Layout]
     if not layouts:
         return Reading(None, "no layout data for this TensorFlow version")
     candidates = pointer_words(memory, thread)
-    problems = []
+    problems, readings = [], []
     for layout in layouts:
         try:
-            return Reading(read_instance(memory, layout, found, thread, names, candidates))
+            readings.append(read_instance(memory, layout, found, thread, names, candidates))
         except NotValid as e:
             problems.append(f"{layout.name}: {e}")
+    # Without the version's own layout every layout is tried: they must agree on what they read.
+    if len({(r.node, r.op, repr(r.inputs)) for r in readings}) > 1:
+        return Reading(None, "layouts of different TensorFlow versions read different instances: " +
+                       ", ".join(r.layout or "?" for r in readings))
+    if readings:
+        return Reading(readings[0])
     return Reading(None, "; ".join(problems))
