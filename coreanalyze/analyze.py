@@ -202,6 +202,19 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         notes.close()
 
 
+def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
+    """Snapshot a live process (it is left running as it was), analyze the snapshot, and delete
+    it unless keep_core names where to keep it."""
+    from coreanalyze.hang.snapshot import live_snapshot
+
+    options = options or AnalyzeOptions()
+    with live_snapshot(pid, keep_core=keep_core, gdb=options.gdb, timeout=options.timeout) as core:
+        result = analyze_core(str(core), options)
+    if keep_core is None and result.report.core is not None:
+        result.report.core.path = f"pid {pid} (snapshot, not kept)"
+    return result
+
+
 def _own_gdb(options: AnalyzeOptions):
     from coreanalyze.gdb.pool import OwnGdb, default_index_cache
 
@@ -279,6 +292,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.opinstance import add_op_instance
+    from coreanalyze.hang import classify_hang
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
@@ -333,6 +347,9 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
-    report.classification = classify(report, abort_message=abort_message, rules=rules.get())
-    add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
+    # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
+    hang = classify_hang(report, notes, rules.get())
+    report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
+    if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
+        add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
     return AnalysisResult(report, failure, exit_code)

@@ -43,6 +43,7 @@ FAULT_KINDS = (
     "divide-by-zero",
     "bus-error",
     "sent-signal",
+    "hang",  # no crash: a snapshot of a process whose threads wait (classification.hang)
     "unknown",
 )
 
@@ -161,6 +162,57 @@ class OpInstance:
 
 
 @dataclass
+class ThreadWait:
+    """Where one thread of a hung process is: running, or waiting on what (and who holds it)."""
+
+    tid: int
+    state: str  # one of WAIT_STATES
+    object: int | None = None  # address of the mutex / futex word / fd number for io
+    object_kind: str | None = None  # "mutex", "futex", "condition variable", "GIL", "fd", ...
+    object_name: str | None = None  # the global variable at object, when a symbol table names it
+    owner: int | None = None  # tid that holds the object (glibc mutex owner, GIL holder)
+    syscall: str | None = None  # the system call it sleeps in
+    frame_index: int | None = None  # the first frame of the thread's own code above the primitives
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    holds_gil: bool | None = None
+
+
+@dataclass
+class DeadlockStep:
+    """One thread of a deadlock cycle: it holds `holds` and waits for `wants` (held by the next)."""
+
+    tid: int
+    holds: str
+    wants: str
+    waits_for: int  # the tid holding `wants`
+    function: str | None = None  # the frame where it waits (and took what it holds, or its caller did)
+    frame_index: int | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class HangInfo:
+    """classification.hang: a snapshot's threads, who holds the GIL, and a deadlock cycle if any."""
+
+    reason: str = ""  # why this core is a snapshot and not a crash
+    thread: int | None = None  # the thread the verdict is about (also crashing_thread)
+    threads: list[ThreadWait] = field(default_factory=list)
+    gil_holder: int | None = None
+    gil_waiters: list[int] = field(default_factory=list)
+    deadlock: list[DeadlockStep] = field(default_factory=list)
+    rule: str | None = None  # the TensorFlow hang rule that matched (hang_rules.toml)
+
+
+# classification.hang.threads[].state vocabulary.
+WAIT_STATES = (
+    "running", "mutex", "condition", "futex", "gil", "join", "io", "sleep", "signal", "other-syscall", "unknown",
+)
+
+
+@dataclass
 class Classification:
     category: str = "unknown"
     fault_kind: str = "unknown"
@@ -177,6 +229,7 @@ class Classification:
     op: str | None = None  # kernel class, TFLite builtin op, or custom-op library
     op_instance: OpInstance | None = None  # the node being run, when memory could tell
     op_instance_unread: str | None = None  # why a running kernel's op instance could not be read
+    hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle
 
 
 @dataclass
@@ -221,7 +274,7 @@ class Report:
 
 
 # Keys whose int values are addresses and are written as hex strings.
-_ADDRESS_KEYS = frozenset({"pc", "address", "start", "end"})
+_ADDRESS_KEYS = frozenset({"pc", "address", "start", "end", "object"})
 
 
 def _hex(value: int) -> str:
@@ -278,6 +331,13 @@ def op_instance_from_dict(d: dict[str, Any]) -> OpInstance:
     return instance
 
 
+def hang_from_dict(d: dict[str, Any]) -> HangInfo:
+    threads = [ThreadWait(**{**t, "object": _int(t.get("object"))}) for t in d.get("threads", [])]
+    steps = [DeadlockStep(**s) for s in d.get("deadlock", [])]
+    rest = {k: v for k, v in d.items() if k not in ("threads", "deadlock")}
+    return HangInfo(threads=threads, deadlock=steps, **rest)
+
+
 def report_from_dict(d: dict[str, Any]) -> Report:
     """Inverse of to_dict, for reports read back from JSON (batch summaries, merge)."""
     sig = dict((d.get("core") or {}).get("signal") or {})
@@ -303,10 +363,12 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         )
     c = d.get("classification") or {}
     cls = Classification(
-        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "op_instance")}
+        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "op_instance", "hang")}
     )
     if c.get("op_instance"):
         cls.op_instance = op_instance_from_dict(c["op_instance"])
+    if c.get("hang"):
+        cls.hang = hang_from_dict(c["hang"])
     cls.culprit = Culprit(**(c.get("culprit") or {}))
     if c.get("suspect"):
         cls.suspect = Culprit(**c["suspect"])
