@@ -7,19 +7,14 @@ from the core's notes alone and the result carries exit code 3 with the reason.
 from __future__ import annotations
 
 import os
-import struct
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coreanalyze import __version__
+from coreanalyze import __version__, background
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import EXIT_OK, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
-
-GDB_SCRIPTS = Path(__file__).resolve().parent / "gdb_scripts"
-UNRELIABLE_STATUSES = ("mismatch", "missing")
 
 
 @dataclass
@@ -34,7 +29,7 @@ class AnalyzeOptions:
     with_locals: bool = False
     include_env: bool = False
     # Huge libraries reach gdb as cached copies without symbol tables, named per address
-    # (coreanalyze.gdb.fastlibs); the report is the same, in a fraction of the time and memory.
+    # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
     fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
 
@@ -88,7 +83,7 @@ def _merge_signal(primary: SignalInfo, extra: SignalInfo | None) -> None:
 
 
 def _mark_unreliable(report: Report) -> None:
-    bad = {m.path for m in report.modules if m.status in UNRELIABLE_STATUSES}
+    bad = {m.path for m in report.modules if m.status.unreliable}
     if not bad:
         return
     for thread in report.threads:
@@ -134,8 +129,8 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
     """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
     if not options.fast_libraries or options.debuginfod:
         return None  # with debuginfod, gdb may fetch debug info for any library
-    from coreanalyze.gdb.fastlibs import FastLibraryError, plan_fast_libraries
-    from coreanalyze.gdb.minsyms import ElfLayoutError
+    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
+    from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 
     try:
         return plan_fast_libraries(
@@ -145,7 +140,7 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
             debug_dirs=debug_dirs,
             **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
         )
-    except (OSError, ValueError, struct.error, ElfLayoutError, FastLibraryError):
+    except LibraryCopyError:
         return None  # an optimisation only: gdb then reads every library itself
 
 
@@ -165,7 +160,7 @@ def _run_gdb(
     """gdb's view of the core; returns (abort message, failure reason or None).
 
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
-    from coreanalyze.gdb.fastnames import collected_core
+    from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.linkmap import PlacingGdb
     from coreanalyze.pystacks import add_python_frames
@@ -267,19 +262,18 @@ def _own_gdb(options: AnalyzeOptions):
 
 
 class _Rules:
-    """The rules to classify with: given, or the built-in ones read in a thread started while
-    gdb works (compiling their few hundred patterns then costs no time)."""
+    """The rules to classify with: given, or the built-in ones compiled in the background while
+    gdb works (their few hundred patterns then cost no time)."""
 
     def __init__(self, given) -> None:
         self._given = given
-        self._reading: threading.Thread | None = None
+        self._reading: background.Job | None = None
 
     def read_in_background(self) -> None:
         from coreanalyze.classify import load_rules
 
         if self._given is None and self._reading is None:
-            self._reading = threading.Thread(target=load_rules, name="rules", daemon=True)
-            self._reading.start()
+            self._reading = background.start("rules", load_rules)
 
     def get(self):
         from coreanalyze.classify import load_rules
@@ -287,49 +281,40 @@ class _Rules:
         if self._given is not None:
             return self._given
         if self._reading is not None:
-            self._reading.join()  # then cached: load_rules() answers at once
+            self._reading.wait()  # then cached: load_rules() answers at once
         return load_rules()
 
 
 class _AbortMessageScan:
     """find_abort_message for the crashing thread's stack pointer as the core's notes give it,
-    run in a thread while gdb loads the core: the scan only reads the core file, and its time
-    then costs nothing. Its answer is used only for that same stack pointer."""
+    run in the background while gdb loads the core: the scan only reads the core file, and its
+    time then costs nothing. Its answer is used only for that same stack pointer."""
 
     def __init__(self, notes):
         thread = notes.thread(notes.crashing_tid)
         self.sp = (thread.registers.get("rsp") or thread.registers.get("sp")) if thread else None
         self.signal = notes.signal
         self._memory = notes.memory
-        self._result: list[str | None] = []
-        self._thread: threading.Thread | None = None
+        self._job: background.Job | None = None
 
     def start(self) -> None:
         from coreanalyze.abortmsg import find_abort_message
 
-        if self._thread is not None:
-            return
-
-        def scan() -> None:
-            try:
-                self._result.append(find_abort_message(self._memory, self.sp, self.signal))
-            except Exception:  # noqa: BLE001 — result_for then scans again, where errors surface
-                pass
-
-        self._thread = threading.Thread(target=scan, name="abort-message", daemon=True)
-        self._thread.start()
+        if self._job is None:
+            self._job = background.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
 
     def result_for(self, memory, sp) -> str | None:
         from coreanalyze.abortmsg import find_abort_message
 
         self.wait()
-        if sp == self.sp and self._result:
-            return self._result[0]
+        if sp == self.sp and self._job is not None and self._job.done:
+            return self._job.result()
+        # Another stack pointer, or the scan failed: scan here, where errors surface.
         return find_abort_message(memory, sp, self.signal)
 
     def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        if self._job is not None:
+            self._job.wait()
 
 
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:

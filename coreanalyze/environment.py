@@ -41,7 +41,7 @@ def _tensorflow_git_version(report: Report) -> str | None:
 
     for module in report.modules:
         # no-build-id: TensorFlow's wheel libraries carry none; equal headers are the check.
-        if os.path.basename(module.path) != "_pywrap_tf_session.so" or module.status not in ("ok", "no-build-id"):
+        if os.path.basename(module.path) != "_pywrap_tf_session.so" or not module.status.trusted_image:
             continue
         try:
             with open(module.local_path or module.path, "rb") as f:
