@@ -320,8 +320,8 @@ class _AbortMessageScan:
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
-    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.hang import classify_hang
+    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)

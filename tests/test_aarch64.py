@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-
 from clirun import analyze_json, crashed_thread, native_functions, run_cli
 from coregen import require
+
 from coreanalyze.arch.debugger import gdb_for_core
 from coreanalyze.corefile import read_core
 
@@ -184,7 +184,7 @@ def test_speed_path_leaves_aarch64_libraries_to_gdb(arm_cores, tmp_path):
     come from that path)."""
     import subprocess
 
-    from coreanalyze.gdb.fastlibs import plan_fast_libraries
+    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
     from coreanalyze.linkmap import read_link_map
     from coreanalyze.model import Module
     from coreanalyze.modules import module_table
