@@ -160,6 +160,7 @@ def _run_gdb(
     """gdb's view of the core; returns (abort message, failure reason or None).
 
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
+    from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.linkmap import PlacingGdb
@@ -190,7 +191,9 @@ def _run_gdb(
         report.fault_instruction = analysis.fault_instruction
         try:
             # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
-            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals)
+            # A user's rules may name thread roles of their own; the built-in ones need no wait.
+            user_rules = load_rules(options.rules_files) if options.rules_files else None
+            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals, rules=user_rules)
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
         else:
