@@ -103,6 +103,32 @@ def _looks_like_python(report: Report) -> bool:
     return any(n.startswith(("python", "libpython")) for n in names)
 
 
+def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
+    """For a core without a file list: the objects placed from the loader's list in memory,
+    which then stand in for the file list (None when the core has one, or nothing was found)."""
+    from coreanalyze.linkmap import needs_link_map, read_link_map
+
+    if not needs_link_map(notes):
+        return None
+    link_map = read_link_map(notes, executable, options.sysroot)
+    report.warnings.extend(link_map.warnings)
+    if not link_map.objects:
+        return None
+    notes.mappings = link_map.mappings
+    report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
+    return link_map
+
+
+def _modules_of_frames(report: Report, notes) -> None:
+    """Frames' modules from the placed files: gdb, given them as symbol files rather than
+    shared libraries, names none."""
+    for thread in report.threads:
+        for frame in thread.frames:
+            if frame.module is None and frame.pc is not None and frame.kind == "native":
+                mapping = notes.mapping_containing(frame.pc)
+                frame.module = mapping.path if mapping else None
+
+
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
     """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
     if not options.fast_libraries or options.debuginfod:
@@ -133,13 +159,16 @@ def _run_gdb(
     gdb_pool=None,
     own_gdb=None,
     while_gdb_loads=None,
+    link_map=None,
 ):
     """gdb's view of the core; returns (abort message, failure reason or None).
 
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
+    from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
+    from coreanalyze.linkmap import PlacingGdb
     from coreanalyze.pystacks import add_python_frames
 
     index_cache = default_index_cache() if options.fast_libraries else None
@@ -151,7 +180,7 @@ def _run_gdb(
         index_cache=index_cache,
         own=own_gdb,
     ) as gdb, collected_core(
-        gdb,
+        gdb if link_map is None else PlacingGdb(gdb, link_map),
         core_path,
         executable=executable,
         sysroot=options.sysroot,
@@ -167,7 +196,11 @@ def _run_gdb(
         report.fault_instruction = analysis.fault_instruction
         try:
             # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
-            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals, imports=True)
+            # A user's rules may name thread roles of their own; the built-in ones need no wait.
+            user_rules = load_rules(options.rules_files) if options.rules_files else None
+            stacks = add_python_frames(
+                session, report.threads, with_locals=options.with_locals, rules=user_rules, imports=True
+            )
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
         else:
@@ -198,6 +231,7 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
     notes = read_core(core_path)
     own_gdb = None
     try:
+        options, gdb_pool = _gdb_for_architecture(notes.arch, options, gdb_pool)
         if gdb_pool is None:
             own_gdb = _own_gdb(options)
             own_gdb.start_early()  # comes up while the notes and libraries are read
@@ -206,6 +240,21 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         if own_gdb is not None:
             own_gdb.close()
         notes.close()
+
+
+def _gdb_for_architecture(arch: str, options: AnalyzeOptions, gdb_pool):
+    """Options naming a gdb that reads this core's architecture (gdb-multiarch for a core from
+    another machine), and the pool only when its gdb is that one."""
+    from dataclasses import replace
+
+    from coreanalyze.arch.debugger import gdb_for_core
+
+    chosen = gdb_for_core(options.gdb, arch)
+    if chosen == options.gdb:
+        return options, gdb_pool
+    if gdb_pool is not None and getattr(gdb_pool, "gdb_path", None) != chosen:
+        gdb_pool = None  # a pool of another gdb: this core gets a gdb of its own
+    return replace(options, gdb=chosen), gdb_pool
 
 
 def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
@@ -289,13 +338,14 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid
     report.auxv = dict(notes.auxv)
-    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     executable = _resolve_executable(notes, options, report)
     report.core.executable_used = executable
+    link_map = _link_map(notes, executable, options, report)
+    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
         if options.fetch:
             options = _fetch_libraries(notes, report, options, overlay)
-        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb)
+        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map)
 
 
 def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
@@ -342,10 +392,13 @@ def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
         )
 
 
-def _analyze_with_modules(core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb):
+def _analyze_with_modules(
+    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map
+):
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.hang import classify_hang
+    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     failure = None
@@ -365,7 +418,7 @@ def _analyze_with_modules(core_path: str, notes, report: Report, executable, opt
             fast.order_in_background()
     try:
         abort_message = _run_gdb(
-            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads
+            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads, link_map
         )
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
@@ -377,6 +430,8 @@ def _analyze_with_modules(core_path: str, notes, report: Report, executable, opt
         abort_scan.wait()  # it reads the core, which the caller closes after this returns
     if not report.threads:
         report.threads = threads_from_notes(notes)
+    if link_map is not None:
+        _modules_of_frames(report, notes)
     for thread in report.threads:
         thread.crashed = thread.tid == report.crashing_thread
 
@@ -396,4 +451,6 @@ def _analyze_with_modules(core_path: str, notes, report: Report, executable, opt
     # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
     hang = classify_hang(report, notes, rules.get())
     report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
+    if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
+        add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
     return AnalysisResult(report, failure, exit_code)

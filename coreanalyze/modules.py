@@ -179,9 +179,12 @@ def _local_path(path: str, core_executable: str | None, executable: str | None, 
         root = os.path.abspath(sysroot)
         candidate = os.path.normpath(os.path.join(root, path.lstrip("/")))
         # A path from the core must not climb out of the sysroot with "..".
-        if os.path.commonpath([root, candidate]) != root:
-            return None
-        path = candidate
+        if os.path.commonpath([root, candidate]) == root and is_regular_file(candidate):
+            return candidate
+        # A path already inside the sysroot names its own file (a program run from an unpacked
+        # sysroot, as under qemu-user, loads its modules by such paths).
+        inside = os.path.normpath(path)
+        return inside if os.path.commonpath([root, inside]) == root and is_regular_file(inside) else None
     return path if is_regular_file(path) else None
 
 

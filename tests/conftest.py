@@ -131,3 +131,15 @@ def tf_cores(tmp_path_factory):
         yield TFCoreCache(root, python)
     finally:
         release_corpus_dir(root, lock)
+
+
+@pytest.fixture(scope="session")
+def arm_cores(tmp_path_factory):
+    """Real aarch64 cores (tests/armcores.py): a Debian arm64 sysroot and qemu-run crashers,
+    each built on first use."""
+    from armcores import CROSS_GCC, QEMU, ArmCoreCache
+
+    require(QEMU)
+    require(CROSS_GCC)
+    require("gdb-multiarch")
+    return ArmCoreCache(tmp_path_factory.mktemp("arm-cores"))

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from coreanalyze.arch import accessed_address
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.classify.rules import RuleSet, default_rules
@@ -257,6 +258,13 @@ def fault_kind_from_views(
             reraised = [*reraised, f"the crashing thread jumped to 0x{pc:x}, where there is no code: a call through a null or corrupt function pointer (or a damaged vtable / return address)"]
             if address is None:
                 address = pc
+        if address is None:
+            # A core without siginfo (qemu-user writes none): the load/store tells the address.
+            insn = instruction_text(fault_instruction)
+            accessed = accessed_address(insn, registers)
+            if accessed is not None:
+                address, base = accessed
+                reraised = [*reraised, f"fault address 0x{address:x} computed from the faulting instruction `{insn}` and {base} (the core has no siginfo)"]
         sp = _sp(registers)
         if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and signal.code != SI_KERNEL:
             side = "below" if address <= sp else "above"
@@ -299,6 +307,12 @@ def fault_kind_from_views(
         return "illegal-instruction", ev
 
     if name == "SIGTRAP":
+        # aarch64 compiles __builtin_trap (and so traps of CHECK-like macros) to `brk`, which
+        # raises SIGTRAP where x86-64's ud2 raises SIGILL: the same deliberate trap.
+        insn = instruction_text(fault_instruction)
+        feature = cpu_feature_for(insn, rules)
+        if feature is not None and feature[1]:
+            return "illegal-instruction", [*reraised, f"SIGTRAP ({cname or 'no si_code'}) at instruction `{insn}`", f"`{insn}` is a deliberate trap (__builtin_trap / unreachable code / a failed hardening check)"]
         return "unknown", [*reraised, f"SIGTRAP ({cname or 'no si_code'}): a breakpoint instruction (int3 / brk) or a debugger trap, not a memory fault"]
     if name == "SIGSYS":
         return "unknown", [*reraised, "SIGSYS: a system call refused by a seccomp filter"]

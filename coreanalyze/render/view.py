@@ -68,7 +68,7 @@ _REGISTER_ORDER = (
     "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "eflags",
     "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base", "orig_rax",
     # aarch64
-    "pc", "sp", "lr", "fp", "cpsr", "pstate",
+    "pc", "sp", "lr", "fp", "cpsr", "pstate", *(f"x{i}" for i in range(31)),
 )
 
 
@@ -462,6 +462,14 @@ class ReportView:
     @property
     def classification(self):
         return self.report.classification
+
+    @property
+    def op_inputs(self) -> list:
+        """The op instance's inputs as rows (coreanalyze.opinstance.view)."""
+        from coreanalyze.opinstance.view import input_rows
+
+        instance = self.report.classification.op_instance
+        return input_rows(instance) if instance is not None else []
 
     @property
     def hang_threads(self) -> list[str]:
