@@ -39,6 +39,7 @@ FAULT_KINDS = (
     "heap-corruption",
     "check-failure",
     "abort",
+    "uncaught-exception",
     "illegal-instruction",
     "divide-by-zero",
     "bus-error",
@@ -142,6 +143,9 @@ class Classification:
     # (e.g. a custom-op library below a TensorFlow frame).
     suspect: Culprit | None = None
     op: str | None = None  # kernel class, TFLite builtin op, or custom-op library
+    # The crash's own verdict, finer than fault_kind: a sanitizer's class ("heap-buffer-overflow
+    # READ of size 4"), an uncaught exception's type.
+    detail: str | None = None
 
 
 @dataclass

@@ -56,8 +56,10 @@ def _handler_end(views: Sequence[FrameView]) -> tuple[int, list[FrameView]]:
         if v.role == "trampoline":
             above = views[: v.position]
             # A handler that re-raised (faulthandler, TF's stack-trace handler) shows only
-            # abort-path and logging frames; real code above means the handler itself crashed.
-            if all(a.role is not None for a in above):
+            # abort-path and logging frames; a crash handler (KCrash, a *FatalSignalHandler*)
+            # may run anything (waitpid for a debugger) but names itself on the abort list.
+            # Other code above with no crash-handling frame means the handler itself crashed.
+            if all(a.role is not None for a in above) or any(a.role in ("abort", "logging") for a in above):
                 return v.position + 1, list(views[: v.position + 1])
             return 0, []
     return 0, []

@@ -124,6 +124,14 @@ class ThrowHelper:
 
 
 @dataclass(frozen=True)
+class ReportClass:
+    """A crash report's own verdict (a sanitizer's class, an exception) -> fault kind."""
+
+    pattern: re.Pattern[str]
+    fault_kind: str
+
+
+@dataclass(frozen=True)
 class Settings:
     window: int = 12
     distance_penalty: int = 5
@@ -142,6 +150,8 @@ class FaultKindData:
     terminate_frames: re.Pattern[str] | None = None
     assert_frames: re.Pattern[str] | None = None
     stack_protector_frames: re.Pattern[str] | None = None
+    # Source files of the C++ standard library: a frame there is the library's, never the culprit.
+    std_library_files: re.Pattern[str] | None = None
     stack_overflow_slack: int = 65536
     recursion_min_frames: int = 1000
     recursion_min_repeats: int = 50
@@ -158,6 +168,7 @@ class RuleSet:
     ops: list[OpPattern] = field(default_factory=list)
     fault: FaultKindData = field(default_factory=FaultKindData)
     throw_helpers: list[ThrowHelper] = field(default_factory=list)
+    report_classes: list[ReportClass] = field(default_factory=list)
     cpu_features: list[CpuFeature] = field(default_factory=list)
     advice: list[AdviceEntry] = field(default_factory=list)
     settings: Settings = field(default_factory=Settings)
@@ -263,7 +274,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return value
 
 
-_KNOWN_TOP_LEVEL = {"settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "cpu_feature", "rule", "advice", "skip"}
+_KNOWN_TOP_LEVEL = {"settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
 _RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description"}
 
 
@@ -410,6 +421,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
             assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
             stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
+            std_library_files=_optional_regex(fk, "std_library_files", "[fault_kind]") or f.std_library_files,
             stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
             recursion_min_frames=_int_field(fk, "recursion_min_frames", "[fault_kind]", f.recursion_min_frames, 2, 1 << 20),
             recursion_min_repeats=_int_field(fk, "recursion_min_repeats", "[fault_kind]", f.recursion_min_repeats, 2, 1 << 20),
@@ -421,6 +433,13 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         if not isinstance(exc, str) or not exc:
             raise _Problem(f"{where}: missing exception")
         rs.throw_helpers.append(ThrowHelper(_compile(t.get("function"), f"{where}: function"), exc))
+
+    for i, t in enumerate(_tables(data, "report_class")):
+        where = f"report_class #{i + 1}"
+        kind = t.get("fault_kind")
+        if kind not in FAULT_KINDS:
+            raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
+        rs.report_classes.append(ReportClass(_compile(t.get("pattern"), f"{where}: pattern"), kind))
 
     for i, t in enumerate(_tables(data, "cpu_feature")):
         where = f"cpu_feature #{i + 1}"

@@ -18,6 +18,7 @@ KIND_PHRASES = {
     "heap-corruption": "heap corruption",
     "check-failure": "check failure",
     "abort": "abort",
+    "uncaught-exception": "uncaught C++ exception",
     "illegal-instruction": "illegal instruction",
     "divide-by-zero": "division by zero",
     "bus-error": "bus error",

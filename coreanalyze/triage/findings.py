@@ -75,6 +75,9 @@ class Finding:
     # False for findings that only support others (a shell's "Segmentation fault" line).
     substantive: bool = True
     dropped_threads: int = 0
+    # The report's own verdict, finer than a fault kind: a sanitizer's class and access
+    # ("heap-buffer-overflow READ of size 4"), an uncaught exception's type.
+    detail: str | None = None
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:

@@ -97,6 +97,7 @@ def merge(found: list[fd.Finding], source_name: str) -> tuple[model.Report, str 
 
     report.core = _core_info(found, source_name, warnings)
     abort_message = _abort_message(found)
+    report.classification.detail = next((f.detail for f in found if f.detail), None)
     if report.core.signal.name is None and crashed_index is not None:
         t = fd.TextThread(frames=threads[crashed_index].frames)
         if fd.calls_abort(t):
