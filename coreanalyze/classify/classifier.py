@@ -12,6 +12,7 @@ from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
 from coreanalyze.classify.faultkind import (
+    exception_type,
     thrown_exception,
     cpu_feature_for,
     fault_kind_from_views,
@@ -111,8 +112,12 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     custom = find_custom_op(views, pick, report.modules, rules)
     decision = decide_category(views, pick, abort_message, custom, rules)
     kind, kind_evidence = fault_kind_from_views(
-        signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules
+        signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
+        detail=report.classification.detail,
     )
+    detail = report.classification.detail
+    if detail is None and kind == "uncaught-exception":
+        detail = exception_type(abort_message) or thrown_exception(views, rules)
     op = find_op(views, pick, custom, rules)
 
     evidence: list[str] = list(kind_evidence)
@@ -187,7 +192,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         "feature": feature[0] if feature and not feature[1] else None,
         "address": f"0x{signal.address:x}" if signal.address is not None else None,
         "signal": sig,
-        "exception": thrown_exception(views, rules),
+        "exception": (detail if kind == "uncaught-exception" else None) or thrown_exception(views, rules),
         "loaded_custom_ops": ", ".join(loaded_custom_libraries(report.modules, rules)) or None,
     }
     advice = advise(decision.category, kind, custom is not None, values, rules)
@@ -205,6 +210,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         confidence=_confidence(decision.category, kind, pick, score, sig),
         suspect=suspect,
         op=op.name if op is not None else None,
+        detail=detail,
     )
 
 

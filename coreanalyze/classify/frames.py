@@ -81,7 +81,8 @@ def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleS
                 name = rules.fold(name) if name else name
             module_class = rules.module_class(module_path)
             role = None if python else rules.skip_role(name)
-            if role is None and not python and not name and module_class == "system":
+            runtimes = rules.fault.runtime_libraries
+            if role is None and not python and not name and module_path and runtimes is not None and runtimes.search(module_path):
                 # An unnamed frame in libc / libstdc++ / libgcc (the unwinder, terminate's
                 # helpers): the system's plumbing, never the culprit.
                 role = "libc"

@@ -152,6 +152,7 @@ class FaultKindData:
     stack_protector_frames: re.Pattern[str] | None = None
     # Source files of the C++ standard library: a frame there is the library's, never the culprit.
     std_library_files: re.Pattern[str] | None = None
+    runtime_libraries: re.Pattern[str] | None = None
     stack_overflow_slack: int = 65536
     recursion_min_frames: int = 1000
     recursion_min_repeats: int = 50
@@ -422,6 +423,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
             stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
             std_library_files=_optional_regex(fk, "std_library_files", "[fault_kind]") or f.std_library_files,
+            runtime_libraries=_optional_regex(fk, "runtime_libraries", "[fault_kind]") or f.runtime_libraries,
             stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
             recursion_min_frames=_int_field(fk, "recursion_min_frames", "[fault_kind]", f.recursion_min_frames, 2, 1 << 20),
             recursion_min_repeats=_int_field(fk, "recursion_min_repeats", "[fault_kind]", f.recursion_min_repeats, 2, 1 << 20),

@@ -28,10 +28,11 @@ from . import limits, signals
 
 FORMAT = "asan"
 
-_ERROR = re.compile(r"==(\d{1,9})==\s*(?:ERROR: (\w{1,40}Sanitizer|libFuzzer)|WARNING: ((?:Memory|Thread)Sanitizer)): (.*)")
+_ERROR = re.compile(r"(?:==(\d{1,9})==\s*)?(?:ERROR: (\w{1,40}Sanitizer|libFuzzer)|WARNING: ((?:Memory|Thread)Sanitizer)): (.*)")
 _UBSAN = re.compile(r"^(?:\S{1,300}:\d{1,9}(?::\d{1,6})?: )?runtime error: (.{1,300})")
 # The class a report names, without the address that follows it.
 _CLASS = re.compile(r"^(.*?)(?: on (?:unknown )?address\b| on 0x| \(pid=| \(0x|$)")
+_LIBRARY = re.compile(r"[\w.+-]{1,200}\.so(?:\.\d+)*")
 _NO_NAME = re.compile(r"\s*\?\?(?::\?|:0)?$")
 _FILE_ONLY = re.compile(r"[\w./+-]+\.\w{1,4}:\d{1,9}(?::\d{1,6})?")
 _SIGNAL_REPORT = re.compile(r"(SEGV|BUS|FPE|ILL|ABRT|TRAP) on unknown address (0x[0-9a-fA-F]{1,16})")
@@ -45,7 +46,12 @@ _SUMMARY = re.compile(r"SUMMARY: (\w{1,40}Sanitizer): (.*)")
 # Lines of a report between its first stack and its SUMMARY.
 _REPORT_LINE = re.compile(
     r"here:$|is located |allocated by|freed by|created by|^==\d+==|^Address |^0x[0-9a-fA-F]+ is |"
-    r"can not provide additional info|^Hint:|^The signal is caused|^[A-Z]+ of size \d+"
+    r"can not provide additional info|^Hint:|^The signal is caused|^[A-Z]+ of size \d+|"
+    # MSan origins, TSan's other access and thread stacks, LSan's leak list, libFuzzer's footer.
+    r"^Uninitialized value|^Previous (?:write|read|atomic)|^Location is|^Mutex |^As if synchroni|"
+    r"^(?:Direct|Indirect) leak of|^Thread T\d+|^(?:Read|Write|Atomic \w+) of size|^SUMMARY:|"
+    r"^MS: |^base unit:|^artifact_prefix|^Test unit written|^0x[0-9a-fA-F]+: |^=>0x|^Shadow |"
+    r"^DEADLYSIGNAL|Sanitizer:DEADLYSIGNAL|^-+$"
 )
 _ACCESS = re.compile(r"(READ|WRITE) of size \d+ at (0x[0-9a-fA-F]{1,16}) thread T(\d{1,7})")
 
@@ -74,6 +80,8 @@ def parse_frame_text(rest: str, pc: int | None) -> fd.model.Frame:
             # No function name at all: `#0 0x7f.. /glibc/.../memmove-vec-unaligned-erms.S:345`.
             m = _FILE_LINE.fullmatch(rest)
             file, line, rest = m.group(1), int(m.group(2)), ""
+    if rest and module is None and _LIBRARY.fullmatch(rest):
+        module, rest = rest, ""  # `#0 0x7f.. in libc.so.6`: a library, no symbol
     if rest and _FILE_ONLY.fullmatch(rest):
         rest = ""  # a file:line standing where the name should be (assembly without symbols)
     return fd.native_frame(rest or None, pc=pc, module=module, file=file, line=line)
@@ -84,7 +92,7 @@ def _header(s: str) -> tuple[int | None, str, str] | None:
     if "Sanitizer" in s or "libFuzzer" in s:
         m = _ERROR.search(s)
         if m:
-            return int(m.group(1)), m.group(2) or m.group(3), m.group(4).strip()
+            return (int(m.group(1)) if m.group(1) else None), m.group(2) or m.group(3), m.group(4).strip()
     if "runtime error:" in s:
         m = _UBSAN.search(s.strip())
         if m:
@@ -164,6 +172,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                     finding.warnings.append(f"{sm.group(1)} summary: {sm.group(2)[:300]}")
                 claimed[j] = 1
                 j += 1
+                # The thread-creation stacks ASan prints after its summary are history too.
+                continue
+            if _header(st) is not None:
                 break
             if not (not st or _REPORT_LINE.search(st) or (st.startswith("#") and _FRAME.match(st))):
                 break
