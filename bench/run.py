@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fast coreanalyze reads TensorFlow cores, next to gdb and pystack on the same cores.
 
-    python3 bench/run.py [--cores 10] [--workdir DIR] [--keep] [--json results.json]
+    .venv/bin/python bench/run.py [--cores 10] [--workdir DIR] [--keep] [--json results.json]
 
 1. Makes N+1 TensorFlow cores: bench/tf_crasher.py (import tensorflow, run an op, read through
    a null pointer) is run N+1 times, so each core is a different process of the same build.
@@ -18,7 +18,8 @@
    coreanalyze's bytecode is compiled once first (into the work directory), as pip would.
 3. Prints every figure and the ratios, and the targets they are held against.
 
-Needs tensorflow for the default python3, gdb and pystack. Nothing is written outside --workdir
+Needs tensorflow for the interpreter that runs it (.venv/bin/python after ./setup.sh), gdb and
+pystack. Nothing is written outside --workdir
 (a temporary directory unless given); it is removed at the end unless --keep.
 """
 
@@ -117,15 +118,16 @@ def measure(name: str, argv: list[str], env: dict | None = None, cwd: Path | Non
 
 
 def tf_python() -> str:
+    """The interpreter running the benchmark (a venv's bin/python as it is), if it has TensorFlow."""
     exe = subprocess.run(
-        ["python3", "-c", "import sys, tensorflow; print(sys.executable)"],
+        [sys.executable, "-c", "import tensorflow"],
         capture_output=True,
         text=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     if exe.returncode != 0:
-        sys.exit("bench: the default python3 cannot import tensorflow")
-    return str(Path(exe.stdout.split()[-1]).resolve())
+        sys.exit(f"bench: {sys.executable} cannot import tensorflow (run ./setup.sh, then .venv/bin/python bench/run.py)")
+    return sys.executable
 
 
 def make_cores(python: str, count: int, workdir: Path) -> list[Path]:
@@ -171,7 +173,9 @@ open(sys.argv[2], "w").write(render(result.report, "html"))
 def run(args: argparse.Namespace) -> dict:
     python = tf_python()
     gdb = shutil.which("gdb") or sys.exit("bench: gdb is not installed")
-    pystack = shutil.which("pystack") or sys.exit("bench: pystack is not installed")
+    # pystack comes with the test extra, next to this interpreter when it runs from a venv.
+    beside = Path(sys.executable).parent / "pystack"
+    pystack = str(beside) if beside.exists() else shutil.which("pystack") or sys.exit("bench: pystack is not installed")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="coreanalyze-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict = {"date": date.today().isoformat(), "machine": machine(), "cores": args.cores, "runs": {}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,25 @@ def test_call_through_null_function_pointer_blames_the_caller(reports):
     assert c["culprit"]["function"] == "dispatch"
     assert "function pointer" in c["summary"]
     assert any("jumped to 0x0" in e for e in c["evidence"])
+
+
+@pytest.mark.parametrize("base", ["pyenv", "system"])
+def test_python_crash_in_a_virtual_environment(cores, tmp_path_factory, base):
+    """Users' programs run from a venv: the core names the base binary behind venv/bin/python,
+    and `--python venv/bin/python` (or no --python at all) must analyze it as that binary."""
+    base_exe = pyenv_python("11") if base == "pyenv" else SYSTEM_PYTHON
+    assert base_exe is not None and base_exe.exists(), f"{base} CPython 3.11 missing"
+    venv = tmp_path_factory.mktemp(f"venv-{base}") / "venv"
+    subprocess.run([str(base_exe), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    venv_python = venv / "bin" / "python"
+    case = cores.python_crash(f"ctypes_venv_{base}", venv_python, CRASHERS / "ctypes_crash.py")
+    for args in (["--python", str(venv_python)], []):
+        run = run_cli(str(case.core), *args, "--format", "json", "-o", "-")
+        assert run.code == 0, run.stderr
+        report = run.json
+        assert report["core"]["executable"] == str(base_exe.resolve())
+        assert not any("not the program" in w for w in report["warnings"]), report["warnings"]
+        assert report["classification"]["category"] == "python-runtime"
+        thread = crashed_thread(report)
+        python_functions = [f["function"] for f in thread["frames"] if f["kind"] == "python"]
+        assert python_functions[:4] == ["string_at", "read_config", "main", "<module>"], python_functions
