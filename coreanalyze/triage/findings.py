@@ -135,7 +135,7 @@ def native_frame(
 ) -> model.Frame:
     """A native frame; the name is demangled when it is mangled, '??' means no name."""
     function = function.strip() if function else None
-    if function in ("??", "", "(unknown)", "???", "n/a"):
+    if function in ("??", "", "(unknown)", "???", "n/a", "<unknown>"):
         function = None
     shown = demangle(function)
     return model.Frame(
