@@ -275,6 +275,23 @@ class _AbortMessageScan:
             self._thread.join()
 
 
+def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str | None:
+    """For a death in std::terminate: the exception's type (as classification.detail) and
+    libstdc++'s own message with what(), read from the exception object in the heap."""
+    from coreanalyze.abortmsg import dying_of_terminate, find_uncaught_exception, mapped_file_reader
+
+    crashed = report.crashed_thread
+    if crashed is None or not dying_of_terminate([f.function for f in crashed.frames]):
+        return abort_message
+    thrown = find_uncaught_exception(notes.memory, mapped_file_reader(notes, report.modules))
+    if thrown is None:
+        return abort_message
+    report.classification.detail = thrown.type
+    if not abort_message or "terminate called" not in abort_message:
+        return thrown.message()
+    return abort_message
+
+
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
@@ -331,6 +348,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         crashed = report.crashed_thread
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
+    abort_message = _uncaught_exception(report, notes, abort_message)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     report.classification = classify(report, abort_message=abort_message, rules=rules.get())
     return AnalysisResult(report, failure, exit_code)

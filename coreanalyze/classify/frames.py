@@ -89,8 +89,10 @@ def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleS
             memo[key] = (name, module_class, role)
         name, module_class, role = memo[key]
         std_files = rules.fault.std_library_files
-        if role is None and not python and frame.file and std_files is not None and std_files.search(frame.file):
-            role = "runtime"  # inlined standard-library code (a container's size(), operator->)
+        if role is None and not python and "::" not in name and frame.file and std_files is not None and std_files.search(frame.file):
+            # Inlined standard-library code shows as a bare member name (size, operator->) at a
+            # line of a C++ header; a qualified name there is the caller's own inlined call.
+            role = "runtime"
         views.append(
             FrameView(
                 position=position,

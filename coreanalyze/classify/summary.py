@@ -83,7 +83,7 @@ def _summarize_native(f: SummaryFacts) -> str:
     if phrase:
         head += f" {phrase}"
     msg = _message(f.abort_message)
-    if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort"):
+    if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort", "uncaught-exception"):
         head += f" ({msg})"
     if f.bad_jump_pc is not None:
         head += f", a jump to 0x{f.bad_jump_pc:x} (a call through a null or corrupt function pointer),"
