@@ -14,6 +14,8 @@ from .. import model
 from ..errors import BadInput
 from . import (
     abort_messages,
+    android_tombstone,
+    apport,
     asan,
     backtrace_symbols,
     chromium_log,
@@ -22,11 +24,14 @@ from . import (
     findings,
     gdb_bt,
     gdb_pybt,
+    hs_err,
     kernel_log,
     lldb_bt,
     macos_crash,
     pystack,
+    source_lines,
     tflog,
+    valgrind,
 )
 from .merge import merge
 from .text import clean
@@ -34,6 +39,9 @@ from .text import clean
 # Most specific formats first.
 PARSERS = (
     asan.parse,
+    android_tombstone.parse,
+    valgrind.parse,
+    hs_err.parse,
     coredumpctl.parse,
     pystack.parse,
     faulthandler.parse,
@@ -45,6 +53,8 @@ PARSERS = (
     macos_crash.parse,
     kernel_log.parse,
     gdb_bt.parse,
+    apport.parse,
+    source_lines.parse,
     abort_messages.parse,
 )
 

@@ -1,0 +1,104 @@
+"""The crash formats users paste besides gdb and the sanitizers: Android tombstones, valgrind,
+apport, the JVM's hs_err log, frame lists of source lines only, macOS Mach exception codes.
+Each is accepted (never refused) and gives the culprit, signal and fault kind it states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coreanalyze.triage.parse import parse_text, triage_text
+
+DATA = Path(__file__).resolve().parent / "data" / "triage"
+
+
+def parsed(name: str):
+    text = (DATA / name).read_text(encoding="utf-8")
+    return parse_text(text, name), triage_text(text, name)
+
+
+def test_android_tombstone_in_logcat():
+    result, report = parsed("android_tombstone_logcat.txt")
+    assert result.formats == ["android-tombstone"]
+    assert report.core.signal.name == "SIGSEGV" and report.core.signal.address == 0x8
+    assert report.core.signal.code_name == "SEGV_MAPERR"
+    thread = report.crashed_thread
+    assert thread.tid == 8051 and thread.name == "tflite-worker"
+    assert thread.frames[0].module.endswith("/lib/arm/libtensorflowlite_jni.so")
+    c = report.classification
+    assert c.culprit.function.startswith("tflite::ops::builtin::conv::EvalFloat")
+    assert (c.fault_kind, c.category) == ("null-deref", "interpreter-invoke")
+
+
+def test_android_tombstone_abort_message():
+    text = (
+        "*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n"
+        "pid: 311, tid: 340, name: inference  >>> org.example <<<\n"
+        "signal 6 (SIGABRT), code -6 (SI_TKILL), fault addr --------\n"
+        "Abort message: 'F0000 00:00:1712.5  340 tensor_shape.cc:356] Check failed: d < dims() (1 vs. 1)'\n"
+        "backtrace:\n"
+        "    #00 pc 0004e0a0  /apex/com.android.runtime/lib64/bionic/libc.so (abort+164)\n"
+        "    #01 pc 01200010  /data/app/org.example/lib/arm64/libtensorflowlite_flex_jni.so (absl::lts_20250814::log_internal::LogMessageFatal::~LogMessageFatal()+24)\n"
+        "    #02 pc 0123a4b0  /data/app/org.example/lib/arm64/libtensorflowlite_flex_jni.so (tensorflow::TensorShapeBase<tensorflow::TensorShape>::dim_size(int) const+80)\n"
+        "    #03 pc 0123a600  /data/app/org.example/lib/arm64/libtensorflowlite_flex_jni.so (tensorflow::LRNGradOp::Compute(tensorflow::OpKernelContext*)+400)\n"
+    )
+    c = triage_text(text, "tombstone.txt").classification
+    assert c.fault_kind == "check-failure"
+    assert "Check failed: d < dims()" in c.abort_message
+    assert c.culprit.function.startswith("tensorflow::LRNGradOp::Compute")
+
+
+def test_valgrind_terminating_stack_and_error_class():
+    result, report = parsed("valgrind_invalid_read.txt")
+    assert result.formats == ["valgrind"]
+    assert report.core.signal.name == "SIGSEGV" and report.core.signal.address == 0x3F8A0000
+    c = report.classification
+    assert c.culprit.function.startswith("tflite::ops::builtin::gather::Gather")
+    assert c.fault_kind == "invalid-access"
+    assert c.detail == "Invalid read of size 4"
+
+
+def test_apport_report_signal_and_stacktrace():
+    result, report = parsed("apport_sigill.txt")
+    assert "apport" in result.formats
+    assert report.core.signal.name == "SIGILL"
+    c = report.classification
+    assert c.culprit.function == "_GLOBAL__sub_I_cpu_feature_guard.cc"
+    assert c.fault_kind == "illegal-instruction"
+    assert c.category == "library-load"
+
+
+def test_apport_title_alone():
+    c = triage_text("python3.10 crashed with SIGSEGV in tensorflow::Tensor::~Tensor()\n", "title.txt").classification
+    assert c.culprit.function == "tensorflow::Tensor::~Tensor"
+    assert c.fault_kind == "invalid-access"
+
+
+def test_jvm_hs_err_native_frames():
+    result, report = parsed("jvm_hs_err.txt")
+    assert result.formats == ["jvm-hs-err"]
+    assert report.core.signal.address == 0x18
+    assert report.crashed_thread.frames[0].module == "libtensorflow_framework.so.2"
+    c = report.classification
+    assert c.culprit.function == "tensorflow::Tensor::~Tensor"
+    assert c.fault_kind == "null-deref"
+
+
+def test_source_line_only_frames_are_a_stack():
+    result, report = parsed("source_lines_only.txt")
+    assert "source-lines" in result.formats
+    frames = report.crashed_thread.frames
+    assert [(f.file, f.line) for f in frames] == [
+        ("tensorflow/core/kernels/my_custom_op.cc", 88),
+        ("tensorflow/core/framework/op_kernel.cc", 1410),
+        ("tensorflow/core/common_runtime/executor.cc", 775),
+    ]
+    assert report.core.signal.name == "SIGSEGV"
+
+
+def test_macos_mach_exception_codes_give_the_signal_and_fault_kind():
+    result, report = parsed("macos_exc_codes.txt")
+    assert report.core.signal.name == "SIGSEGV"
+    assert report.core.signal.code_name == "SI_KERNEL"
+    c = report.classification
+    assert c.fault_kind == "invalid-access"  # a general-protection fault: no usable address
+    assert any("general-protection" in e for e in c.evidence)
