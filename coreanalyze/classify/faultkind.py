@@ -209,6 +209,9 @@ def fault_kind_from_views(
         # heap-buffer-overflow read in a kernel) beats what the stack suggests.
         return verdict, [f"the report itself names the fault: {detail}"]
     f = rules.fault
+    isa_msg = _search_any(f.illegal_instruction_messages, abort_message)
+    if isa_msg is not None:
+        return "illegal-instruction", [f"the process stopped at its CPU-instruction check ({short_message(abort_message)!r}): this machine lacks an instruction set the binary was built for"]
     signal = signal or SignalInfo()
     name = signal_name(signal)
     cname = code_name(signal)

@@ -147,6 +147,7 @@ class FaultKindData:
     heap_messages: tuple[re.Pattern[str], ...] = ()
     check_messages: tuple[re.Pattern[str], ...] = ()
     assert_messages: tuple[re.Pattern[str], ...] = ()
+    illegal_instruction_messages: tuple[re.Pattern[str], ...] = ()
     terminate_frames: re.Pattern[str] | None = None
     assert_frames: re.Pattern[str] | None = None
     stack_protector_frames: re.Pattern[str] | None = None
@@ -419,6 +420,8 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             heap_messages=f.heap_messages + tuple(_compile(p, "[fault_kind] heap_messages") for p in _str_list(fk.get("heap_messages", []), "[fault_kind] heap_messages")),
             check_messages=f.check_messages + tuple(_compile(p, "[fault_kind] check_messages") for p in _str_list(fk.get("check_messages", []), "[fault_kind] check_messages")),
             assert_messages=f.assert_messages + tuple(_compile(p, "[fault_kind] assert_messages") for p in _str_list(fk.get("assert_messages", []), "[fault_kind] assert_messages")),
+            illegal_instruction_messages=f.illegal_instruction_messages
+            + tuple(_compile(p, "[fault_kind] illegal_instruction_messages") for p in _str_list(fk.get("illegal_instruction_messages", []), "[fault_kind] illegal_instruction_messages")),
             terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
             assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
             stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
