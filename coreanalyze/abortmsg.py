@@ -62,6 +62,9 @@ _PATTERNS: list[tuple[str, bytes]] = [
     ("terminate", rb"terminate called (?:after throwing an instance of '|recursively|without an active exception)"),
     ("python-fatal", rb"Fatal Python error: "),
     ("glibc-assert", rb": Assertion `"),
+    # ducc0's MR_assert (TensorFlow's FFT kernels): "<file>: <line> (<function>):\n\nAssertion
+    # failure\n<reason>\n", the text of the exception TensorFlow catches before it aborts.
+    ("assertion-failure", rb"^Assertion failure$"),
     ("glibc-fortify", rb"\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*"),
     (
         "glibc-malloc",
@@ -76,6 +79,7 @@ _KIND_TIER = {
     "terminate": 1,
     "python-fatal": 1,
     "glibc-assert": 2,
+    "assertion-failure": 2,
     "glibc-fortify": 2,
     "glibc-malloc": 2,
 }
@@ -188,6 +192,25 @@ def _what_after(data: bytes, end: int) -> bytes | None:
     return m.group(1).rstrip() if m else None
 
 
+_LOCATION = re.compile(rb"([\w.+-]{1,200}): (\d{1,7}) \(.{0,600}\):\s*\Z", re.DOTALL)
+
+
+def _line_after(data: bytes, end: int) -> bytes | None:
+    """The line right after the one ending at end (the reason of an "Assertion failure")."""
+    if end >= len(data) or data[end : end + 1] != b"\n":
+        return None
+    stop = data.find(b"\n", end + 1, end + 1 + MAX_LINE)
+    line = data[end + 1 : stop if stop >= 0 else min(len(data), end + 1 + MAX_LINE)].rstrip(b"\0").strip()
+    return line if line and all(0x20 <= b < 0x7F or b == 0x09 for b in line) else None
+
+
+def _location_before(data: bytes, offset: int) -> bytes:
+    """ ' (fft1d_impl.h:2948)' from the "<path>: <line> (<function>):" ducc0 prints first."""
+    window = data[max(0, offset - MAX_BACKTRACK - 600) : offset]
+    m = _LOCATION.search(window.rsplit(b"\0", 1)[-1])
+    return b" (" + m.group(1) + b":" + m.group(2) + b")" if m else b""
+
+
 def _plausible(kind: str, line: bytes) -> bool:
     letters = sum(1 for b in line if 0x41 <= (b | 0x20) <= 0x7A)
     if letters < 8 or _FORMAT_DIRECTIVE.search(line):
@@ -212,6 +235,7 @@ _ANCHORS = (
     b"terminate called ",
     b"Fatal Python error: ",
     b": Assertion `",
+    b"Assertion failure",
     b" detected ***",
     b"(): ",
     b"double free or corruption",
@@ -258,6 +282,11 @@ def _take_line(base: int, data: bytes, offset: int, line: bytes, where: str, see
         what = _what_after(data, newline) if newline >= 0 else None
         if what:
             text = line + b"\n  what():  " + what
+    elif kind == "assertion-failure":
+        reason = _line_after(data, offset + len(line))
+        if not reason:
+            return
+        text = line + b": " + reason + _location_before(data, offset)
     out.append(AbortMessage(text.decode("ascii", "replace"), kind, address, where))
 
 

@@ -84,6 +84,9 @@ class OpPattern:
     function: re.Pattern[str]
     exclude: re.Pattern[str] | None = None
     label: str | None = None
+    # An op class this matches that is an abstract base (FFTBase): the kernel that ran is the
+    # derived class whose method sits right above it on the stack (FFTCPU<false, true, 1>).
+    abstract: re.Pattern[str] | None = None
 
     def op_of(self, function: str) -> str | None:
         m = self.function.search(function)
@@ -406,6 +409,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
                 function=_compile(t.get("function"), f"{where}: function"),
                 exclude=_optional_regex(t, "exclude", where),
                 label=label,
+                abstract=_optional_regex(t, "abstract", where),
             )
         )
     rs.ops = new_ops + rs.ops if origin != "built-in" else rs.ops + new_ops
