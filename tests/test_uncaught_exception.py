@@ -1,5 +1,7 @@
-"""An uncaught C++ exception, from a real core: the thrower is the culprit, the exception's type
-and what() text are read from the exception object in the crashed process's heap."""
+"""C++ exceptions in real cores. Uncaught: the thrower is the culprit, the exception's type
+and what() text are read from the exception object in the crashed process's heap. Caught and
+then aborted (TensorFlow's DUCC FFT wrapper): the exception's "Assertion failure" text in the
+heap is the abort message."""
 
 from __future__ import annotations
 
@@ -42,3 +44,26 @@ def test_type_and_what_are_read_from_the_core(uncaught):
         "  what():  cannot reshape a tensor of rank -10 to [2, -1]"
     )
     assert "tensorkit::ShapeError" in " ".join(c.advice)
+
+
+@pytest.fixture(scope="module")
+def caught_then_abort(tmp_path_factory):
+    gxx = require("g++")
+    require("gdb")
+    workdir = tmp_path_factory.mktemp("caught_then_abort")
+    exe = workdir / "caught_then_abort"
+    subprocess.run(
+        [gxx, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(CRASHERS / "caught_then_abort.cc")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    case = run_to_core("caught_then_abort", [str(exe)], workdir)
+    return analyze_core(str(case.core)).report
+
+
+def test_assertion_failure_text_of_a_caught_exception_is_the_abort_message(caught_then_abort):
+    c = caught_then_abort.classification
+    assert c.abort_message == "Assertion failure: no zero-sized FFTs (plan_impl.h:2948)"
+    assert c.fault_kind == "abort"  # caught, then abort(): not an uncaught exception
+    assert c.culprit.function == "fftkit::c2r"
