@@ -102,3 +102,39 @@ def test_macos_mach_exception_codes_give_the_signal_and_fault_kind():
     c = report.classification
     assert c.fault_kind == "invalid-access"  # a general-protection fault: no usable address
     assert any("general-protection" in e for e in c.evidence)
+
+
+def test_gdb_frames_wrapped_after_from_and_at_keep_their_library_and_file():
+    text = """Thread 1 (Thread 0xb7b4e6d0 (LWP 5434)):
+[KCrash Handler]
+#3  <signal handler called>
+#6  0xb721455d in QGraphicsLinearLayout::removeItem () from
+    /usr/lib/libQtGui.so.4
+#7  0xb3fe1ac0 in QBasicAtomicInt::ref (this=0xc) at
+    /home/u/qt/src/corelib/arch/qatomic_i386.h:116
+#8  0x00007f778873dbde in _dbus_list_foreach () at /lib64/libdbus-1.so.3
+"""
+    frames = triage_text(text, "kde.txt").crashed_thread.frames
+    named = {f.function: f for f in frames if f.function}
+    assert named["QGraphicsLinearLayout::removeItem"].module == "/usr/lib/libQtGui.so.4"
+    assert named["QBasicAtomicInt::ref"].file.endswith("qatomic_i386.h") and named["QBasicAtomicInt::ref"].line == 116
+    assert named["_dbus_list_foreach"].module == "/lib64/libdbus-1.so.3"
+
+
+def test_android_tombstone_with_symbolized_frames_and_interleaved_log_lines():
+    text = """*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***
+pid: 1322, tid: 6998, name: generic  >>> /system/bin/mediaserver <<<
+signal 6 (SIGABRT), code -6 (SI_TKILL), fault addr --------
+Abort message: frameworks/av/media/libstagefright/MPEG4Extractor.cpp:3301 CHECK_EQ( (unsigned)ptr[0],1u) failed: 25 vs. 1
+
+backtrace:
+AM write failed: Broken pipe
+    #0 0x00084fe6 in tgkill /bionic/libc/arch-x86/syscalls/tgkill.S:20
+    #1 0x00027205 in raise /bionic/libc/bionic/raise.cpp:34
+    #2 0x000209e4 in abort /bionic/libc/bionic/abort.cpp:47
+    #3 0x0000af2c in __android_log_assert /system/core/liblog/logger_write.c:451
+    #4 0x0009c6a1 in android::MPEG4Source::MPEG4Source(android::sp<android::MetaData> const&) frameworks/av/media/libstagefright/MPEG4Extractor.cpp:3301
+"""
+    c = triage_text(text, "tombstone.txt").classification
+    assert c.fault_kind == "check-failure"
+    assert c.culprit.function == "android::MPEG4Source::MPEG4Source"

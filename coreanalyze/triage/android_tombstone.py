@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from . import asan
 from . import findings as fd
 from . import limits, signals
 
@@ -28,8 +29,12 @@ _LOGCAT = re.compile(
 )
 _PID = re.compile(r"^pid: (\d{1,9}), tid: (\d{1,9}), name: (.{0,100}?)\s+>>> (.{0,400}?) <<<")
 _SIGNAL = re.compile(r"^signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4}) \((\w{1,30})\)(?:, fault addr (0x[0-9a-fA-F]{1,16}|-+))?")
-_ABORT = re.compile(r"^Abort message: '(.*)'?$")
+_ABORT = re.compile(r"^Abort message: '?(.*?)'?$")
 _FRAME = re.compile(r"^#(\d{1,4}) pc ([0-9a-fA-F]{1,16})\s+(\S+)(.*)$")
+# The same backtrace symbolized by a sanitizer's symbolizer: "#0 0x00084fe6 in tgkill /bionic/..".
+_SYMBOLIZED = re.compile(r"^#(\d{1,4}) (0x[0-9a-fA-F]{1,16}) in (.*)$")
+# Other processes' log lines that logcat interleaves with a backtrace.
+MAX_FOREIGN_LINES = 3
 _PAREN = re.compile(r"\(((?:[^()]|\([^()]*\))*)\)")
 _OFFSET = re.compile(r"^(.*)\+(\d{1,12})$")
 
@@ -49,6 +54,11 @@ def _frame(module: str, rest: str, pc: str) -> fd.model.Frame:
     return fd.native_frame(function, pc=int(pc, 16), module=module, offset=offset)
 
 
+def _next_is_frame(lines: list[str], i: int) -> bool:
+    """A backtrace frame follows within the few lines another process may have put between."""
+    return any(_strip(lines[j]).startswith("#") for j in range(i + 1, min(len(lines), i + 1 + MAX_FOREIGN_LINES)))
+
+
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     found: list[fd.Finding] = []
     i, n = 0, len(lines)
@@ -62,12 +72,14 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         finding = fd.Finding(FORMAT, i)
         thread = fd.TextThread(crashed=True)
         in_backtrace = False
+        foreign = 0
         while i < n:
             if claimed[i]:
                 break
             s = _strip(lines[i])
             if in_backtrace and not s.startswith("#"):
-                if s:
+                foreign += 1
+                if foreign > MAX_FOREIGN_LINES or (s and thread.frames and not _next_is_frame(lines, i)):
                     break
                 i += 1
                 continue
@@ -87,13 +99,15 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 in_backtrace = True
             elif (m := _FRAME.match(s)) is not None:
                 in_backtrace = True
+                foreign = 0
                 thread.add(_frame(m.group(3), m.group(4), m.group(2)))
+            elif in_backtrace and (m := _SYMBOLIZED.match(s)) is not None:
+                foreign = 0
+                thread.add(asan.parse_frame_text(m.group(3), fd.hex_int(m.group(2))))
             elif s.startswith("*** *** ***") and (thread.frames or thread.tid is not None):
                 break
             claimed[i] = 1
             i += 1
-            if in_backtrace and i < n and not _strip(lines[i]).startswith("#") and thread.frames:
-                break
         if thread.dropped_frames:
             finding.warnings.append(f"only the first {limits.MAX_FRAMES_PER_THREAD} frames of the tombstone were kept")
         if thread.frames or finding.signal is not None:
