@@ -90,3 +90,17 @@ def test_python_only_traces_by_the_innermost_modules(inner, function, category):
     c = triage_text(PY_ONLY.format(inner=inner, function=function), "py.txt").classification
     assert c.category == category
     assert c.fault_kind == "invalid-access"
+
+
+def test_std_function_running_an_eigen_executor_shard_is_named_by_its_callable():
+    text = """Thread 27 "python" received signal SIGSEGV, Segmentation fault.
+#0  0x00007fffe1a2b500 in std::_Function_handler<void (long, long), Eigen::internal::TensorExecutor<Eigen::TensorAssignOp<Eigen::TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> const> const, Eigen::ThreadPoolDevice, true, (Eigen::internal::TiledEvaluation)0>::run(Eigen::TensorAssignOp<Eigen::TensorMap<Eigen::Tensor<float, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> const> const&, Eigen::ThreadPoolDevice const&)::{lambda(long, long)#1}>::_M_invoke(std::_Any_data const&, long&&, long&&) () from /usr/lib/python3/dist-packages/tensorflow/libtensorflow_cc.so.2
+#1  0x00007fffe0000000 in Eigen::ThreadPoolDevice::parallelFor(long, Eigen::TensorOpCost const&, std::function<long (long)>, std::function<void (long, long)>) const::{lambda(long, long)#1}::operator()(long, long) const () from /usr/lib/python3/dist-packages/tensorflow/libtensorflow_framework.so.2
+#2  0x00007fffdff00000 in Eigen::ThreadPoolTempl<tsl::thread::EigenEnvironment>::WorkerLoop(int) () from /usr/lib/python3/dist-packages/tensorflow/libtensorflow_framework.so.2
+#3  0x00007fffdfe00000 in std::_Function_handler<void (), tsl::thread::EigenEnvironment::CreateThread(std::function<void ()>)::{lambda()#1}>::_M_invoke(std::_Any_data const&) () from /usr/lib/python3/dist-packages/tensorflow/libtensorflow_framework.so.2
+#4  0x00007ffff7d94ac3 in start_thread (arg=<optimized out>) at ./nptl/pthread_create.c:442
+"""
+    c = triage_text(text, "eigen_handler.txt").classification
+    assert c.category == "kernel-compute"
+    assert "Eigen::internal::TensorExecutor" in c.culprit.function
+    assert c.signature.split(" | ")[1] == "Eigen::internal::TensorExecutor::run::{lambda}::operator()"
