@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from coreanalyze.triage.parse import parse_text, triage_text
 
 DATA = Path(__file__).resolve().parent / "data" / "triage"
@@ -138,3 +140,33 @@ AM write failed: Broken pipe
     c = triage_text(text, "tombstone.txt").classification
     assert c.fault_kind == "check-failure"
     assert c.culprit.function == "android::MPEG4Source::MPEG4Source"
+
+
+GDB_WITH_VALUES = """Program received signal SIGSEGV, Segmentation fault.
+#0  0x00007fffe1a2b3c4 in tensorflow::grappler::GraphProperties::InferStatically(bool, bool, bool, bool) () from /usr/lib/python3/dist-packages/tensorflow/libtensorflow_framework.so.2
+#1  0x00007fffe1a2c000 in tensorflow::grappler::ConstantFolding::RunOptimizationPass(tensorflow::grappler::Cluster*, tensorflow::grappler::GrapplerItem*, tensorflow::GraphDef*) () from /usr/lib/python3/dist-packages/tensorflow/libtensorflow_framework.so.2
+(gdb) p $_siginfo._sifields._sigfault.si_addr
+$1 = (void *) 0x7ffd8a7fef88
+(gdb) {sp_command}
+{sp_output}
+"""
+
+
+@pytest.mark.parametrize(
+    "sp_command,sp_output",
+    [
+        ("p $sp", "$2 = (void *) 0x7ffd8a7fef90"),
+        ("info registers rsp", "rsp            0x7ffd8a7fef90      0x7ffd8a7fef90"),
+        ("info frame", "Stack level 0, frame at 0x7ffd8a7fefa0:\n rip = 0x7fffe1a2b3c4; saved rip = 0x7fffe1a2c000"),
+    ],
+    ids=["p-sp", "info-registers", "info-frame"],
+)
+def test_gdb_printed_fault_address_next_to_the_stack_pointer_is_a_stack_overflow(sp_command, sp_output):
+    report = triage_text(GDB_WITH_VALUES.format(sp_command=sp_command, sp_output=sp_output), "gdb.txt")
+    assert report.core.signal.address == 0x7FFD8A7FEF88
+    assert report.classification.fault_kind == "stack-overflow"
+
+
+def test_gdb_printed_fault_address_alone_tells_null_from_wild():
+    text = GDB_WITH_VALUES.replace("0x7ffd8a7fef88", "0x10").format(sp_command="", sp_output="")
+    assert triage_text(text, "gdb.txt").classification.fault_kind == "null-deref"

@@ -78,6 +78,9 @@ class Finding:
     # The report's own verdict, finer than a fault kind: a sanitizer's class and access
     # ("heap-buffer-overflow READ of size 4"), an uncaught exception's type.
     detail: str | None = None
+    # What gdb printed besides the backtrace (p $_siginfo..si_addr, p $sp, info frame).
+    fault_address: int | None = None
+    stack_pointer: int | None = None
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:
