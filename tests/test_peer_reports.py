@@ -137,3 +137,16 @@ def test_peer_corpus_crash_function_and_fault_kind_reach_the_target(corpus_score
     assert corpus_score.function_rate >= TARGET, corpus_score.misses
     assert corpus_score.kind_rate >= TARGET, corpus_score.misses
     assert corpus_score.detail_right == corpus_score.detail_stated, corpus_score.misses
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_the_reports_own_class_is_shown_in_every_format(fmt):
+    from coreanalyze.render import render
+
+    report = triage_text((DATA / "casr_heap_buffer_overflow_memcpy.AsanReport.txt").read_text(encoding="utf-8"), "hbo.txt")
+    out = render(report, fmt)
+    assert "heap-buffer-overflow READ of size 128" in out
+    if fmt == "json":
+        import json
+
+        assert json.loads(out)["classification"]["detail"] == "heap-buffer-overflow READ of size 128"

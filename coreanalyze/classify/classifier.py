@@ -176,6 +176,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
             tf_caller=tf_caller,
             python_site=_python_call_site(views, pick.view),
             bad_jump_pc=pick.bad_jump.frame.pc if pick.bad_jump is not None else None,
+            detail=detail,
         )
     )
 

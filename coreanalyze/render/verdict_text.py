@@ -25,6 +25,8 @@ def _first_line(v: ReportView, palette: Palette) -> str:
             sig += f" at {v.fault_address}"
         parts.append(palette.bad(sig))
     kind = palette.bad(one_line(cls.fault_kind or "unknown", 100))
+    if cls.detail:
+        kind += f" [{one_line(cls.detail, 120)}]"
     what = kind
     if cls.culprit.function:
         what += " in " + palette.name(one_line(cls.culprit.function, 200))
