@@ -170,3 +170,28 @@ def test_gdb_printed_fault_address_next_to_the_stack_pointer_is_a_stack_overflow
 def test_gdb_printed_fault_address_alone_tells_null_from_wild():
     text = GDB_WITH_VALUES.replace("0x7ffd8a7fef88", "0x10").format(sp_command="", sp_output="")
     assert triage_text(text, "gdb.txt").classification.fault_kind == "null-deref"
+
+
+def test_faulthandler_frames_without_their_header():
+    text = (
+        "Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)\n"
+        '  File "/usr/lib/python3/dist-packages/tflite_runtime/interpreter.py", line 917 in invoke\n'
+        '  File "classify.py", line 30 in main\n'
+    )
+    report = triage_text(text, "pycharm.txt")
+    assert report.core.signal.name == "SIGSEGV"
+    assert [f.function for f in report.crashed_thread.frames] == ["invoke", "main"]
+    assert report.classification.category == "interpreter-invoke"
+
+
+def test_op_requires_failure_reporting_blames_the_kernel():
+    text = (
+        "2024-05-05 05:05:05.123456: F tensorflow/core/framework/op_kernel.cc:1780] Non-OK-status: status status: INTERNAL: bad shape\n"
+        "*** Check failure stack trace: ***\n"
+        "    @     0x7f0000001000  absl::lts_20230802::log_internal::LogMessageFatal::~LogMessageFatal()\n"
+        "    @     0x7f0000002000  tensorflow::OpKernelContext::CtxFailureWithWarning(char const*, int, absl::lts_20230802::Status const&)\n"
+        "    @     0x7f0000003000  tensorflow::ReshapeOp::Compute(tensorflow::OpKernelContext*)\n"
+    )
+    c = triage_text(text, "op_requires.txt").classification
+    assert c.culprit.function == "tensorflow::ReshapeOp::Compute"
+    assert (c.category, c.fault_kind) == ("kernel-compute", "check-failure")
