@@ -477,7 +477,7 @@ def _demangle_type(name: bytes) -> str:
     try:
         import cxxfilt
 
-        return cxxfilt.demangle("_Z" + text) if not text[:1].isdigit() else cxxfilt.demangle("_Z" + text)
+        return cxxfilt.demangle("_Z" + text)  # a type_info name is a mangled type without _Z
     except Exception:  # noqa: BLE001 — a name the demangler refuses is shown mangled
         return text
 

@@ -29,7 +29,7 @@ _NATIVE_LIST = "Native frames:"
 _OFFSET = re.compile(r"^(.*?)\+0x[0-9a-fA-F]{1,16}$")
 
 
-def _frame(kind: str, library: str | None, offset: str | None, rest: str | None) -> fd.model.Frame:
+def _frame(library: str | None, offset: str | None, rest: str | None) -> fd.model.Frame:
     rest = (rest or "").strip()
     m = _OFFSET.match(rest)
     name = (m.group(1) if m else rest) or None
@@ -54,7 +54,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         elif s.startswith("# Problematic frame:") and i + 1 < n:
             m = _FRAME.match(lines[i + 1].strip())
             if m and m.group(2):
-                problematic = _frame(m.group(1), m.group(2), m.group(3), m.group(4))
+                problematic = _frame(m.group(2), m.group(3), m.group(4))
                 claimed[i] = claimed[i + 1] = 1
                 i += 1
         elif s.startswith(_NATIVE_LIST):
@@ -62,8 +62,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             claimed[i] = 1
             i += 1
             while i < n and (m := _FRAME.match(lines[i].strip())) is not None:
-                if m.group(1) in "CV" or m.group(1) in "jJA":
-                    thread.add(_frame(m.group(1), m.group(2), m.group(3), m.group(4) or m.group(5)))
+                if m.group(1) != "v":  # "v ~StubRoutines::call_stub": the VM's glue, no code of anyone's
+                    thread.add(_frame(m.group(2), m.group(3), m.group(4) or m.group(5)))
                 claimed[i] = 1
                 i += 1
             continue
