@@ -44,6 +44,7 @@ def test_asan_stack_overflow_is_trusted_over_operator_new_on_top():
     c = triage("asan_stack_overflow.txt")
     assert c.fault_kind == "stack-overflow"
     assert c.culprit.function.startswith("CPDF_ColorSpace::Load")
+    assert c.category != "allocator"  # operator new on top is where the stack ran out, not the heap
 
 
 def test_heap_buffer_overflow_in_memcpy_interceptor_blames_the_caller_with_class_as_detail():

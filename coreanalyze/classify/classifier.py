@@ -13,6 +13,7 @@ from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
 from coreanalyze.classify.faultkind import (
     exception_type,
+    report_class_kind,
     thrown_exception,
     cpu_feature_for,
     fault_kind_from_views,
@@ -110,7 +111,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     views = build_views(frames, report.modules, rules)
     pick = pick_culprit(views, rules)
     custom = find_custom_op(views, pick, report.modules, rules)
-    decision = decide_category(views, pick, abort_message, custom, rules)
+    reported_kind = report_class_kind(report.classification.detail, rules)
+    decision = decide_category(views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"))
     kind, kind_evidence = fault_kind_from_views(
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
         detail=report.classification.detail,
