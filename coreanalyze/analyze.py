@@ -202,6 +202,19 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         notes.close()
 
 
+def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
+    """Snapshot a live process (it is left running as it was), analyze the snapshot, and delete
+    it unless keep_core names where to keep it."""
+    from coreanalyze.hang.snapshot import live_snapshot
+
+    options = options or AnalyzeOptions()
+    with live_snapshot(pid, keep_core=keep_core, gdb=options.gdb, timeout=options.timeout) as core:
+        result = analyze_core(str(core), options)
+    if keep_core is None and result.report.core is not None:
+        result.report.core.path = f"pid {pid} (snapshot, not kept)"
+    return result
+
+
 def _own_gdb(options: AnalyzeOptions):
     from coreanalyze.gdb.pool import OwnGdb, default_index_cache
 
@@ -295,6 +308,7 @@ def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.hang import classify_hang
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
@@ -350,5 +364,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         abort_message = abort_scan.result_for(notes.memory, sp)
     abort_message = _uncaught_exception(report, notes, abort_message)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
-    report.classification = classify(report, abort_message=abort_message, rules=rules.get())
+    # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
+    hang = classify_hang(report, notes, rules.get())
+    report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
     return AnalysisResult(report, failure, exit_code)

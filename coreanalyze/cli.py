@@ -1,6 +1,7 @@
 """The command line: a thin layer that turns options into calls and errors into exit codes.
 
     coreanalyze CORE [--python PATH] [-o PATH|-] [--format html|json|text|markdown] ...
+    coreanalyze --pid PID [--keep-core PATH] ...
     coreanalyze triage FILE|-
 
 `coreanalyze CORE` is the main form; subcommands are recognised by name, anything else is
@@ -91,12 +92,15 @@ def cli() -> None:
 
     \b
     coreanalyze core.1234 --python /usr/bin/python3
+    coreanalyze --pid 4242            (a live, stuck process: snapshot, analyze, leave it running)
     coreanalyze triage backtrace.txt
     """
 
 
 @cli.command("analyze")
-@click.argument("core", type=click.Path(dir_okay=True, path_type=str))
+@click.argument("core", required=False, type=click.Path(dir_okay=True, path_type=str))
+@click.option("--pid", type=int, metavar="PID", help="Analyze a live process: snapshot it (gdb attaches and detaches), leave it running.")
+@click.option("--keep-core", metavar="PATH", help="With --pid: keep the snapshot's core at PATH (default: deleted).")
 @click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped the core (default: taken from the core).")
 @click.option("-o", "--output", metavar="PATH|-", help="Where to write the report; '-' for stdout (default: <core name>.html here).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format (default: from -o's extension, else html).")
@@ -108,9 +112,9 @@ def cli() -> None:
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
 @click.option("--locals", "with_locals", is_flag=True, help="Show locals of the innermost Python frames of the crashing thread.")
 @click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
-def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env):
-    """Analyze one core file and write a report."""
-    from coreanalyze.analyze import AnalyzeOptions, analyze_core
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env):
+    """Analyze one core file (or a live process with --pid) and write a report."""
+    from coreanalyze.analyze import AnalyzeOptions, analyze_core, analyze_live_process
     from coreanalyze.render import color_wanted, render, verdict
     from coreanalyze.safenames import report_filename
 
@@ -125,7 +129,15 @@ def analyze_command(core, python, output, fmt, gdb_path, timeout, sysroot, debug
         with_locals=with_locals,
         include_env=include_env,
     )
-    result = analyze_core(core, options)
+    if (core is None) == (pid is None):
+        raise BadInput("give a core file or --pid PID (one of them)")
+    if keep_core is not None and pid is None:
+        raise BadInput("--keep-core goes with --pid")
+    if pid is not None:
+        result = analyze_live_process(pid, options, keep_core=keep_core)
+        core = keep_core or f"pid-{pid}"
+    else:
+        result = analyze_core(core, options)
     fmt = _format_for(output, fmt)
     text = render(result.report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout))
     if output == "-":

@@ -44,6 +44,7 @@ FAULT_KINDS = (
     "divide-by-zero",
     "bus-error",
     "sent-signal",
+    "hang",  # no crash: a snapshot of a process whose threads wait (classification.hang)
     "unknown",
 )
 
@@ -129,6 +130,57 @@ class Culprit:
 
 
 @dataclass
+class ThreadWait:
+    """Where one thread of a hung process is: running, or waiting on what (and who holds it)."""
+
+    tid: int
+    state: str  # one of WAIT_STATES
+    object: int | None = None  # address of the mutex / futex word / fd number for io
+    object_kind: str | None = None  # "mutex", "futex", "condition variable", "GIL", "fd", ...
+    object_name: str | None = None  # the global variable at object, when a symbol table names it
+    owner: int | None = None  # tid that holds the object (glibc mutex owner, GIL holder)
+    syscall: str | None = None  # the system call it sleeps in
+    frame_index: int | None = None  # the first frame of the thread's own code above the primitives
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    holds_gil: bool | None = None
+
+
+@dataclass
+class DeadlockStep:
+    """One thread of a deadlock cycle: it holds `holds` and waits for `wants` (held by the next)."""
+
+    tid: int
+    holds: str
+    wants: str
+    waits_for: int  # the tid holding `wants`
+    function: str | None = None  # the frame where it waits (and took what it holds, or its caller did)
+    frame_index: int | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class HangInfo:
+    """classification.hang: a snapshot's threads, who holds the GIL, and a deadlock cycle if any."""
+
+    reason: str = ""  # why this core is a snapshot and not a crash
+    thread: int | None = None  # the thread the verdict is about (also crashing_thread)
+    threads: list[ThreadWait] = field(default_factory=list)
+    gil_holder: int | None = None
+    gil_waiters: list[int] = field(default_factory=list)
+    deadlock: list[DeadlockStep] = field(default_factory=list)
+    rule: str | None = None  # the TensorFlow hang rule that matched (hang_rules.toml)
+
+
+# classification.hang.threads[].state vocabulary.
+WAIT_STATES = (
+    "running", "mutex", "condition", "futex", "gil", "join", "io", "sleep", "signal", "other-syscall", "unknown",
+)
+
+
+@dataclass
 class Classification:
     category: str = "unknown"
     fault_kind: str = "unknown"
@@ -146,6 +198,7 @@ class Classification:
     # The crash's own verdict, finer than fault_kind: a sanitizer's class ("heap-buffer-overflow
     # READ of size 4"), an uncaught exception's type.
     detail: str | None = None
+    hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle
 
 
 @dataclass
@@ -190,7 +243,7 @@ class Report:
 
 
 # Keys whose int values are addresses and are written as hex strings.
-_ADDRESS_KEYS = frozenset({"pc", "address", "start", "end"})
+_ADDRESS_KEYS = frozenset({"pc", "address", "start", "end", "object"})
 
 
 def _hex(value: int) -> str:
@@ -238,6 +291,13 @@ def frame_from_dict(d: dict[str, Any]) -> Frame:
     return Frame(**kwargs)
 
 
+def hang_from_dict(d: dict[str, Any]) -> HangInfo:
+    threads = [ThreadWait(**{**t, "object": _int(t.get("object"))}) for t in d.get("threads", [])]
+    steps = [DeadlockStep(**s) for s in d.get("deadlock", [])]
+    rest = {k: v for k, v in d.items() if k not in ("threads", "deadlock")}
+    return HangInfo(threads=threads, deadlock=steps, **rest)
+
+
 def report_from_dict(d: dict[str, Any]) -> Report:
     """Inverse of to_dict, for reports read back from JSON (batch summaries, merge)."""
     sig = dict((d.get("core") or {}).get("signal") or {})
@@ -263,8 +323,10 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         )
     c = d.get("classification") or {}
     cls = Classification(
-        **{k: v for k, v in c.items() if k not in ("culprit", "suspect")}
+        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "hang")}
     )
+    if c.get("hang"):
+        cls.hang = hang_from_dict(c["hang"])
     cls.culprit = Culprit(**(c.get("culprit") or {}))
     if c.get("suspect"):
         cls.suspect = Culprit(**c["suspect"])

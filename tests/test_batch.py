@@ -238,6 +238,9 @@ def _start_batch(arguments: list[str], out: Path, *extra: str) -> subprocess.Pop
     return subprocess.Popen(
         [sys.executable, "-m", "coreanalyze", "batch", *arguments, "--out", str(out), "--jobs", "1", *extra],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A test run started in the background inherits SIGINT ignored, and Python then never
+        # installs its Ctrl-C handler: give the batch the disposition a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

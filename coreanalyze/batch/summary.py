@@ -62,6 +62,8 @@ def build_group(signature: str, members: list[CoreRecord]) -> dict[str, Any]:
         "hosts": [{"host": h, "count": n} for h, n in sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0]))],
         "category": _most_common(r.category for r in members) or "unknown",
         "fault_kind": _most_common(r.fault_kind for r in members) or "unknown",
+        # Snapshots of stuck processes group by their wait signature, apart from crashes.
+        "hang": _most_common(r.fault_kind for r in members) == "hang",
         "culprit": {"function": example.culprit.get("function"), "module": example.culprit.get("module")},
         "summary": example.summary,
         "signal": example.signal,

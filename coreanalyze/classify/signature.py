@@ -6,7 +6,9 @@ It is built only from what every source agrees on: the signal name and the norma
 the first significant frames of the crashing thread (names as in names.normalize_function, with
 glibc's aliases folded: __GI_raise -> raise, __memcpy_avx_unaligned_erms -> memcpy). Addresses,
 offsets, paths, line numbers, template arguments, clone suffixes and inline namespaces never
-enter it; a frame without a name contributes its library's basename.
+enter it; a frame without a name contributes its library's basename. An unnamed frame of the
+main program (a stripped interpreter, say) is left out: gdb prints no module for it, and the
+program's name depends on how it was started (a venv's `bin/python` runs `python3.11`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from coreanalyze.classify.rules import NOISE_ROLES, RuleSet, default_rules
 from coreanalyze.model import Frame
 
 HASH_CHARS = 10
+_SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
 
 
 def _frame_key(v: FrameView, rules: RuleSet) -> str:
@@ -38,7 +41,11 @@ def _frame_key(v: FrameView, rules: RuleSet) -> str:
 def _library_key(base: str) -> str:
     # gdb names a library by its link-map path (libffi.so.8), the core's file table by the
     # file it resolves to (libffi.so.8.1.2): keep only what both agree on.
-    return re.sub(r"\.so(\.\d+)*$", ".so", base)
+    return _SHARED_OBJECT.sub(".so", base)
+
+
+def _anonymous_program_frame(v: FrameView) -> bool:
+    return not v.python and not v.name and not _SHARED_OBJECT.search(v.module_base)
 
 
 def signature_frames(views: Sequence[FrameView], pick: CulpritPick, rules: RuleSet) -> list[FrameView]:
@@ -55,7 +62,7 @@ def signature_frames(views: Sequence[FrameView], pick: CulpritPick, rules: RuleS
     for v in views[pick.view.position + 1:]:
         if len(chosen) >= n:
             break
-        if v.python or v.role in NOISE_ROLES:
+        if v.python or v.role in NOISE_ROLES or _anonymous_program_frame(v):
             continue
         chosen.append(v)
     return chosen

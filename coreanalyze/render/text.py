@@ -108,6 +108,8 @@ def render_view(v: ReportView, palette: Palette) -> str:
         out += _section("What to do", palette) + bullets(v.advice)
     if v.evidence:
         out += _section("Evidence", palette) + bullets(v.evidence)
+    if v.hang_threads:
+        out += _section("Where the threads wait", palette) + bullets(v.hang_threads)
 
     if cls.abort_message:
         out += _section("Abort message", palette)

@@ -441,6 +441,14 @@ class ReportView:
         return self.report.classification
 
     @property
+    def hang_threads(self) -> list[str]:
+        """For a hang: where every thread is, one line each (state, object, owner, frame)."""
+        from coreanalyze.hang.describe import describe_wait
+
+        hang = self.classification.hang
+        return [one_line(describe_wait(w), 400) for w in hang.threads[: self.limits.max_other_threads + 1]] if hang else []
+
+    @property
     def signal_text(self) -> str | None:
         """"SIGSEGV (SEGV_MAPERR)", "signal 11", or None."""
         core = self.report.core
