@@ -92,6 +92,13 @@ fi
 say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu, ~600 MB)"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
+# The op-instance tests build cores with an older TensorFlow too, in a virtual environment they
+# make per test run; fill pip's cache with it now so that they install it from there.
+say "filling pip's cache with $(cat tests/older_tensorflow.txt) for the tests"
+older_wheels="$(mktemp -d)"
+"$VENV/bin/python" -m pip download --quiet --disable-pip-version-check -r tests/older_tensorflow.txt -d "$older_wheels"
+rm -rf "$older_wheels"
+
 "$VENV/bin/coreanalyze" --help >/dev/null
 say "done: $("$VENV/bin/python" --version), $(gdb --version | head -n1)"
 say "run the tests: .venv/bin/python -m pytest"

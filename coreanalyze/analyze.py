@@ -308,6 +308,7 @@ def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.hang import classify_hang
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
@@ -367,4 +368,6 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
     hang = classify_hang(report, notes, rules.get())
     report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
+    if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
+        add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
     return AnalysisResult(report, failure, exit_code)

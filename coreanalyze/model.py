@@ -130,6 +130,39 @@ class Culprit:
 
 
 @dataclass
+class OpInput:
+    dtype: str | None = None  # "float32", ...; None when the input is absent
+    shape: list[int] | None = None
+    value: list[Any] | None = None  # the elements, when there are only a handful
+    # TFLite tensors also carry these:
+    name: str | None = None
+    index: int | None = None  # tensor index in the subgraph
+    scale: float | None = None  # quantization
+    zero_point: int | None = None
+    allocation: str | None = None  # "arena-rw", "mmap-ro", ...
+    bytes: int | None = None  # the buffer's size as the tensor says
+    needed_bytes: int | None = None  # what its dtype and shape need
+
+
+@dataclass
+class OpInstance:
+    """The node whose kernel was running, read from the crashed process's memory."""
+
+    framework: str  # "tensorflow" | "tflite"
+    node: str | None = None
+    op: str | None = None  # op type (TF) or builtin op / custom name (TFLite)
+    device: str | None = None
+    inputs: list[OpInput] = field(default_factory=list)
+    kernel: str | None = None  # the kernel class whose object was read
+    layout: str | None = None  # the layout data the objects were read with
+    delegate: str | None = None
+    node_index: int | None = None
+    reproducer: str | None = None
+    version: int | None = None  # TFLite op version
+    outputs: list[OpInput] = field(default_factory=list)  # TFLite: the node's output tensors
+
+
+@dataclass
 class ThreadWait:
     """Where one thread of a hung process is: running, or waiting on what (and who holds it)."""
 
@@ -198,6 +231,8 @@ class Classification:
     # The crash's own verdict, finer than fault_kind: a sanitizer's class ("heap-buffer-overflow
     # READ of size 4"), an uncaught exception's type.
     detail: str | None = None
+    op_instance: OpInstance | None = None  # the node being run, when memory could tell
+    op_instance_unread: str | None = None  # why a running kernel's op instance could not be read
     hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle
 
 
@@ -291,6 +326,15 @@ def frame_from_dict(d: dict[str, Any]) -> Frame:
     return Frame(**kwargs)
 
 
+def op_instance_from_dict(d: dict[str, Any]) -> OpInstance:
+    known = {f.name for f in dataclasses.fields(OpInstance)}
+    instance = OpInstance(**{k: v for k, v in d.items() if k in known and k not in ("inputs", "outputs")})
+    tensor_fields = {f.name for f in dataclasses.fields(OpInput)}
+    instance.inputs = [OpInput(**{k: v for k, v in i.items() if k in tensor_fields}) for i in d.get("inputs") or []]
+    instance.outputs = [OpInput(**{k: v for k, v in o.items() if k in tensor_fields}) for o in d.get("outputs") or []]
+    return instance
+
+
 def hang_from_dict(d: dict[str, Any]) -> HangInfo:
     threads = [ThreadWait(**{**t, "object": _int(t.get("object"))}) for t in d.get("threads", [])]
     steps = [DeadlockStep(**s) for s in d.get("deadlock", [])]
@@ -323,8 +367,10 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         )
     c = d.get("classification") or {}
     cls = Classification(
-        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "hang")}
+        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "op_instance", "hang")}
     )
+    if c.get("op_instance"):
+        cls.op_instance = op_instance_from_dict(c["op_instance"])
     if c.get("hang"):
         cls.hang = hang_from_dict(c["hang"])
     cls.culprit = Culprit(**(c.get("culprit") or {}))

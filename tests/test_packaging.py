@@ -21,6 +21,9 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
     assert any(n.startswith("coreanalyze/templates/") and n.endswith(".j2") for n in names), names
     assert "coreanalyze/gdb_scripts/pystacks.py" in names
     assert any(n.startswith("coreanalyze/classify/") and n.endswith(".toml") for n in names)
+    assert {"coreanalyze/opinstance/dtypes.toml", "coreanalyze/opinstance/tflite_ops.toml",
+            "coreanalyze/opinstance/layouts/tflite.toml", "coreanalyze/opinstance/layouts/probe.cc"} <= set(names)
+    assert any(n.startswith("coreanalyze/opinstance/layouts/tensorflow-") for n in names)
 
     venv = tmp_path / "venv"
     # A clean environment with nothing but the wheel and what its metadata declares (from pip's

@@ -81,6 +81,22 @@ EXPECTED: dict[str, Expected] = {
         innermost=r"ScatterToSlotsOp.*Compute",
         address=(0, NULL_PAGE_LIMIT),
     ),
+    "interpreter_invoke_xnnpack": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"xnnpack.*SubgraphInvoke", r"Subgraph.*InvokeImpl", r"InterpreterWrapper.*Invoke"),
+        innermost=r"xnnpack.*SubgraphInvoke.*libpywrap_tflite_common\.so",
+        address=(0xDEAD0000, 0xDEAD1000),
+    ),
+    "graph_check_failure": Expected(
+        signal.SIGABRT, SI_TKILL,
+        stack=(r"\babort\b", r"LogMessage", r"dim_size", r"LRNGradOp.*Compute"),
+    ),
+    "kernel_overwritten": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"OverwriteOwnKernelOp.*Compute", r"ThreadPoolDevice.*Compute"),
+        innermost=r"OverwriteOwnKernelOp.*Compute .*crash_ops\.cc",
+        address=(0, NULL_PAGE_LIMIT),
+    ),
 }
 
 
@@ -240,6 +256,13 @@ class Verdict:
     abort_message: str | None = None  # regex over classification.abort_message
 
 
+# LRNGrad's CHECK failure, called eagerly or as a node of a tf.function.
+LRN_GRAD_CHECK_FAILURE = Verdict(
+    "kernel-compute", "check-failure", r"^tensorflow::LRNGradOp<.*>::Compute$",
+    op=r"LRNGrad", culprit_module=r"libtensorflow_cc\.so",
+    abort_message=r"Check failed: d < dims\(\)",
+)
+
 VERDICTS: dict[str, Verdict] = {
     "kernel_compute_segv": Verdict(
         "kernel-compute", "null-deref", r"ScatterToSlotsOp::Compute",
@@ -251,11 +274,7 @@ VERDICTS: dict[str, Verdict] = {
         abort_message=r"double free or corruption",
     ),
     # The CHECK fires in TensorShape::dim_size on the kernel's bad index: the kernel is blamed.
-    "kernel_check_failure": Verdict(
-        "kernel-compute", "check-failure", r"^tensorflow::LRNGradOp<.*>::Compute$",
-        op=r"LRNGrad", culprit_module=r"libtensorflow_cc\.so",
-        abort_message=r"Check failed: d < dims\(\)",
-    ),
+    "kernel_check_failure": LRN_GRAD_CHECK_FAILURE,
     # ducc0's assertion text reaches the abort message from the heap; the op is the concrete
     # kernel (IRFFT's FFTCPU<false, true, 1>), not the abstract FFTBase whose Compute called it.
     "fft_zero_length_abort": Verdict(
@@ -278,6 +297,15 @@ VERDICTS: dict[str, Verdict] = {
     "worker_thread_segv": Verdict(
         "kernel-compute", "null-deref", r"ScatterToSlotsOp::Compute",
         op=r"ScatterToSlots|crash_ops\.so", culprit_module=r"crash_ops\.so$",
+    ),
+    "interpreter_invoke_xnnpack": Verdict(
+        "interpreter-invoke", "invalid-access", r"tflite::xnnpack::.*SubgraphInvoke",
+        culprit_module=r"libpywrap_tflite_common\.so$",
+    ),
+    "graph_check_failure": LRN_GRAD_CHECK_FAILURE,
+    "kernel_overwritten": Verdict(
+        "kernel-compute", "null-deref", r"OverwriteOwnKernelOp::Compute",
+        op=r"OverwriteOwnKernel|crash_ops\.so", culprit_module=r"crash_ops\.so$",
     ),
 }
 

@@ -7,7 +7,10 @@ dies by a signal; the kernel writes its core:
 - a custom op (tf_corpus/crash_ops.cc, compiled here against `tf.sysconfig` flags and loaded
   with `tf.load_op_library`) faults in its Compute, or overruns its output buffer so that
   glibc aborts when the tensor is freed;
-- a raw op that still CHECK-fails on a bad shape (`LRNGrad` with a 1-D output_image);
+- a raw op that still CHECK-fails on a bad shape (`LRNGrad` with a 1-D output_image), called
+  eagerly and as a named node of a tf.function;
+- a custom op that overwrites its own kernel object before it faults (no op instance may be
+  read from what is left of it);
 - subsystems without a natural crash (TFLite Invoke, protobuf serialization while writing a
   checkpoint, TF->NumPy conversion) get a fault injected into the real process: gdb stops it
   at a real function of that subsystem, corrupts one pointer argument and detaches, and the
@@ -75,6 +78,7 @@ class Scenario:
     script: str  # file in tf_corpus/
     uses_op_library: bool = False  # the script gets the built crash_ops.so as argv[1]
     injection: FaultInjection | None = None
+    args: tuple[str, ...] = ()  # given to the script after the op library
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -120,6 +124,20 @@ SCENARIOS: dict[str, Scenario] = {
             ),
         ),
         Scenario("worker_thread_segv", "worker_thread_segv.py", uses_op_library=True),
+        Scenario("graph_check_failure", "graph_check_failure.py"),
+        Scenario(
+            "interpreter_invoke_xnnpack",
+            "interpreter_invoke.py",
+            args=("--xnnpack",),
+            injection=FaultInjection(
+                module=r"libpywrap_tflite_common\.so",
+                # The XNNPACK delegate kernel's invoke(TfLiteContext*, TfLiteNode*): node becomes wild.
+                function="'tflite::xnnpack::(anonymous namespace)::SubgraphInvoke(TfLiteContext*, TfLiteNode*)'",
+                register="rsi",
+                value=0xDEAD0000,
+            ),
+        ),
+        Scenario("kernel_overwritten", "kernel_overwritten.py", uses_op_library=True),
     )
 }
 
@@ -387,7 +405,7 @@ class TFCoreCache:
         h.update((TF_CORPUS / scenario.script).read_bytes())
         if scenario.uses_op_library:
             h.update(OP_SOURCE.read_bytes())
-        h.update(repr(scenario.injection).encode())
+        h.update(repr((scenario.injection, scenario.args)).encode())
         return h.hexdigest()[:12]
 
     def get(self, name: str) -> CrashCase:
@@ -398,6 +416,7 @@ class TFCoreCache:
         argv = [str(self.python), str(script)]
         if scenario.uses_op_library:
             argv.append(str(self.op_library()))
+        argv += scenario.args
         workdir = self.root / f"{name}-{self.key(scenario)}"
         started = time.monotonic()
         if scenario.injection is None:

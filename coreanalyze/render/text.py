@@ -111,6 +111,16 @@ def render_view(v: ReportView, palette: Palette) -> str:
     if v.hang_threads:
         out += _section("Where the threads wait", palette) + bullets(v.hang_threads)
 
+    if cls.op_instance:
+        from coreanalyze.opinstance.view import instance_lines
+
+        out += _section("Op instance", palette) + ["  " + one_line(line) for line in instance_lines(cls.op_instance)]
+        if cls.op_instance.reproducer:
+            out += _section("Reproduce (untested)", palette)
+            out += ["  " + line for line in clean(cls.op_instance.reproducer).rstrip("\n").split("\n")]
+    elif cls.op_instance_unread:
+        out += labelled("Op instance", "could not be read: " + one_line(cls.op_instance_unread))
+
     if cls.abort_message:
         out += _section("Abort message", palette)
         out += ["  " + line for line in clean(cls.abort_message).rstrip("\n").split("\n")]

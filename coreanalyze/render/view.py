@@ -441,6 +441,14 @@ class ReportView:
         return self.report.classification
 
     @property
+    def op_inputs(self) -> list:
+        """The op instance's inputs as rows (coreanalyze.opinstance.view)."""
+        from coreanalyze.opinstance.view import input_rows
+
+        instance = self.report.classification.op_instance
+        return input_rows(instance) if instance is not None else []
+
+    @property
     def hang_threads(self) -> list[str]:
         """For a hang: where every thread is, one line each (state, object, owner, frame)."""
         from coreanalyze.hang.describe import describe_wait

@@ -7,8 +7,11 @@
 //   RepeatInterleave  allocates its output for n elements but writes 2*n: the write runs
 //                     past the end of the buffer and tramples the allocator's bookkeeping
 //                     for the memory behind it; glibc notices later and aborts.
+//   OverwriteOwnKernel  Compute tramples its own kernel object (everything after the vtable
+//                     pointer) and then stores through a null pointer.
 
 #include <cstdint>
+#include <cstring>
 
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -31,6 +34,14 @@ REGISTER_OP("ScatterToSlots")
 REGISTER_OP("RepeatInterleave")
     .Input("values: float")
     .Output("repeated: float")
+    .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("OverwriteOwnKernel")
+    .Input("values: float")
+    .Output("same: float")
     .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
       return absl::OkStatus();
@@ -79,7 +90,21 @@ class RepeatInterleaveOp : public OpKernel {
   }
 };
 
+class OverwriteOwnKernelOp : public OpKernel {
+ public:
+  explicit OverwriteOwnKernelOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    // BUG (on purpose): a wild memset over this object, node name and op type included.
+    char* self = reinterpret_cast<char*>(this);
+    std::memset(self + sizeof(void*), 0xA5, sizeof(OpKernel) - sizeof(void*));
+    volatile float* table = g_slot_table;
+    table[3] = ctx->input(0).flat<float>()(0);
+  }
+};
+
 }  // namespace
 
 REGISTER_KERNEL_BUILDER(Name("ScatterToSlots").Device(DEVICE_CPU), ScatterToSlotsOp);
 REGISTER_KERNEL_BUILDER(Name("RepeatInterleave").Device(DEVICE_CPU), RepeatInterleaveOp);
+REGISTER_KERNEL_BUILDER(Name("OverwriteOwnKernel").Device(DEVICE_CPU), OverwriteOwnKernelOp);

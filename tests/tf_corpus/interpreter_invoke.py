@@ -3,9 +3,14 @@
 The builtin kernels are used without the default XNNPACK delegate, so Invoke runs
 tflite::ops::builtin::fully_connected::Eval. The test harness arms a fault injection at the
 getppid() call: it corrupts the TfLiteNode* that Eval receives, and Eval faults reading it.
+
+With `--xnnpack` the interpreter keeps its default delegate: XNNPACK takes the model over and
+Invoke runs the delegate's kernel node (the injection then corrupts the node its
+SubgraphInvoke receives).
 """
 
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -20,10 +25,12 @@ def dense(x):
 
 converter = tf.lite.TFLiteConverter.from_concrete_functions([dense.get_concrete_function()], dense)
 model = converter.convert()
-interpreter = tf.lite.Interpreter(
-    model_content=model,
-    experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+resolver = (
+    tf.lite.experimental.OpResolverType.AUTO
+    if "--xnnpack" in sys.argv[1:]
+    else tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
 )
+interpreter = tf.lite.Interpreter(model_content=model, experimental_op_resolver_type=resolver)
 interpreter.allocate_tensors()
 interpreter.set_tensor(interpreter.get_input_details()[0]["index"], np.ones([1, 8], dtype=np.float32))
 os.getppid()  # arms the injected fault

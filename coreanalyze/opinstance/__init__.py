@@ -1,0 +1,69 @@
+"""Which node of the model crashed: the op instance a kernel frame was running, read from the
+core's memory (no DWARF), with layouts of the framework's objects kept as data per version."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from coreanalyze.model import OpInput, OpInstance, Report
+from coreanalyze.opinstance.layouts import layouts_for
+
+__all__ = ["add_op_instance", "describe_inputs", "node_sentence"]
+
+
+def shape_text(item: OpInput) -> str:
+    if item.dtype is None:
+        return "(absent)"
+    return f"{item.dtype}[{','.join(str(d) for d in item.shape or [])}]"
+
+
+def describe_inputs(instance: OpInstance) -> str:
+    return " x ".join(shape_text(i) for i in instance.inputs) or "no inputs"
+
+
+def node_sentence(instance: OpInstance) -> str:
+    """'In node `x` (LRNGrad, inputs float32[1,4] x float32[1]).' for the summary."""
+    what = instance.op if instance.node_index is None else f"{instance.op}, node index {instance.node_index}"
+    if instance.delegate:
+        what += f", delegate {instance.delegate}"
+    return f"In node `{instance.node}` ({what}, inputs {describe_inputs(instance)})."
+
+
+def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None) -> None:
+    """Read the op instance of the crashing thread's kernel frame into report.classification.
+
+    Nothing happens when no kernel was running; a kernel whose instance does not validate
+    leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
+    from coreanalyze.opinstance.codenames import CodeNames
+    from coreanalyze.opinstance.tensorflow import read_tensorflow_op
+    from coreanalyze.opinstance.tflite import read_tflite_node
+    from coreanalyze.symbols import Symbolizer
+
+    thread = report.crashed_thread
+    if thread is None or notes is None or getattr(notes, "memory", None) is None:
+        return
+    symbolizer = Symbolizer(debug_dirs, sysroot)
+    try:
+        names = CodeNames(report.modules, notes, symbolizer)
+        version = report.environment.get("tensorflow_version")
+        reading = read_tensorflow_op(notes.memory, thread, layouts_for("tensorflow", version), names)
+        if reading is None:
+            reading = read_tflite_node(notes.memory, thread, layouts_for("tflite", version), names)
+    except Exception as e:  # noqa: BLE001 — an optional stage: whatever a broken core does, the report stands
+        report.warnings.append(f"the op instance could not be read: {type(e).__name__}: {e}")
+        return
+    finally:
+        symbolizer.close()
+    if reading is None:
+        return
+    classification = report.classification
+    if reading.instance is None:
+        classification.op_instance_unread = reading.problem
+        classification.evidence.append(f"op instance: could not be read ({reading.problem})")
+        return
+    classification.op_instance = reading.instance
+    classification.summary = f"{classification.summary.rstrip()} {node_sentence(reading.instance)}".strip()
+    classification.evidence.append(
+        f"op instance: node {reading.instance.node!r} read from the {reading.instance.kernel} kernel object "
+        f"(layout {reading.instance.layout})"
+    )

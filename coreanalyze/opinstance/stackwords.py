@@ -1,0 +1,24 @@
+"""The words of a thread's registers and stack that point into memory the core holds: where the
+objects a crashing kernel was running on are looked for."""
+
+from __future__ import annotations
+
+import struct
+
+from coreanalyze.memory import CoreMemory
+from coreanalyze.model import Thread
+
+# How far above the stack pointer the crashing thread's stack is searched: the objects sit in
+# the executor's / interpreter's frames, a few frames (and a fatal-log buffer) above the fault.
+STACK_WINDOW = 512 * 1024
+LOWEST_POINTER = 0x10000
+
+
+def pointer_words(memory: CoreMemory, thread: Thread) -> list[int]:
+    words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
+    sp = thread.registers.get("rsp")
+    if sp:
+        stack = memory.read_available(sp, STACK_WINDOW)
+        for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):
+            words[value] = None
+    return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and memory.is_present(w)]
