@@ -2,8 +2,9 @@
 # Sets up coreanalyze and everything its test suite needs, on a fresh Debian/Ubuntu machine.
 #
 #   1. System packages, from apt-get, only those missing: the venv module of the Python that
-#      makes the project environment, gdb, gcc/g++ (the tests compile crashers), and Chromium
-#      with its driver (the HTML report is checked in a real browser).
+#      makes the project environment, gdb, gcc/g++ (the tests compile crashers), Chromium
+#      with its driver (the HTML report is checked in a real browser), gdb-multiarch (cores of
+#      other architectures), and for the aarch64 tests qemu-user-static and gcc-aarch64-linux-gnu.
 #   2. The project's virtual environment `.venv`, because a distribution's Python is
 #      "externally managed" (PEP 668) and refuses `pip install`. With a virtual environment
 #      already active, that one is used and `.venv` becomes a link to it.
@@ -59,7 +60,26 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# Cores from other architectures (aarch64 devices): a debugger that reads them, and what the
+# tests need to make such cores here - a cross compiler and qemu's user-mode emulator.
+command -v gdb-multiarch >/dev/null 2>&1 || missing+=(gdb-multiarch)
+command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/Scrt1.o ] || missing+=(libc6-dev-arm64-cross)
 ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+# The aarch64 tests assemble a device's sysroot from Debian's arm64 packages (apt-get download,
+# unpacked with dpkg -x, never installed); apt lists them only once arm64 is a known architecture.
+if command -v dpkg >/dev/null 2>&1 && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    say "dpkg --add-architecture arm64; apt-get update"
+    apt_step dpkg --add-architecture arm64
+    if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null 2>&1; then
+        # Ubuntu serves arm64 from its ports mirror only, which its default sources do not name:
+        # undo, so that apt keeps working, and say what the aarch64 tests will miss.
+        as_root dpkg --remove-architecture arm64
+        apt_step apt-get update
+        echo "setup: warning: apt has no arm64 packages here (on Ubuntu, add ports.ubuntu.com sources for arm64); the aarch64 tests need them" >&2
+    fi
+fi
 
 # --- 2. the project environment ---------------------------------------------------------------
 venv_works() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "import sys; sys.exit(sys.prefix == sys.base_prefix)" 2>/dev/null; }

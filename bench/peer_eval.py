@@ -15,9 +15,10 @@ import json
 import re
 import signal
 import sys
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))

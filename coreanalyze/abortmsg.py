@@ -31,6 +31,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol, Sequence
 
+from coreanalyze.signals import FAULT_ADDRESS_SIGNALS, SIGNAL_NUMBERS
+
 PF_W = 2
 
 STACK_ABOVE_SP = 2 * 1024 * 1024  # the live frames of the crashing thread
@@ -48,7 +50,7 @@ MAX_BACKTRACK = 512
 MAX_MESSAGES = 32
 # Signals the kernel sends for a fault of the instruction itself (si_code > 0), by number:
 # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV.
-KERNEL_FAULT_SIGNALS = frozenset({4, 5, 7, 8, 11})
+KERNEL_FAULT_SIGNALS = frozenset(SIGNAL_NUMBERS[name] for name in FAULT_ADDRESS_SIGNALS)
 
 # (kind, pattern); a kind's place in this list is its rank (most telling first).
 _PATTERNS: list[tuple[str, bytes]] = [

@@ -7,19 +7,14 @@ from the core's notes alone and the result carries exit code 3 with the reason.
 from __future__ import annotations
 
 import os
-import struct
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coreanalyze import __version__
+from coreanalyze import __version__, background
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import EXIT_OK, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
-
-GDB_SCRIPTS = Path(__file__).resolve().parent / "gdb_scripts"
-UNRELIABLE_STATUSES = ("mismatch", "missing")
 
 
 @dataclass
@@ -34,7 +29,7 @@ class AnalyzeOptions:
     with_locals: bool = False
     include_env: bool = False
     # Huge libraries reach gdb as cached copies without symbol tables, named per address
-    # (coreanalyze.gdb.fastlibs); the report is the same, in a fraction of the time and memory.
+    # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
     fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
 
@@ -88,7 +83,7 @@ def _merge_signal(primary: SignalInfo, extra: SignalInfo | None) -> None:
 
 
 def _mark_unreliable(report: Report) -> None:
-    bad = {m.path for m in report.modules if m.status in UNRELIABLE_STATUSES}
+    bad = {m.path for m in report.modules if m.status.unreliable}
     if not bad:
         return
     for thread in report.threads:
@@ -104,12 +99,38 @@ def _looks_like_python(report: Report) -> bool:
     return any(n.startswith(("python", "libpython")) for n in names)
 
 
+def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
+    """For a core without a file list: the objects placed from the loader's list in memory,
+    which then stand in for the file list (None when the core has one, or nothing was found)."""
+    from coreanalyze.linkmap import needs_link_map, read_link_map
+
+    if not needs_link_map(notes):
+        return None
+    link_map = read_link_map(notes, executable, options.sysroot)
+    report.warnings.extend(link_map.warnings)
+    if not link_map.objects:
+        return None
+    notes.mappings = link_map.mappings
+    report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
+    return link_map
+
+
+def _modules_of_frames(report: Report, notes) -> None:
+    """Frames' modules from the placed files: gdb, given them as symbol files rather than
+    shared libraries, names none."""
+    for thread in report.threads:
+        for frame in thread.frames:
+            if frame.module is None and frame.pc is not None and frame.kind == "native":
+                mapping = notes.mapping_containing(frame.pc)
+                frame.module = mapping.path if mapping else None
+
+
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
     """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
     if not options.fast_libraries or options.debuginfod:
         return None  # with debuginfod, gdb may fetch debug info for any library
-    from coreanalyze.gdb.fastlibs import FastLibraryError, plan_fast_libraries
-    from coreanalyze.gdb.minsyms import ElfLayoutError
+    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
+    from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 
     try:
         return plan_fast_libraries(
@@ -119,7 +140,7 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
             debug_dirs=debug_dirs,
             **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
         )
-    except (OSError, ValueError, struct.error, ElfLayoutError, FastLibraryError):
+    except LibraryCopyError:
         return None  # an optimisation only: gdb then reads every library itself
 
 
@@ -134,12 +155,14 @@ def _run_gdb(
     gdb_pool=None,
     own_gdb=None,
     while_gdb_loads=None,
+    link_map=None,
 ):
     """gdb's view of the core; returns (abort message, failure reason or None).
 
     while_gdb_loads: called once gdb is about to read the core and its libraries."""
-    from coreanalyze.gdb.fastnames import collected_core
+    from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
+    from coreanalyze.linkmap import PlacingGdb
     from coreanalyze.pystacks import add_python_frames
 
     index_cache = default_index_cache() if options.fast_libraries else None
@@ -151,7 +174,7 @@ def _run_gdb(
         index_cache=index_cache,
         own=own_gdb,
     ) as gdb, collected_core(
-        gdb,
+        gdb if link_map is None else PlacingGdb(gdb, link_map),
         core_path,
         executable=executable,
         sysroot=options.sysroot,
@@ -192,6 +215,7 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
     notes = read_core(core_path)
     own_gdb = None
     try:
+        options, gdb_pool = _gdb_for_architecture(notes.arch, options, gdb_pool)
         if gdb_pool is None:
             own_gdb = _own_gdb(options)
             own_gdb.start_early()  # comes up while the notes and libraries are read
@@ -200,6 +224,21 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
         if own_gdb is not None:
             own_gdb.close()
         notes.close()
+
+
+def _gdb_for_architecture(arch: str, options: AnalyzeOptions, gdb_pool):
+    """Options naming a gdb that reads this core's architecture (gdb-multiarch for a core from
+    another machine), and the pool only when its gdb is that one."""
+    from dataclasses import replace
+
+    from coreanalyze.arch.debugger import gdb_for_core
+
+    chosen = gdb_for_core(options.gdb, arch)
+    if chosen == options.gdb:
+        return options, gdb_pool
+    if gdb_pool is not None and getattr(gdb_pool, "gdb_path", None) != chosen:
+        gdb_pool = None  # a pool of another gdb: this core gets a gdb of its own
+    return replace(options, gdb=chosen), gdb_pool
 
 
 def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
@@ -223,19 +262,18 @@ def _own_gdb(options: AnalyzeOptions):
 
 
 class _Rules:
-    """The rules to classify with: given, or the built-in ones read in a thread started while
-    gdb works (compiling their few hundred patterns then costs no time)."""
+    """The rules to classify with: given, or the built-in ones compiled in the background while
+    gdb works (their few hundred patterns then cost no time)."""
 
     def __init__(self, given) -> None:
         self._given = given
-        self._reading: threading.Thread | None = None
+        self._reading: background.Job | None = None
 
     def read_in_background(self) -> None:
         from coreanalyze.classify import load_rules
 
         if self._given is None and self._reading is None:
-            self._reading = threading.Thread(target=load_rules, name="rules", daemon=True)
-            self._reading.start()
+            self._reading = background.start("rules", load_rules)
 
     def get(self):
         from coreanalyze.classify import load_rules
@@ -243,49 +281,40 @@ class _Rules:
         if self._given is not None:
             return self._given
         if self._reading is not None:
-            self._reading.join()  # then cached: load_rules() answers at once
+            self._reading.wait()  # then cached: load_rules() answers at once
         return load_rules()
 
 
 class _AbortMessageScan:
     """find_abort_message for the crashing thread's stack pointer as the core's notes give it,
-    run in a thread while gdb loads the core: the scan only reads the core file, and its time
-    then costs nothing. Its answer is used only for that same stack pointer."""
+    run in the background while gdb loads the core: the scan only reads the core file, and its
+    time then costs nothing. Its answer is used only for that same stack pointer."""
 
     def __init__(self, notes):
         thread = notes.thread(notes.crashing_tid)
         self.sp = (thread.registers.get("rsp") or thread.registers.get("sp")) if thread else None
         self.signal = notes.signal
         self._memory = notes.memory
-        self._result: list[str | None] = []
-        self._thread: threading.Thread | None = None
+        self._job: background.Job | None = None
 
     def start(self) -> None:
         from coreanalyze.abortmsg import find_abort_message
 
-        if self._thread is not None:
-            return
-
-        def scan() -> None:
-            try:
-                self._result.append(find_abort_message(self._memory, self.sp, self.signal))
-            except Exception:  # noqa: BLE001 — result_for then scans again, where errors surface
-                pass
-
-        self._thread = threading.Thread(target=scan, name="abort-message", daemon=True)
-        self._thread.start()
+        if self._job is None:
+            self._job = background.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
 
     def result_for(self, memory, sp) -> str | None:
         from coreanalyze.abortmsg import find_abort_message
 
         self.wait()
-        if sp == self.sp and self._result:
-            return self._result[0]
+        if sp == self.sp and self._job is not None and self._job.done:
+            return self._job.result()
+        # Another stack pointer, or the scan failed: scan here, where errors surface.
         return find_abort_message(memory, sp, self.signal)
 
     def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        if self._job is not None:
+            self._job.wait()
 
 
 def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str | None:
@@ -308,17 +337,18 @@ def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
-    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.hang import classify_hang
+    from coreanalyze.opinstance import add_op_instance
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     report = Report(core=to_core_info(notes), tool_version=__version__)
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid
     report.auxv = dict(notes.auxv)
-    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     executable = _resolve_executable(notes, options, report)
     report.core.executable_used = executable
+    link_map = _link_map(notes, executable, options, report)
+    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
 
     failure = None
     exit_code = EXIT_OK
@@ -337,7 +367,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
             fast.order_in_background()
     try:
         abort_message = _run_gdb(
-            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads
+            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads, link_map
         )
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
@@ -349,6 +379,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         abort_scan.wait()  # it reads the core, which the caller closes after this returns
     if not report.threads:
         report.threads = threads_from_notes(notes)
+    if link_map is not None:
+        _modules_of_frames(report, notes)
     for thread in report.threads:
         thread.crashed = thread.tid == report.crashing_thread
 

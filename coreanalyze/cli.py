@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from coreanalyze import __version__
+from coreanalyze.atomicfile import write_atomically
 from coreanalyze.errors import EXIT_ANALYSIS_FAILED, EXIT_BAD_INPUT, BadInput, CoreAnalyzeError
 
 FORMATS = ("html", "json", "text", "markdown")
@@ -68,19 +68,7 @@ def _write_report(text: str, output: str) -> None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
             return
-        # A fresh temporary name, created exclusively: a file or symlink planted at a
-        # predictable name in a shared directory is never written through.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o666 & ~umask)  # the permissions a plain open() would have given
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, text)
     except OSError as e:
         raise BadInput(f"cannot write the report to {output}: {e.strerror or e}") from None
 

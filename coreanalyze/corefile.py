@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import os
 import shlex
-import signal as signal_module
 import stat
 import struct
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from elftools.common.exceptions import ELFError
 from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
 
-from coreanalyze import model
+from coreanalyze import model, signals
 from coreanalyze.errors import BadInput
 from coreanalyze.memory import CoreMemory, Segment
 
@@ -100,41 +99,6 @@ AUXV_NAMES = {
 }
 # auxv entries whose value points at a string in the process's memory.
 AUXV_STRINGS = ("AT_EXECFN", "AT_PLATFORM", "AT_BASE_PLATFORM")
-
-# si_code values shared by every signal (sent by a process or by the kernel).
-SI_CODES = {
-    0: "SI_USER", 0x80: "SI_KERNEL", -1: "SI_QUEUE", -2: "SI_TIMER", -3: "SI_MESGQ",
-    -4: "SI_ASYNCIO", -5: "SI_SIGIO", -6: "SI_TKILL", -7: "SI_DETHREAD", -60: "SI_ASYNCNL",
-}
-# si_code values that mean "another (or the same) process sent this with kill/tgkill/sigqueue";
-# for them siginfo carries the sender's pid and uid.
-SENDER_CODES = frozenset({0, -1, -6})
-SI_KERNEL = 0x80
-
-# Fault-specific si_code values, per signal.
-SIGNAL_CODES = {
-    signal_module.SIGSEGV: {
-        1: "SEGV_MAPERR", 2: "SEGV_ACCERR", 3: "SEGV_BNDERR", 4: "SEGV_PKUERR", 5: "SEGV_ACCADI",
-        6: "SEGV_ADIDERR", 7: "SEGV_ADIPERR", 8: "SEGV_MTEAERR", 9: "SEGV_MTESERR", 10: "SEGV_CPERR",
-    },
-    signal_module.SIGBUS: {
-        1: "BUS_ADRALN", 2: "BUS_ADRERR", 3: "BUS_OBJERR", 4: "BUS_MCEERR_AR", 5: "BUS_MCEERR_AO",
-    },
-    signal_module.SIGILL: {
-        1: "ILL_ILLOPC", 2: "ILL_ILLOPN", 3: "ILL_ILLADR", 4: "ILL_ILLTRP", 5: "ILL_PRVOPC",
-        6: "ILL_PRVREG", 7: "ILL_COPROC", 8: "ILL_BADSTK", 9: "ILL_BADIADDR",
-    },
-    signal_module.SIGFPE: {
-        1: "FPE_INTDIV", 2: "FPE_INTOVF", 3: "FPE_FLTDIV", 4: "FPE_FLTOVF", 5: "FPE_FLTUND",
-        6: "FPE_FLTRES", 7: "FPE_FLTINV", 8: "FPE_FLTSUB", 14: "FPE_FLTUNK", 15: "FPE_CONDTRAP",
-    },
-    signal_module.SIGTRAP: {
-        1: "TRAP_BRKPT", 2: "TRAP_TRACE", 3: "TRAP_BRANCH", 4: "TRAP_HWBKPT", 5: "TRAP_UNK", 6: "TRAP_PERF",
-    },
-    signal_module.SIGSYS: {1: "SYS_SECCOMP", 2: "SYS_USER_DISPATCH"},
-}
-# Signals whose siginfo carries the faulting address (si_addr).
-FAULT_ADDRESS_SIGNALS = frozenset({signal_module.SIGSEGV, signal_module.SIGBUS, signal_module.SIGILL, signal_module.SIGFPE})
 
 # Bounds on what we are willing to read for one purpose; a core that claims more is corrupt.
 # A real core's notes: ~3.5 KB per thread (general and vector registers) and an NT_FILE the
@@ -650,24 +614,14 @@ def _parse_prstatus(desc: bytes, arch: str, fmt: str, warnings: list[str]) -> Th
     return ThreadNotes(tid=tid, registers=registers, cursig=cursig)
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return signal_module.Signals(number).name
-    except ValueError:
-        rtmin, rtmax = int(signal_module.SIGRTMIN), int(signal_module.SIGRTMAX)
-        if rtmin <= number <= rtmax:
-            return f"SIGRTMIN+{number - rtmin}"
-        return f"SIG{number}"
-
-
 def signal_code_name(signo: int | None, code: int | None) -> str | None:
     """The symbolic si_code: fault codes are per signal, SI_* codes are shared."""
     if code is None:
         return None
-    if code <= 0 or code == SI_KERNEL:
-        return SI_CODES.get(code, f"SI_CODE({code})")
-    table = SIGNAL_CODES.get(signo, {}) if signo is not None else {}
-    return table.get(code, f"code {code}")
+    name = signals.code_name(signals.SIGNAL_NAMES.get(signo) if signo is not None else None, code)
+    if name is not None:
+        return name
+    return f"SI_CODE({code})" if code <= 0 or code == signals.SI_KERNEL else f"code {code}"
 
 
 def _parse_siginfo(desc: bytes, fmt: str) -> model.SignalInfo:
@@ -676,14 +630,14 @@ def _parse_siginfo(desc: bytes, fmt: str) -> model.SignalInfo:
         return info
     signo, errno, code = struct.unpack_from(fmt + "iii", desc, 0)
     info.number = signo
-    info.name = _signal_name(signo)
+    info.name = signals.signal_name(signo)
     info.code = code
     info.code_name = signal_code_name(signo, code)
     info.errno = errno or None
     # The union starts at offset 16 on 64-bit Linux (after three ints and padding).
-    if code in SENDER_CODES and len(desc) >= 24:
+    if code in signals.SENDER_CODES and len(desc) >= 24:
         info.sender_pid, info.sender_uid = struct.unpack_from(fmt + "iI", desc, 16)
-    elif signo in FAULT_ADDRESS_SIGNALS and code > 0 and code != SI_KERNEL and len(desc) >= 24:
+    elif info.name in signals.FAULT_ADDRESS_SIGNALS and code > 0 and code != signals.SI_KERNEL and len(desc) >= 24:
         # SI_KERNEL faults (e.g. a general protection fault on x86_64) report si_addr 0,
         # which is not the address that was accessed; leave it unknown rather than "null".
         info.address = struct.unpack_from(fmt + "Q", desc, 16)[0]
@@ -694,7 +648,7 @@ def _signal_from_cursig(core: CoreNotes) -> model.SignalInfo:
     if not core.threads or not core.threads[0].cursig:
         return model.SignalInfo()
     number = core.threads[0].cursig
-    return model.SignalInfo(number=number, name=_signal_name(number))
+    return model.SignalInfo(number=number, name=signals.signal_name(number))
 
 
 def _parse_nt_file(desc: bytes, fmt: str, warnings: list[str]) -> list[Mapping]:

@@ -13,13 +13,9 @@ import platform
 import re
 from typing import Any
 
+from coreanalyze.arch import hwcap_features
 from coreanalyze.model import Report
 from coreanalyze.packages import owner_of
-
-# x86_64 AT_HWCAP2 bits (arch/x86/include/uapi/asm/hwcap2.h).
-X86_HWCAP2 = {0: "ring3mwait", 1: "fsgsbase"}
-# The AT_HWCAP on x86_64 is CPUID(1).EDX: a few bits people ask about.
-X86_HWCAP_EDX = {23: "mmx", 25: "sse", 26: "sse2", 28: "ht"}
 
 CUDA_LIBRARY = re.compile(r"^lib(cuda|cudart|cudnn|cublas|cublasLt|cufft|curand|cusolver|cusparse|nccl|nvrtc|nvJitLink)\.so(\.[\d.]+)?$")
 GIT_VERSION = re.compile(rb"v\d+\.\d+\.\d+[-\w.]*-g[0-9a-f]{7,40}")
@@ -45,7 +41,7 @@ def _tensorflow_git_version(report: Report) -> str | None:
 
     for module in report.modules:
         # no-build-id: TensorFlow's wheel libraries carry none; equal headers are the check.
-        if os.path.basename(module.path) != "_pywrap_tf_session.so" or module.status not in ("ok", "no-build-id"):
+        if os.path.basename(module.path) != "_pywrap_tf_session.so" or not module.status.trusted_image:
             continue
         try:
             with open(module.local_path or module.path, "rb") as f:
@@ -76,12 +72,10 @@ def _cpu_from_auxv(auxv: dict[str, Any], arch: str | None) -> dict[str, Any]:
     hwcap, hwcap2 = auxv.get("AT_HWCAP"), auxv.get("AT_HWCAP2")
     if isinstance(hwcap, int):
         cpu["hwcap"] = f"0x{hwcap:x}"
-        if arch == "x86_64":
-            cpu["hwcap_features"] = [n for bit, n in X86_HWCAP_EDX.items() if hwcap >> bit & 1]
     if isinstance(hwcap2, int):
         cpu["hwcap2"] = f"0x{hwcap2:x}"
-        if arch == "x86_64":
-            cpu["hwcap2_features"] = [n for bit, n in X86_HWCAP2.items() if hwcap2 >> bit & 1]
+    # Feature names per architecture (coreanalyze.arch): the ISA-mismatch advice needs them.
+    cpu.update(hwcap_features(arch, hwcap, hwcap2))
     return cpu
 
 

@@ -19,11 +19,19 @@ class AnalysisFailed(CoreAnalyzeError):
     exit_code = 3
 
 
-class GdbError(AnalysisFailed):
+class DebuggerError(AnalysisFailed):
+    """The debugger is missing, died, hung, or answered a request with an error."""
+
+
+class DebuggerTimeout(DebuggerError):
+    """The debugger did not answer within the time allowed."""
+
+
+class GdbError(DebuggerError):
     """gdb is missing, died, hung, or answered a command with an error."""
 
 
-class GdbTimeout(GdbError):
+class GdbTimeout(GdbError, DebuggerTimeout):
     """gdb did not answer within the time allowed."""
 
 

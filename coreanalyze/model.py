@@ -13,43 +13,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from coreanalyze.vocabulary import Confidence, FaultKind, FrameKind, ModuleStatus, module_status
+
 SCHEMA = "coreanalyze/1"
 
-# classification.category vocabulary (see README "Categories").
-CATEGORIES = (
-    "allocator",
-    "kernel-compute",
-    "interpreter-invoke",
-    "protobuf-serialization",
-    "gpu-driver",
-    "xla",
-    "tf-data",
-    "numpy-interop",
-    "tf-runtime",
-    "library-load",
-    "python-runtime",
-    "unknown",
-)
+# classification.category is rules data: the [[category]] tables of classify/rules.toml (a
+# user's --rules may add one).
 
-# classification.fault_kind vocabulary.
-FAULT_KINDS = (
-    "null-deref",
-    "invalid-access",
-    "stack-overflow",
-    "heap-corruption",
-    "check-failure",
-    "abort",
-    "uncaught-exception",
-    "illegal-instruction",
-    "divide-by-zero",
-    "bus-error",
-    "sent-signal",
-    "hang",  # no crash: a snapshot of a process whose threads wait (classification.hang)
-    "unknown",
-)
-
-# modules[].status vocabulary.
-MODULE_STATUSES = ("ok", "mismatch", "missing", "no-build-id")
+# classification.fault_kind and modules[].status vocabularies (coreanalyze.vocabulary).
+FAULT_KINDS = tuple(FaultKind)
+MODULE_STATUSES = tuple(ModuleStatus)
 
 
 @dataclass
@@ -67,7 +40,7 @@ class SignalInfo:
 @dataclass
 class Frame:
     index: int
-    kind: str = "native"  # "native" | "python"
+    kind: FrameKind = FrameKind.NATIVE
     pc: int | None = None
     function: str | None = None  # demangled, as shown to people
     module: str | None = None  # path of the mapped object (native) or None (python)
@@ -101,10 +74,15 @@ class Module:
     build_id: str | None = None  # as read from the core's memory
     local_path: str | None = None  # the file used on this machine
     local_build_id: str | None = None
-    status: str = "missing"  # one of MODULE_STATUSES
+    status: ModuleStatus = ModuleStatus.MISSING
     # DT_NEEDED of the local file when it is the crashed build (ok / no-build-id): tells a
     # custom-op library (it links libtensorflow_framework) from any other extension.
     needed: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        # A status read back from JSON is a plain string; one that is no status means no
+        # trusted local file.
+        self.status = module_status(self.status) or ModuleStatus.MISSING
 
 
 @dataclass
@@ -216,14 +194,14 @@ WAIT_STATES = (
 @dataclass
 class Classification:
     category: str = "unknown"
-    fault_kind: str = "unknown"
+    fault_kind: FaultKind = FaultKind.UNKNOWN
     culprit: Culprit = field(default_factory=Culprit)
     signature: str = ""
     summary: str = ""
     evidence: list[str] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
     abort_message: str | None = None
-    confidence: str = "low"  # "high" | "medium" | "low"
+    confidence: Confidence = Confidence.LOW
     # Where the bad code most likely is, when it differs from the culprit
     # (e.g. a custom-op library below a TensorFlow frame).
     suspect: Culprit | None = None

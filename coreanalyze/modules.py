@@ -12,11 +12,10 @@ import struct
 from typing import Callable
 
 from coreanalyze import model
-from coreanalyze.filecache import PerFileCache, is_regular_file
 from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
-from coreanalyze.elfheaders import (
-    DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders,
-)  # fmt: skip
+from coreanalyze.elfheaders import DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders
+from coreanalyze.filecache import PerFileCache, is_regular_file
+from coreanalyze.vocabulary import ModuleStatus
 
 DELETED_SUFFIX = " (deleted)"
 # Note segments and sections are small; anything bigger is not a real one.
@@ -55,12 +54,12 @@ def module_table(
         if local_path is not None:
             module.local_build_id = elf_build_id(local_path)
         module.status = _status(module)
-        if module.status == "no-build-id" and local_path is not None:
+        if module.status == ModuleStatus.NO_BUILD_ID and local_path is not None:
             # Without build-ids the ELF and program headers still tell different files apart
             # (e_shoff and segment sizes move with any change); equal headers prove nothing.
             if _headers_differ(notes, mappings, local_path):
-                module.status = "mismatch"
-        if module.status in ("ok", "no-build-id") and local_path is not None:
+                module.status = ModuleStatus.MISMATCH
+        if module.status.trusted_image and local_path is not None:
             module.needed = elf_needed(local_path)
         modules.append(module)
     modules.sort(key=lambda m: m.start or 0)
@@ -179,9 +178,12 @@ def _local_path(path: str, core_executable: str | None, executable: str | None, 
         root = os.path.abspath(sysroot)
         candidate = os.path.normpath(os.path.join(root, path.lstrip("/")))
         # A path from the core must not climb out of the sysroot with "..".
-        if os.path.commonpath([root, candidate]) != root:
-            return None
-        path = candidate
+        if os.path.commonpath([root, candidate]) == root and is_regular_file(candidate):
+            return candidate
+        # A path already inside the sysroot names its own file (a program run from an unpacked
+        # sysroot, as under qemu-user, loads its modules by such paths).
+        inside = os.path.normpath(path)
+        return inside if os.path.commonpath([root, inside]) == root and is_regular_file(inside) else None
     return path if is_regular_file(path) else None
 
 
@@ -235,9 +237,9 @@ def _headers_differ(notes: CoreNotes, mappings: list[Mapping], local_path: str) 
     return in_core != on_disk
 
 
-def _status(module: model.Module) -> str:
+def _status(module: model.Module) -> ModuleStatus:
     if module.local_path is None:
-        return "missing"
+        return ModuleStatus.MISSING
     if module.build_id is None:
-        return "no-build-id"
-    return "ok" if module.build_id == module.local_build_id else "mismatch"
+        return ModuleStatus.NO_BUILD_ID
+    return ModuleStatus.OK if module.build_id == module.local_build_id else ModuleStatus.MISMATCH

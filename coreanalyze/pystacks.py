@@ -1,6 +1,6 @@
-"""Python frames in every thread: run the in-gdb walker and place its frames among the native ones.
+"""Python frames in every thread: run the CPython walker and place its frames among the native ones.
 
-The walker (gdb_scripts/pystacks.py) reads the interpreter's state from the core's memory and
+The walker (gdb_scripts/pywalker.py, through the debugger) reads the interpreter's state and
 returns each Python thread's frames innermost first, each tagged with the index of the
 `_PyEval_EvalFrameDefault` activation that runs it (0 = the innermost activation). Here every
 native `_PyEval_EvalFrameDefault` frame, innermost first, takes the Python frames of one
@@ -9,7 +9,7 @@ native stack names no evaluation loop (stripped interpreter, broken unwinding) t
 frames still appear, at the top of the thread.
 
 This module also labels threads (main thread, TensorFlow pools, tf.data, BLAS workers: rules as
-data below), marks the GIL holder and, when the crashing thread ran no Python at all (a
+data, the [[thread_role]] tables of classify/rules.toml), marks the GIL holder and, when the crashing thread ran no Python at all (a
 TensorFlow worker), names the Python call site that was waiting on it ("launched from").
 """
 
@@ -20,17 +20,19 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import model
-from .errors import GdbError, GdbTimeout
+from .classify.rules import default_rules
+from .debugger import Debugger
+from .gdb.debugger import PYSTACKS_COMMAND, PYSTACKS_SCRIPT, PYSTACKS_TIMEOUT, as_debugger
+from .gdb.session import GdbSession
 from .pyfiles import is_library_file
 
-SCRIPT = Path(__file__).resolve().parent / "gdb_scripts" / "pystacks.py"
-MI_COMMAND = "-coreanalyze-pystacks"
+SCRIPT = PYSTACKS_SCRIPT
+MI_COMMAND = PYSTACKS_COMMAND
 RESULT_FORMAT = "coreanalyze-pystacks/1"
-WALK_TIMEOUT = 120.0  # seconds; a TensorFlow process with many threads takes a few
+WALK_TIMEOUT = PYSTACKS_TIMEOUT
 
 # Frames of the C function that runs one activation of the bytecode loop; `.cold` is the part
 # of the same function the compiler moved away (the same activation, not a call).
@@ -142,23 +144,14 @@ def parse_walk_result(payload: dict[str, Any]) -> WalkResult:
 def read_python_stacks(
     session, *, locals_tid: int | None = None, with_locals: bool = False, locals_frames: int = LOCALS_FRAMES
 ) -> WalkResult:
-    """Run the walker in the session's gdb (loading it first if needed)."""
+    """Run the walker through the debugger (a Debugger, or a GdbSession with the core loaded)."""
     args = []
     if with_locals:
         args.append("--locals")
         args += ["--locals-frames", str(int(locals_frames))]
         if locals_tid is not None:
             args += ["--locals-tid", str(int(locals_tid))]
-    command = " ".join([MI_COMMAND, *args])
-    try:
-        payload = session.mi(command, timeout=WALK_TIMEOUT)
-    except GdbTimeout:
-        raise
-    except GdbError as e:
-        if "Undefined MI command" not in str(e):
-            raise
-        session.source(str(SCRIPT))
-        payload = session.mi(command, timeout=WALK_TIMEOUT)
+    payload = as_debugger(session).python_stacks(args)
     return parse_walk_result(payload)
 
 
@@ -258,47 +251,6 @@ def _model_frames(thread: PythonThread, sources: SourceLines) -> list[model.Fram
 # --------------------------------------------------------------------------- thread roles
 
 
-@dataclass(frozen=True)
-class RoleRule:
-    """A thread gets `role` when its name matches one of `names` or one of its native frames'
-    function names contains one of `frames` (demangled or mangled spelling)."""
-
-    role: str
-    names: tuple[str, ...] = ()
-    frames: tuple[str, ...] = ()
-
-
-# First match wins. TensorFlow names only some of its threads (pthread names such as
-# "tf_Compute", "tf_graph_runner", "tf_data_*"); the Eigen pools behind inter-op and intra-op
-# parallelism keep the process name, and cores carry no thread names at all, so the frames
-# decide in most cases: what a pool thread is running tells which pool it serves.
-ROLE_RULES: tuple[RoleRule, ...] = (
-    # The process's first thread (also found by tid == pid); it may run ops inline too.
-    RoleRule("main", frames=("__libc_start_main", "__libc_start_call_main", "Py_BytesMain", "Py_RunMain")),
-    RoleRule("tf-data", names=(r"^tf_data",), frames=("tensorflow::data::", "N10tensorflow4data")),
-    RoleRule(
-        "tf-inter-op",
-        names=(r"^tf_inter_op", r"^tf_Compute"),
-        frames=("ExecutorState", "ExecutorImpl", "EagerKernelExecute", "KernelAndDeviceOp::Run",
-                "EagerExecutor", "13ExecutorState", "12ExecutorImpl"),
-    ),  # fmt: skip
-    RoleRule(
-        "tf-intra-op",
-        names=(r"^tf_intra_op", r"^tf_numa_.*Eigen", r"^tf_Eigen"),
-        frames=("Eigen::internal::TensorExecutor", "ThreadPool::ParallelFor", "EvalParallelContext",
-                "ThreadPoolDevice::parallelFor", "tsl::thread::ThreadPool::ParallelFor", "dnnl::", "dnnl_"),
-    ),  # fmt: skip
-    RoleRule("tf-graph-runner", names=(r"^tf_graph_runner",)),
-    RoleRule(
-        "tf-pool",
-        names=(r"^tf_",),
-        frames=("ThreadPoolTempl<tsl::thread::EigenEnvironment>::WorkerLoop", "tsl::thread::EigenEnvironment",
-                "16EigenEnvironment", "tsl::UnboundedWorkQueue", "UnboundedWorkQueue"),
-    ),  # fmt: skip
-    RoleRule("blas-worker", frames=("blas_thread_server", "omp_", "gomp_thread_start", "__kmp_launch")),
-)
-
-
 def _frame_names(thread: model.Thread) -> list[str]:
     out = []
     for f in thread.frames:
@@ -311,11 +263,12 @@ def _frame_names(thread: model.Thread) -> list[str]:
 
 
 def thread_role(thread: model.Thread, pid: int | None, has_python: bool) -> str | None:
+    """The thread's role by the rules' [[thread_role]] tables (first match wins)."""
     if pid is not None and thread.tid == pid:
         return "main"
     names = _frame_names(thread)
-    for rule in ROLE_RULES:
-        if thread.name and any(re.search(p, thread.name) for p in rule.names):
+    for rule in default_rules().thread_roles:
+        if thread.name and any(p.search(thread.name) for p in rule.names):
             return rule.role
         if any(token in name for token in rule.frames for name in names):
             return rule.role
@@ -323,26 +276,6 @@ def thread_role(thread: model.Thread, pid: int | None, has_python: bool) -> str 
 
 
 # --------------------------------------------------------------------------- launched from
-
-# Native frames of a thread that is executing TensorFlow ops or a session/function run on
-# behalf of its Python caller (and so waits for pool threads to do the work).
-OP_EXECUTION_MARKERS: tuple[str, ...] = (
-    "TFE_Execute", "TFE_Py_FastPathExecute", "TFE_Py_Execute", "tensorflow::EagerExecute",
-    "tensorflow::EagerKernelExecute", "tensorflow::DirectSession::Run", "TF_SessionRun",
-    "tensorflow::KernelAndDeviceFunc::Run", "tensorflow::FunctionLibraryRuntime",
-    "tensorflow::ProcessFunctionLibraryRuntime::Run", "TFE_ExecutorWaitForAllPendingNodes",
-    "tensorflow::data::IteratorGetNextOp", "IteratorGetNext", "TF_ExecuteFunction",
-    "10tensorflow12EagerExecute", "10tensorflow13DirectSession3Run",
-)  # fmt: skip
-# Native frames of a thread blocked waiting for another one.
-WAIT_MARKERS: tuple[str, ...] = (
-    "pthread_join", "pthread_cond_wait", "pthread_cond_timedwait", "___pthread_cond_wait",
-    "__pthread_cond_wait", "__futex_abstimed_wait", "futex_wait", "sem_wait", "sem_timedwait",
-    "absl::CondVar::Wait", "absl::Notification::WaitForNotification", "tsl::Notification::WaitForNotification",
-    "tensorflow::Notification::WaitForNotification", "BlockingCounter::Wait", "std::condition_variable::wait",
-    "CondVar", "WaitForNotification",
-)  # fmt: skip
-
 
 # Python files of frameworks and of the standard library: the call site worth naming is the
 # innermost frame outside them (the user's `model.fit(...)`, not TensorFlow's execute.py).
@@ -368,6 +301,7 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
     crashed = next((t for t in threads if t.crashed), None)
     if crashed is None or any(f.kind == "python" for f in crashed.frames):
         return None
+    rules = default_rules()
     best: tuple[int, model.Thread, model.Frame] | None = None
     for thread in threads:
         if thread is crashed:
@@ -381,9 +315,9 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
         # Only what the thread is doing below its innermost Python frame counts: a thread
         # running a Python callback for an op has op frames too, but outside its Python.
         score = 0
-        if any(m in name for m in OP_EXECUTION_MARKERS for name in inner_native):
+        if any(m in name for m in rules.op_execution_markers for name in inner_native):
             score += 4
-        if thread.holds_gil is not True and any(m in name for m in WAIT_MARKERS for name in inner_native):
+        if thread.holds_gil is not True and any(m in name for m in rules.wait_markers for name in inner_native):
             score += 2
         if score and thread.role == "main":
             score += 1
@@ -398,10 +332,10 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
 # --------------------------------------------------------------------------- entry point
 
 
-def add_python_frames(session, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
+def add_python_frames(session: GdbSession | Debugger, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
     """Insert Python frames into `threads` (in place), set roles and GIL holders.
 
-    session: a loaded coreanalyze.gdb.session.GdbSession. With with_locals, the innermost
+    session: a Debugger (or a GdbSession) with the core loaded. With with_locals, the innermost
     Python frames of the crashing thread carry their locals (read, never evaluated).
     """
     crashed = next((t for t in threads if t.crashed), None)

@@ -67,6 +67,14 @@ class CoreCache:
         return self.cases[name]
 
 
+UNIT_TESTS = Path(__file__).resolve().parent / "unit"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The lint check and the unit tests (no gdb, no cores: seconds) run first."""
+    items.sort(key=lambda item: 0 if UNIT_TESTS in Path(item.path).parents else 1)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_dir(tmp_path_factory):
     """Symbol indexes and library copies go to a per-session cache, not the user's."""
@@ -79,6 +87,26 @@ def cores(tmp_path_factory) -> CoreCache:
     require("gcc")
     require("gdb")
     return CoreCache(tmp_path_factory.mktemp("cores"))
+
+
+@pytest.fixture(scope="session")
+def python_cores(tmp_path_factory) -> CoreCache:
+    """Cores of the Python crashers, written by the kernel: neither a compiler nor gdb needed."""
+    return CoreCache(tmp_path_factory.mktemp("python-cores"))
+
+
+@pytest.fixture
+def hide_gdb(monkeypatch):
+    """Call it (once the test's cores exist) to take every gdb off PATH for the rest of the
+    test: what runs after must not need one."""
+    import shutil
+
+    def hide() -> None:
+        kept = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not os.path.exists(os.path.join(d, "gdb"))]
+        monkeypatch.setenv("PATH", os.pathsep.join(kept))
+        assert shutil.which("gdb") is None
+
+    return hide
 
 
 @pytest.fixture(scope="session")
@@ -103,3 +131,15 @@ def tf_cores(tmp_path_factory):
         yield TFCoreCache(root, python)
     finally:
         release_corpus_dir(root, lock)
+
+
+@pytest.fixture(scope="session")
+def arm_cores(tmp_path_factory):
+    """Real aarch64 cores (tests/armcores.py): a Debian arm64 sysroot and qemu-run crashers,
+    each built on first use."""
+    from armcores import CROSS_GCC, QEMU, ArmCoreCache
+
+    require(QEMU)
+    require(CROSS_GCC)
+    require("gdb-multiarch")
+    return ArmCoreCache(tmp_path_factory.mktemp("arm-cores"))

@@ -7,6 +7,7 @@ somewhere we cannot find, run the program under gdb instead and write the core w
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import shutil
@@ -15,6 +16,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 HERE = Path(__file__).resolve().parent
 CRASHERS = HERE / "crashers"
@@ -32,16 +35,26 @@ class CrashCase:
     extra: dict = field(default_factory=dict)
 
 
-def require(tool: str) -> str:
-    """The path of a tool the tests need; in CI a missing tool fails instead of skipping."""
+def missing(what: str, *, module_level: bool = False) -> NoReturn:
+    """Something a test needs is not here: in CI that is a failure, elsewhere the test skips."""
     import pytest
 
-    path = shutil.which(tool)
-    if path:
-        return path
     if os.environ.get("CI") == "true":
-        pytest.fail(f"{tool} is required in CI but is not installed")
-    pytest.skip(f"{tool} is not installed")
+        pytest.fail(f"{what} is required in CI but is not installed", pytrace=False)
+    pytest.skip(f"{what} is not installed", allow_module_level=module_level)
+
+
+def require(tool: str) -> str:
+    """The path of a program the tests need (see missing())."""
+    return shutil.which(tool) or missing(tool)
+
+
+def require_module(name: str, what: str | None = None, *, module_level: bool = False) -> ModuleType:
+    """An importable module the tests need (see missing())."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        missing(what or name, module_level=module_level)
 
 
 def kernel_writes_cores_here() -> bool:

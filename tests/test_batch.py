@@ -17,11 +17,10 @@ from pathlib import Path
 import lz4.frame
 import pytest
 import zstandard
-
 from clirun import REPO, run_cli
-from procs import assert_gone, descendants
 from conftest import C_CRASHERS
 from coregen import run_to_core
+from procs import assert_gone, descendants
 
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import decompress_to, describe, discover, parse_systemd_name

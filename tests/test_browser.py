@@ -23,9 +23,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from clirun import run_cli
-from coregen import CRASHERS, compile_c, require, run_to_core
+from coregen import CRASHERS, compile_c, require, require_module, run_to_core
 
 DESKTOP = (1000, 1400)
 PHONE = (390, 844)
@@ -58,13 +57,7 @@ HOSTILE_ARGS = ["<script>alert(2)</script>", "<style>body{display:none}</style>"
 
 
 def _require_selenium():
-    try:
-        from selenium import webdriver
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("selenium is required in CI (the `test` extra)")
-        pytest.skip("selenium is not installed")
-    return webdriver
+    return require_module("selenium.webdriver", "selenium (the `test` extra)")
 
 
 @pytest.fixture(scope="module")

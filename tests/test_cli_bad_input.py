@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import shutil
 import stat
-from pathlib import Path
-
-import pytest
 
 from clirun import run_cli
 

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from clirun import analyze_json, crashed_thread, native_functions, run_cli
 from conftest import SYSTEM_PYTHON, pyenv_python
 
@@ -165,6 +164,26 @@ def test_user_rules_file_through_the_cli(cores, tmp_path):
     bad.write_text("[[rule]]\nname = 1\n")
     run = run_cli(str(case.core), "--python", str(case.exe), "--rules", str(bad), cwd=tmp_path)
     assert run.code == 2 and "bad.toml" in run.stderr
+
+
+def test_user_rules_add_a_category_with_its_advice(cores, tmp_path):
+    """A team's subsystem that is none of the built-in categories: declared, matched, advised."""
+    case = cores.c_crash("null_thread")
+    rules = tmp_path / "media.toml"
+    rules.write_text(
+        '[[category]]\nname = "media-pipeline"\ndescription = "our decoders"\n\n'
+        '[[rule]]\nname = "media-store"\ncategory = "media-pipeline"\npriority = 99\nfunction = "^store_result$"\n\n'
+        '[[advice]]\ncategory = "media-pipeline"\ntext = "Page the media team: their result store crashed."\n'
+    )
+    report = analyze_json(case.core, "--python", str(case.exe), "--rules", str(rules))
+    c = report["classification"]
+    assert c["category"] == "media-pipeline"
+    assert c["advice"][0] == "Page the media team: their result store crashed."
+    # Without the declaration the same rule is bad input, named in one line.
+    undeclared = tmp_path / "undeclared.toml"
+    undeclared.write_text(rules.read_text().split("[[rule]]", 1)[1].join(["[[rule]]", ""]))
+    run = run_cli(str(case.core), "--python", str(case.exe), "--rules", str(undeclared), cwd=tmp_path)
+    assert run.code == 2 and "unknown category 'media-pipeline'" in run.stderr
 
 
 def test_locals_on_request(cores):

@@ -16,18 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from coregen import require_module
 
-try:
-    import distributed
-except ImportError:
-    if os.environ.get("CI") == "true":
-        raise  # the test extra installs dask[distributed]: missing in CI is a failure
-    pytest.skip("dask[distributed] is not installed (pip install 'coreanalyze[cluster]')", allow_module_level=True)
+distributed = require_module("distributed", "dask[distributed] (pip install 'coreanalyze[cluster]')", module_level=True)
 
 from clirun import REPO, run_cli
-from procs import assert_gone, descendants
 from conftest import C_CRASHERS
 from coregen import compile_c, run_to_core
+from procs import assert_gone, descendants
 from test_batch import Corpus
 
 # Threads of the slow crasher: gdb needs seconds for its core, a window to kill its worker in.

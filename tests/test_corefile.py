@@ -12,13 +12,13 @@ import struct
 from pathlib import Path
 
 import pytest
+from coregen import CRASHERS, compile_c, run_to_core
 
 from coreanalyze import model
 from coreanalyze.corefile import parse_notes, read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import BadInput
 from coreanalyze.memory import MAX_READ
 from coreanalyze.modules import elf_build_id, module_table
-from coregen import CRASHERS, compile_c, run_to_core
 
 ARCH = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(platform.machine())
 

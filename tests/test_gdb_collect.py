@@ -7,10 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from coregen import CRASHERS, CrashCase, compile_c, require, run_to_core
 
 from coreanalyze.gdb.collect import GdbAnalysis, collect, demangle, read_memory
 from coreanalyze.gdb.session import GdbSession
-from coregen import CRASHERS, CrashCase, compile_c, require, run_to_core
 
 
 def _line_of(source: str, text: str) -> int:

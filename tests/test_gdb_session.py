@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from coregen import require
 
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.session import GdbSession, mi_quote
-from coregen import require
 
 
 @pytest.fixture(scope="module")

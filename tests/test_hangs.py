@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from clirun import analyze_json, run_cli
 from coregen import require, run_to_core, terminate
 from hangcores import build, build_library, gcore, start, thread_states, wait_until_all_sleep

@@ -26,8 +26,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from clirun import REPO, run_cli
+from coregen import CRASHERS, compile_c, require, run_to_core
+from fuzzcore import FLOODS, CoreLayout, Mutation, all_cases, environment_flag, quick_cases
+from test_render import assert_safe_html, assert_safe_markdown
+
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import BadInput
 from coreanalyze.gdb.session import GdbSession
@@ -35,9 +38,6 @@ from coreanalyze.model import report_from_dict
 from coreanalyze.modules import module_table
 from coreanalyze.render import render
 from coreanalyze.safenames import report_filename
-from coregen import CRASHERS, compile_c, require, run_to_core
-from fuzzcore import FLOODS, CoreLayout, Mutation, all_cases, environment_flag, quick_cases
-from test_render import assert_safe_html, assert_safe_markdown
 
 FULL = os.environ.get("CI") == "true" or environment_flag("COREANALYZE_FUZZ_ALL")
 FUZZ_BASES = ("null_thread", "double_free", "killed")

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from coregen import CRASHERS, compile_c, require, run_to_core
 
 from coreanalyze.corefile import read_core
 from coreanalyze.modules import elf_build_id, module_table
-from coregen import CRASHERS, compile_c, require, run_to_core
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from clirun import analyze_json, run_cli
-from coreanalyze.model import OpInput, OpInstance, Report, report_from_dict
+
+from coreanalyze.model import Frame, OpInput, OpInstance, Report, Thread, report_from_dict
 from coreanalyze.opinstance import node_sentence
 from coreanalyze.opinstance.layouts import all_layouts, dtypes, layouts_for
 from coreanalyze.opinstance.tensorflow import kernel_frame
-from coreanalyze.model import Frame, Thread
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -249,9 +248,10 @@ def test_layout_data_is_what_the_installed_headers_say():
     # The stored layout of the installed TensorFlow's version is measured again from its
     # headers: the data is what the headers say, not offsets tuned to one core.
     from coregen import require
+    from tfcores import require_tensorflow
+
     from coreanalyze.opinstance.layouts import major_minor
     from coreanalyze.opinstance.measure import measure
-    from tfcores import require_tensorflow
 
     python = require_tensorflow()
     version, measured = measure(str(python), require("g++"))

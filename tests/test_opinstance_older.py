@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from clirun import analyze_json
 from coregen import require
 from test_opinstance import (

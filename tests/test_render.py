@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from coregen import CRASHERS, compile_c, require, require_module, run_to_core
 
 from coreanalyze.errors import BadInput
 from coreanalyze.model import (
@@ -35,8 +36,6 @@ from coreanalyze.render.colors import color_wanted
 from coreanalyze.render.escaping import md_code, md_fence, md_html_text, md_text
 from coreanalyze.render.markdown import CUT_NOTE, TICKET_LIMIT, cut_to_fit
 from coreanalyze.render.view import pretty_value, split_signature
-
-from coregen import CRASHERS, compile_c, require, run_to_core
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
@@ -295,12 +294,7 @@ MARKDOWN_TAGS = {"h3", "h4", "p", "strong", "em", "code", "pre", "ul", "li", "de
 
 
 def markdown_to_html(text: str) -> str:
-    try:
-        from markdown_it import MarkdownIt
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("markdown-it-py is required in CI (a dependency of the tensorflow test extra)")
-        pytest.skip("markdown-it-py is not installed")
+    MarkdownIt = require_module("markdown_it", "markdown-it-py (the `test` extra)").MarkdownIt
     return MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough").render(text)
 
 

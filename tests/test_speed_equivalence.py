@@ -2,7 +2,7 @@
 
 Plain path: one gdb per core, reading every library itself. Fast path: libraries with many
 symbols reach gdb as cached copies without symbol tables plus, per core, small files with the
-symbols near the addresses gdb names (coreanalyze.gdb.fastlibs / minsyms / fastnames), and a
+symbols near the addresses gdb names (coreanalyze.gdb.libcopies: copies / symbolfiles / naming), and a
 pooled gdb opens each core as a new inferior next to the libraries the previous core loaded
 (coreanalyze.gdb.pool). Whole JSON reports must be equal; so must gdb's naming of every kind of
 address (functions, file-local symbols, aliases, data, PLT and GOT slots), checked address by
@@ -22,15 +22,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from coregen import require, run_to_core
 
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.corefile import read_core
-from coreanalyze.gdb.fastlibs import MIN_SYMBOLS, plan_fast_libraries
-from coreanalyze.gdb.fastnames import FrameNamer
-from coreanalyze.gdb.minsyms import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
+from coreanalyze.gdb.libcopies.copies import MIN_SYMBOLS, plan_fast_libraries
+from coreanalyze.gdb.libcopies.naming import FrameNamer
+from coreanalyze.gdb.libcopies.symbolfiles import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
 from coreanalyze.gdb.pool import GdbPool, OwnGdb
 from coreanalyze.modules import module_table
-from coregen import require, run_to_core
 
 # A library whose symbols exercise gdb's naming rules: a file-local function, an alias (two
 # names, one address), functions of its own called through its PLT, data objects, an unsized

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from clirun import crashed_thread, run_cli
+from coregen import CRASHERS, compile_c, require, run_to_core
 from elftools.elf.elffile import ELFFile
 
-from clirun import crashed_thread, run_cli
 from coreanalyze import model
 from coreanalyze.corefile import read_core, threads_from_notes
 from coreanalyze.gdb.collect import collect
@@ -22,7 +23,6 @@ from coreanalyze.gdb.session import GdbSession
 from coreanalyze.modules import elf_build_id, module_table
 from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, find_debug_file, improve_frames
 from coreanalyze.symbols.locate import read_debuglink
-from coregen import CRASHERS, compile_c, require, run_to_core
 
 LIB_SOURCE = CRASHERS / "symlib_lib.c"
 MAIN_SOURCE = CRASHERS / "symlib_main.c"

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from clirun import analyze_json, crashed_thread
 from coregen import require
 from tfcores import SCENARIOS

@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from clirun import analyze_json, run_cli
 from coregen import require
 from tfcores import SCENARIOS

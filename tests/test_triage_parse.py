@@ -16,12 +16,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from coregen import require
 
 from coreanalyze import model
 from coreanalyze.errors import BadInput
-from coregen import require
-from coreanalyze.triage import TriageResult, parse_text
-from coreanalyze.triage import limits
+from coreanalyze.triage import TriageResult, limits, parse_text
 
 HERE = Path(__file__).resolve().parent
 TRACES = HERE / "data" / "traces"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from coregen import CRASHERS, require, run_to_core
 
 from coreanalyze.analyze import analyze_core
-from coregen import CRASHERS, require, run_to_core
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,9 @@ from typing import Any
 
 from coreanalyze import __version__
 from coreanalyze.batch.inputs import CoreInput
+from coreanalyze.batch.options import BatchOptions, default_jobs
 from coreanalyze.batch.progress import Progress
-from coreanalyze.batch.runner import BatchOptions, _Batch, default_jobs
+from coreanalyze.batch.records import RecordKeeper
 from coreanalyze.batch.store import ANALYZED, REPORTS_DIR, CoreRecord, record_from_dict
 from coreanalyze.batch.worker import base_record
 from coreanalyze.errors import AnalysisFailed, BadInput
@@ -105,7 +106,7 @@ def _grouped(pending: list[CoreInput]) -> list[CoreInput]:
     return sorted(pending, key=lambda c: first_seen[c.build_hint])
 
 
-class ClusterBatch(_Batch):
+class ClusterBatch(RecordKeeper):
     """A batch whose cores are analyzed by a Dask cluster's workers."""
 
     def __init__(self, options: BatchOptions, store, claimed: dict[str, str], on_record):

@@ -9,11 +9,11 @@ rebuilt exactly as a single batch over all the cores would have built them.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from coreanalyze.atomicfile import write_atomically
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
 from coreanalyze.errors import BadInput
@@ -41,9 +41,7 @@ def _copy_report(source: BatchStore, target: BatchStore, relative: str | None, w
     if src.resolve() == dst.resolve():
         return relative
     try:
-        tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
+        write_atomically(dst, src.read_bytes())
     except OSError as e:
         warnings.append(f"{src}: report not copied: {e.strerror or e}")
         return None

@@ -17,41 +17,22 @@ import signal
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 from typing import Any, Callable
 
-from coreanalyze.analyze import AnalyzeOptions
-from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, discover
+from coreanalyze.batch.inputs import CoreInput, discover
+from coreanalyze.batch.options import BatchOptions, default_jobs
 from coreanalyze.batch.progress import Progress
-from coreanalyze.batch.shard import Shard
+from coreanalyze.batch.records import RecordKeeper
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
 from coreanalyze.batch.worker import WorkerConfig, base_record, worker_main
 from coreanalyze.errors import AnalysisFailed, BadInput
 
-DEFAULT_TIMEOUT = 300.0
-# Beyond --timeout before the batch kills a worker: gdb's own limit (the same --timeout) fires
-# first and still yields a partial report; this catches a hang anywhere else.
-GRACE_SECONDS = 30.0
 STOP_SECONDS = 5.0  # how long a worker gets to clean up (its gdb) before SIGKILL
 POLL_SECONDS = 1.0
-
-
-@dataclass
-class BatchOptions:
-    out: Path
-    analyze: AnalyzeOptions = field(default_factory=AnalyzeOptions)
-    jobs: int | None = None  # None: one per CPU this process may use
-    timeout: float = DEFAULT_TIMEOUT  # per core
-    resume: bool = False
-    shard: Shard | None = None
-    progress: bool = False
-    tmp_dir: str | None = None  # where compressed cores are decompressed
-    max_core_bytes: int = MAX_CORE_BYTES
-    grace: float = GRACE_SECONDS  # beyond `timeout` before a worker is killed
-    cluster: str | None = None  # a Dask scheduler's address or local:N (batch/cluster.py); None: here
 
 
 @dataclass
@@ -63,13 +44,6 @@ class BatchResult:
     interrupted: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
 
 
 class _Queue:
@@ -147,38 +121,13 @@ def _death_reason(exitcode: int | None) -> str:
     return f"the analysis process exited unexpectedly (status {exitcode})"
 
 
-class _Batch:
+class LocalBatch(RecordKeeper):
+    """The cores analyzed by worker processes of this machine."""
+
     def __init__(self, options: BatchOptions, store: BatchStore, claimed: dict[str, str], on_record):
-        self.options = options
-        self.store = store
-        self.claimed = claimed  # content identity -> path of the core analyzed for it
-        self.owners: dict[str, str] = {}  # content identity -> the plain file that must own it
-        self.on_record = on_record
-        self.limit = options.timeout + options.grace
-        self.counts: Counter = Counter()
-        self.config = WorkerConfig(
-            out=str(options.out),
-            options=replace(options.analyze, timeout=options.timeout),
-            tmp_dir=options.tmp_dir,
-            max_core_bytes=options.max_core_bytes,
-            parent_pid=os.getpid(),
-        )
+        super().__init__(options, store, claimed, on_record)
         self.ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
-
-    def keep(self, record: CoreRecord) -> None:
-        if record.status != "duplicate":
-            # A core that failed before it could claim its content (a corrupt stream, a worker
-            # that died) is still one file among others with the same bytes.
-            holder = self.claimed.setdefault(record.identity, record.path)
-            if holder != record.path:
-                record.status, record.duplicate_of = "duplicate", holder
-        if record.status == "duplicate" and record.duplicate_of is None:
-            record.duplicate_of = self.claimed.get(record.identity)
-        self.store.write(record)
-        self.counts[record.status] += 1
-        if self.on_record:
-            self.on_record(record)
 
     def _failed(self, worker: _Worker, reason: str) -> CoreRecord:
         assert worker.task is not None
@@ -221,14 +170,6 @@ class _Batch:
         self.workers[index].kill()
         self.workers[index] = _Worker(self.ctx, self.config)
 
-    def note_owners(self, pending: list[CoreInput]) -> None:
-        """Which plain file owns each content not yet claimed: the smallest path among them."""
-        for core in pending:
-            if core.compression is None and core.file_identity not in self.claimed:
-                current = self.owners.get(core.file_identity)
-                if current is None or core.path < current:
-                    self.owners[core.file_identity] = core.path
-
     def run(self, pending: list[CoreInput], progress: Progress) -> None:
         self.note_owners(pending)
         queue = _Queue(pending)
@@ -269,10 +210,10 @@ class _Batch:
         self.workers = []
 
 
-def _engine(options: BatchOptions, store: BatchStore, claimed: dict[str, str], on_record) -> _Batch:
+def _engine(options: BatchOptions, store: BatchStore, claimed: dict[str, str], on_record) -> RecordKeeper:
     """Worker processes of this machine, or a Dask cluster's workers (--cluster)."""
     if options.cluster is None:
-        return _Batch(options, store, claimed, on_record)
+        return LocalBatch(options, store, claimed, on_record)
     from coreanalyze.batch.cluster import ClusterBatch
 
     return ClusterBatch(options, store, claimed, on_record)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from coreanalyze.atomicfile import TMP_MARK, write_atomically
 from coreanalyze.errors import AnalysisFailed, BadInput
 from coreanalyze.safenames import safe_stem
 
@@ -34,7 +35,6 @@ MAX_RECORD_BYTES = 1 << 20  # a record is a few KiB; anything bigger is not ours
 MAX_RECORDS = 1_000_000
 _IDENTITY = re.compile(r"^[0-9a-f]{64}$")
 _REPORT_PATH = re.compile(r"^reports/[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:html|json)$")
-_TMP_MARK = ".tmp-"
 _STEM_CHARS = 80
 _ID_IN_NAME = 16
 
@@ -139,25 +139,6 @@ def record_from_dict(d: Any) -> CoreRecord:
     return CoreRecord(**kwargs)
 
 
-def atomic_write(path: Path, data: str | bytes, *, durable: bool = True) -> None:
-    """Write the whole file or nothing: a reader (or a rerun after SIGKILL) never sees half."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = path.with_name(f".{path.name}{_TMP_MARK}{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(payload)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-
-
 def report_stem(core_path: str, identity: str) -> str:
     """`/var/crash/core.python3.0.<boot>.1234.<usec>.zst` -> `core.python3.0....1234.<usec>-<id16>`:
     sanitized, and unique because it carries the content identity."""
@@ -207,7 +188,7 @@ class BatchStore:
             if not directory.is_dir():
                 continue
             for p in directory.iterdir():
-                if p.name.startswith(".") and _TMP_MARK in p.name:
+                if p.name.startswith(".") and TMP_MARK in p.name:
                     try:
                         p.unlink()
                     except OSError:
@@ -220,7 +201,7 @@ class BatchStore:
 
     def _write(self, path: Path, text: str) -> None:
         try:
-            atomic_write(path, text)
+            write_atomically(path, text, durable=True)
         except OSError as e:
             # Disk full, directory removed: the batch cannot keep results, so it stops here.
             raise AnalysisFailed(f"cannot write {path}: {e.strerror or e}") from None

@@ -26,6 +26,7 @@ from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
 from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
 from coreanalyze.errors import CoreAnalyzeError
 from coreanalyze.model import Report
+from coreanalyze.signals import SIGNAL_NAMES
 
 MAX_FIELD_CHARS = 2000  # bound on one text field copied from a report into a record
 PR_SET_PDEATHSIG = 1
@@ -49,10 +50,7 @@ def _clip(text: str | None) -> str | None:
 def _signal_name(number: str | None) -> str | None:
     if not number or not number.isdigit():
         return None
-    try:
-        return signal.Signals(int(number)).name
-    except ValueError:
-        return f"signal {number}"
+    return SIGNAL_NAMES.get(int(number), f"signal {number}")
 
 
 def base_record(core: CoreInput) -> CoreRecord:

@@ -12,15 +12,15 @@ from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
 from coreanalyze.classify.faultkind import (
-    exception_type,
-    report_class_kind,
-    thrown_exception,
     cpu_feature_for,
+    exception_type,
     fault_kind_from_views,
     instruction_text,
+    report_class_kind,
     short_message,
     signal_name,
     signal_origin,
+    thrown_exception,
 )
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.classify.names import normalize_function, short_name

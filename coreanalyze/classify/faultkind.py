@@ -11,32 +11,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from coreanalyze.arch import accessed_address
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.model import Frame, SignalInfo
+from coreanalyze.signals import SI_KERNEL, SIGNAL_NAMES, code_number
+from coreanalyze.signals import code_name as _code_name
 
 NULL_PAGE_LIMIT = 64 * 1024
 # The main thread's stack guard gap (stack_guard_gap, 256 pages) is the widest guard we expect.
 STACK_GUARD_REACH = 1024 * 1024
 RECURSION_SCAN = 4096
 
-# Linux signal numbers (the same on x86_64 and aarch64).
-SIGNAL_NAMES = {
-    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
-    8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
-    14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD", 24: "SIGXCPU", 25: "SIGXFSZ",
-    26: "SIGVTALRM", 27: "SIGPROF", 31: "SIGSYS",
-}
-SI_USER, SI_KERNEL, SI_QUEUE, SI_TKILL = 0, 0x80, -1, -6
-GENERIC_CODES = {0: "SI_USER", 0x80: "SI_KERNEL", -1: "SI_QUEUE", -2: "SI_TIMER", -3: "SI_MESGQ", -4: "SI_ASYNCIO", -5: "SI_SIGIO", -6: "SI_TKILL"}
-SIGNAL_CODES = {
-    "SIGSEGV": {1: "SEGV_MAPERR", 2: "SEGV_ACCERR", 3: "SEGV_BNDERR", 4: "SEGV_PKUERR", 5: "SEGV_ACCADI", 6: "SEGV_ADIDERR", 7: "SEGV_ADIPERR", 8: "SEGV_MTEAERR", 9: "SEGV_MTESERR", 10: "SEGV_CPERR"},
-    "SIGBUS": {1: "BUS_ADRALN", 2: "BUS_ADRERR", 3: "BUS_OBJERR", 4: "BUS_MCEERR_AR", 5: "BUS_MCEERR_AO"},
-    "SIGFPE": {1: "FPE_INTDIV", 2: "FPE_INTOVF", 3: "FPE_FLTDIV", 4: "FPE_FLTOVF", 5: "FPE_FLTUND", 6: "FPE_FLTRES", 7: "FPE_FLTINV", 8: "FPE_FLTSUB", 14: "FPE_CONDTRAP"},
-    "SIGILL": {1: "ILL_ILLOPC", 2: "ILL_ILLOPN", 3: "ILL_ILLADR", 4: "ILL_ILLTRP", 5: "ILL_PRVOPC", 6: "ILL_PRVREG", 7: "ILL_COPROC", 8: "ILL_BADSTK", 9: "ILL_BADIADDR"},
-    "SIGTRAP": {1: "TRAP_BRKPT", 2: "TRAP_TRACE", 3: "TRAP_BRANCH", 4: "TRAP_HWBKPT", 5: "TRAP_UNK"},
-}
 FAULT_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS")
 # Signals a process gets from outside (or from the kernel on someone's behalf).
 DELIVERED_SIGNALS = ("SIGQUIT", "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU", "SIGXFSZ", "SIGPIPE", "SIGKILL", "SIGSTKFLT")
@@ -86,19 +73,13 @@ def code_name(signal: SignalInfo | None) -> str | None:
         return None
     if signal.code_name:
         return signal.code_name
-    if signal.code is None:
-        return None
-    specific = SIGNAL_CODES.get(signal_name(signal) or "", {})
-    if signal.code > 0 and signal.code in specific:
-        return specific[signal.code]
-    return GENERIC_CODES.get(signal.code)
+    return _code_name(signal_name(signal), signal.code)
 
 
 def _code(signal: SignalInfo) -> int | None:
     if signal.code is not None:
         return signal.code
-    by_name = {v: k for k, v in GENERIC_CODES.items()}
-    return by_name.get(signal.code_name or "")
+    return code_number(signal.code_name)
 
 
 @dataclass(frozen=True)
@@ -298,6 +279,13 @@ def fault_kind_from_views(
             reraised = [*reraised, f"the crashing thread jumped to 0x{pc:x}, where there is no code: a call through a null or corrupt function pointer (or a damaged vtable / return address)"]
             if address is None:
                 address = pc
+        if address is None:
+            # A core without siginfo (qemu-user writes none): the load/store tells the address.
+            insn = instruction_text(fault_instruction)
+            accessed = accessed_address(insn, registers)
+            if accessed is not None:
+                address, base = accessed
+                reraised = [*reraised, f"fault address 0x{address:x} computed from the faulting instruction `{insn}` and {base} (the core has no siginfo)"]
         sp = _sp(registers)
         if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and signal.code != SI_KERNEL:
             side = "below" if address <= sp else "above"
@@ -340,6 +328,12 @@ def fault_kind_from_views(
         return "illegal-instruction", ev
 
     if name == "SIGTRAP":
+        # aarch64 compiles __builtin_trap (and so traps of CHECK-like macros) to `brk`, which
+        # raises SIGTRAP where x86-64's ud2 raises SIGILL: the same deliberate trap.
+        insn = instruction_text(fault_instruction)
+        feature = cpu_feature_for(insn, rules)
+        if feature is not None and feature[1]:
+            return "illegal-instruction", [*reraised, f"SIGTRAP ({cname or 'no si_code'}) at instruction `{insn}`", f"`{insn}` is a deliberate trap (__builtin_trap / unreachable code / a failed hardening check)"]
         return "unknown", [*reraised, f"SIGTRAP ({cname or 'no si_code'}): a breakpoint instruction (int3 / brk) or a debugger trap, not a memory fault"]
     if name == "SIGSYS":
         return "unknown", [*reraised, "SIGSYS: a system call refused by a seccomp filter"]

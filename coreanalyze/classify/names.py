@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from coreanalyze.demangle import demangle
+
 # Longest names we bother to reduce: demangled template names can run to megabytes in a
 # hostile symbol table, and nothing useful hides past this.
 MAX_NAME = 4096
@@ -163,18 +165,6 @@ def _split_top_level(s: str) -> list[str]:
     if cur:
         tokens.append("".join(cur))
     return tokens
-
-
-def demangle(name: str) -> str:
-    """Demangle an Itanium C++ name when cxxfilt is there; otherwise return it unchanged."""
-    if not name.startswith("_Z"):
-        return name
-    try:
-        import cxxfilt
-
-        return cxxfilt.demangle(name, external_only=False)
-    except Exception:  # noqa: BLE001 - any failure leaves the raw name, which still groups
-        return name
 
 
 def normalize_function(name: str | None, *, keep_templates: bool = False) -> str:

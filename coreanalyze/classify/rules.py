@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from coreanalyze.errors import BadInput
-from coreanalyze.model import CATEGORIES, FAULT_KINDS
+from coreanalyze.model import FAULT_KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -135,6 +135,16 @@ class ReportClass:
 
 
 @dataclass(frozen=True)
+class ThreadRole:
+    """A thread gets `role` when its name matches one of `names` or one of its native frames'
+    function names contains one of `frames` (demangled or mangled spelling)."""
+
+    role: str
+    names: tuple[re.Pattern[str], ...] = ()
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Settings:
     window: int = 12
     distance_penalty: int = 5
@@ -174,6 +184,12 @@ class RuleSet:
     fault: FaultKindData = field(default_factory=FaultKindData)
     throw_helpers: list[ThrowHelper] = field(default_factory=list)
     report_classes: list[ReportClass] = field(default_factory=list)
+    # classification.category vocabulary: the built-in [[category]] list plus the user's.
+    categories: list[str] = field(default_factory=list)
+    thread_roles: list[ThreadRole] = field(default_factory=list)  # first match wins
+    # Substrings of native frames that make a Python thread the launcher of a crash elsewhere.
+    op_execution_markers: tuple[str, ...] = ()
+    wait_markers: tuple[str, ...] = ()
     cpu_features: list[CpuFeature] = field(default_factory=list)
     advice: list[AdviceEntry] = field(default_factory=list)
     settings: Settings = field(default_factory=Settings)
@@ -279,11 +295,12 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return value
 
 
-_KNOWN_TOP_LEVEL = {"settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
+_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
+_CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description"}
 
 
-def _parse_rule(t: dict[str, Any], i: int, origin: str) -> Rule:
+def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> Rule:
     name = t.get("name")
     where = f"rule #{i + 1}" + (f" {name!r}" if isinstance(name, str) else "")
     if not isinstance(name, str) or not name.strip():
@@ -292,8 +309,8 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str) -> Rule:
     if unknown:
         raise _Problem(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_RULE_FIELDS))})")
     category = t.get("category")
-    if category not in CATEGORIES:
-        raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(CATEGORIES)})")
+    if category not in categories:
+        raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(categories)})")
     rule = Rule(
         name=name.strip(),
         category=category,
@@ -312,11 +329,11 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str) -> Rule:
     return rule
 
 
-def _parse_advice(t: dict[str, Any], i: int, origin: str) -> AdviceEntry:
+def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> AdviceEntry:
     where = f"advice #{i + 1}"
     category, kind = t.get("category"), t.get("fault_kind")
-    if category is not None and category not in CATEGORIES:
-        raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(CATEGORIES)})")
+    if category is not None and category not in categories:
+        raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(categories)})")
     if kind is not None and kind not in FAULT_KINDS:
         raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
     custom_op = t.get("custom_op")
@@ -342,13 +359,20 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     if unknown:
         raise _Problem(f"unknown table(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_KNOWN_TOP_LEVEL))})")
 
+    for i, t in enumerate(_tables(data, "category")):
+        name = t.get("name")
+        if not isinstance(name, str) or not _CATEGORY_NAME.match(name):
+            raise _Problem(f"category #{i + 1}: name must be lower-case words joined by '-' (got {name!r})")
+        if name not in rs.categories:
+            rs.categories.append(name)
+
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise _Problem("[settings] must be a table")
     if settings:
         s = rs.settings
         custom_cat = settings.get("custom_op_category", s.custom_op_category)
-        if custom_cat not in CATEGORIES:
+        if custom_cat not in rs.categories:
             raise _Problem(f"[settings] custom_op_category: unknown category {custom_cat!r}")
         templates = settings.get("signature_templates", s.signature_templates)
         if not isinstance(templates, bool):
@@ -457,7 +481,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             raise _Problem(f"{where}: missing feature")
         rs.cpu_features.append(CpuFeature(_compile(t.get("pattern"), f"{where}: pattern"), feature, bool(t.get("trap", False))))
 
-    new_rules = [_parse_rule(t, i, origin) for i, t in enumerate(_tables(data, "rule"))]
+    new_rules = [_parse_rule(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "rule"))]
     seen: set[str] = set()
     for rule in new_rules:
         if rule.name in seen:
@@ -470,8 +494,24 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         else:
             rs.rules.append(rule)
 
-    new_advice = [_parse_advice(t, i, origin) for i, t in enumerate(_tables(data, "advice"))]
+    new_advice = [_parse_advice(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "advice"))]
     rs.advice = new_advice + rs.advice if origin != "built-in" else rs.advice + new_advice
+
+    new_roles = []
+    for i, t in enumerate(_tables(data, "thread_role")):
+        where = f"thread_role #{i + 1}"
+        role = t.get("role")
+        if not isinstance(role, str) or not role:
+            raise _Problem(f"{where}: missing role")
+        names = tuple(_compile(p, f"{where}: names") for p in _str_list(t.get("names", []), f"{where}: names"))
+        new_roles.append(ThreadRole(role, names, tuple(_str_list(t.get("frames", []), f"{where}: frames"))))
+    rs.thread_roles = new_roles + rs.thread_roles if origin != "built-in" else rs.thread_roles + new_roles
+
+    launched = data.get("launched_from", {})
+    if not isinstance(launched, dict):
+        raise _Problem("[launched_from] must be a table")
+    rs.op_execution_markers += tuple(_str_list(launched.get("op_execution", []), "[launched_from] op_execution"))
+    rs.wait_markers += tuple(_str_list(launched.get("waiting", []), "[launched_from] waiting"))
 
 
 def _load_file(rs: RuleSet, path: Path, origin: str) -> None:

@@ -1,4 +1,5 @@
-"""The gdb stage: a hardened gdb process driven over GDB/MI, and what it reads from a core."""
+"""The gdb stage: a hardened gdb process driven over GDB/MI (the Debugger protocol's implementation),
+and what it reads from a core."""
 
 from __future__ import annotations
 

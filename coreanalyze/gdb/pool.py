@@ -315,6 +315,10 @@ class GdbPool:
                 self._cond.notify()
 
     @property
+    def gdb_path(self) -> str:
+        return str(self._worker_settings["gdb_path"])
+
+    @property
     def restarts(self) -> int:
         return sum(w.restarts for w in self._all)
 

@@ -7,8 +7,8 @@ was crashing on its own, shows a process that was alive and stuck: a hang.
 
 from __future__ import annotations
 
-from coreanalyze.hang.waits import frame_name
 from coreanalyze.hang.rules import HangRules
+from coreanalyze.hang.waits import frame_name
 from coreanalyze.model import Report, Thread
 
 # si_code values of a signal sent with kill / tgkill / sigqueue (siginfo carries the sender).

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coreanalyze.hang.waits import frame_name
 from coreanalyze.hang.rules import HangRules, TensorFlowHangRule, ThreadPattern
+from coreanalyze.hang.waits import frame_name
 from coreanalyze.model import Thread, ThreadWait
 
 

@@ -1,6 +1,6 @@
 """The two Jinja2 environments: HTML (autoescape on) and Markdown (escape-by-default filter).
 
-Templates are loaded from the installed package (`coreanalyze/templates/`), so they work
+Templates are loaded from the package's templates/ (coreanalyze.resources), so they work
 from a wheel as well as from a source tree. In both environments every `{{ value }}` goes
 through `finalize` first: None shows as "?", and strings lose control characters and are
 length-bounded before they are escaped for the format.
@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from ..resources import TEMPLATES
 from .escaping import MarkdownSafe, md_cell_code, md_code, md_fence, md_html_text, md_text
 from .view import UNKNOWN, basename, clean, hex_addr, one_line
 
@@ -86,7 +87,7 @@ def _compiled_templates(kind: str) -> jinja2.BytecodeCache | None:
 @lru_cache(maxsize=None)
 def html_environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("coreanalyze", "templates"),
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         bytecode_cache=_compiled_templates("html"),
         autoescape=True,
         finalize=_html_finalize,
@@ -102,7 +103,7 @@ def html_environment() -> jinja2.Environment:
 @lru_cache(maxsize=None)
 def markdown_environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("coreanalyze", "templates"),
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         bytecode_cache=_compiled_templates("markdown"),
         # HTML autoescaping would be wrong for Markdown; `_markdown_finalize` escapes instead.
         autoescape=False,

@@ -70,7 +70,6 @@ def _section(title: str, palette: Palette) -> list[str]:
 
 
 def render_view(v: ReportView, palette: Palette) -> str:
-    r = v.report
     cls = v.classification
     title = one_line(v.title)
     out = [palette.bold(title), palette.bold("=" * min(len(title), WIDTH)), ""]
@@ -155,7 +154,7 @@ def render_view(v: ReportView, palette: Palette) -> str:
         status_width = max(len(one_line(m.status, 20)) for m in v.modules)
         for m in v.modules:
             status = one_line(m.status, 20).ljust(status_width)
-            if m.status in ("mismatch", "missing"):
+            if m.status.unreliable:
                 status = palette.bad(status)
             line = f"  {status}  {one_line(m.path)}"
             if m.build_id:

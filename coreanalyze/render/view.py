@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Culprit, Frame, Module, Report, Thread
+from ..vocabulary import ModuleStatus
 
 UNKNOWN = "?"
 
@@ -67,11 +68,8 @@ _REGISTER_ORDER = (
     "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "eflags",
     "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base", "orig_rax",
     # aarch64
-    "pc", "sp", "lr", "fp", "cpsr", "pstate",
+    "pc", "sp", "lr", "fp", "cpsr", "pstate", *(f"x{i}" for i in range(31)),
 )
-
-# Module statuses that make the frames inside them doubtful.
-UNRELIABLE_STATUSES = {"mismatch": "build-id differs from the local file", "missing": "no local file"}
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -373,7 +371,7 @@ def frame_rows(
     tail: int,
     culprit: Culprit | None = None,
     suspect: Culprit | None = None,
-    module_status: dict[str, str] | None = None,
+    module_status: dict[str, ModuleStatus] | None = None,
 ) -> list[FrameRow]:
     frames = thread.frames
     culprit_pos = _culprit_position(frames, culprit)
@@ -388,8 +386,8 @@ def frame_rows(
         f = frames[pos]
         unreliable = None
         status = statuses.get(f.module or "")
-        if status in UNRELIABLE_STATUSES:
-            unreliable = f"module {status}: {UNRELIABLE_STATUSES[status]}"
+        if status is not None and status.unreliable:
+            unreliable = f"module {status}: {status.problem}"
         elif not f.reliable:
             unreliable = "module does not match the core"
         rows.append(
@@ -409,9 +407,6 @@ def _register_key(name: str) -> tuple[int, str]:
         return (_REGISTER_ORDER.index(name), name)
     except ValueError:
         return (len(_REGISTER_ORDER), name)
-
-
-_MODULE_STATUS_RANK = {"mismatch": 0, "missing": 1, "no-build-id": 2, "ok": 3}
 
 
 @dataclass
@@ -603,7 +598,7 @@ class ReportView:
         return [(label, one_line(value)) for label, value in facts if value is not None and value != ""]
 
 
-def module_statuses(report: Report) -> dict[str, str]:
+def module_statuses(report: Report) -> dict[str, ModuleStatus]:
     """Module path -> status, to flag frames whose names come from the wrong file."""
     return {m.path: m.status for m in report.modules if m.path}
 
@@ -620,7 +615,7 @@ def _split_modules(report: Report, modules: list[Module]) -> tuple[list[Module],
     executable = report.core.executable if report.core is not None else None
     key, rest = [], []
     for m in modules:
-        wanted = m.status in UNRELIABLE_STATUSES or m.path in in_crash or (executable and m.path == executable)
+        wanted = m.status.unreliable or m.path in in_crash or (executable and m.path == executable)
         (key if wanted else rest).append(m)
     return key, rest
 
@@ -662,7 +657,7 @@ def build_view(report: Report, limits: ViewLimits | None = None) -> ReportView:
             shown = hex_addr(value, 16) if isinstance(value, int) else one_line(value, 64)
             registers.append((one_line(name, 32), shown or UNKNOWN))
     modules = sorted(
-        report.modules, key=lambda m: (_MODULE_STATUS_RANK.get(m.status, 2), m.path or "")
+        report.modules, key=lambda m: (m.status.rank, m.path or "")
     )
     key_modules, other_modules = _split_modules(report, modules)
     return ReportView(
@@ -672,7 +667,7 @@ def build_view(report: Report, limits: ViewLimits | None = None) -> ReportView:
         others_omitted=max(0, len(other_threads) - limits.max_other_threads),
         registers=registers,
         modules=modules,
-        module_problems=[m for m in modules if m.status in UNRELIABLE_STATUSES],
+        module_problems=[m for m in modules if m.status.unreliable],
         module_counts=_module_counts(report.modules),
         environment=[
             (str(k), one_line(pretty_value(v), limits.value_chars)) for k, v in (report.environment or {}).items()

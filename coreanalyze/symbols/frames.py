@@ -28,11 +28,11 @@ from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.symbols.bias import load_bias
 from coreanalyze.symbols.paths import build_id_relpath, valid_build_id
 from coreanalyze.symbols.symbolizer import Symbolizer
+from coreanalyze.vocabulary import ModuleStatus
 
 UNNAMED = (None, "", "??")
 # gdb's names for frames that are not functions of a file: keep them whatever the module.
 GDB_SPECIAL_FRAMES = ("<signal handler called>", "<function called from gdb>")
-UNTRUSTED_STATUSES = ("mismatch", "missing")
 # What reading a damaged file here can raise; one module's bad file must not stop the report.
 READ_ERRORS = (*PARSE_ERRORS, zlib.error)
 SYSTEM_DEBUG_DIR = "/usr/lib/debug"
@@ -116,11 +116,11 @@ def _improve(
     left_unnamed: Counter[str],
 ) -> None:
     special = frame.function in GDB_SPECIAL_FRAMES
-    if module.status in UNTRUSTED_STATUSES:
+    if module.status.unreliable:
         frame.reliable = False
         if special:
             return
-        if frame.function not in UNNAMED and module.status == "mismatch":
+        if frame.function not in UNNAMED and module.status == ModuleStatus.MISMATCH:
             dropped[module.path] += 1
         # Whatever gdb found came from a file that is not the crashed build (or from nowhere).
         frame.function = frame.raw_function = frame.file = frame.line = frame.offset = frame.source = None
@@ -134,7 +134,7 @@ def _improve(
 
     if module.path not in biases:
         debug_file = symbolizer.debug_file_for(module)
-        image = module.local_path if module.status in ("ok", "no-build-id") else None
+        image = module.local_path if module.status.trusted_image else None
         biases[module.path] = load_bias(module, notes, files=(image, debug_file))
     bias = biases[module.path]
     info = None
@@ -143,14 +143,14 @@ def _improve(
         # A caller's pc is the return address, just past its call: the call's line is at pc-1.
         info = symbolizer.symbolize_module(module, address if exact else address - 1)
     if info is None or (need_name and info.name is None):
-        if module.status in UNTRUSTED_STATUSES:
+        if module.status.unreliable:
             left_unnamed[module.path] += 1
         if info is None:
             return
     if need_name and info.name is not None:
         frame.function, frame.raw_function = info.name, info.raw_name
         frame.offset = frame.pc - bias - info.start
-        if module.status in UNTRUSTED_STATUSES:
+        if module.status.unreliable:
             named_from_debug[module.path] += 1
     if need_line and info.line is not None:
         frame.file, frame.line = info.file, info.line
@@ -160,7 +160,7 @@ def _summaries(by_path, dropped, named_from_debug, left_unnamed, symbolizer: Sym
     out = []
     for path in dict.fromkeys([*dropped, *named_from_debug, *left_unnamed]):
         module = by_path.get(path)
-        if module is not None and module.status == "mismatch":
+        if module is not None and module.status == ModuleStatus.MISMATCH:
             what = (
                 f"{path} here is not the build that crashed (build-id {module.local_build_id or 'none'} here, "
                 f"{module.build_id or 'unknown'} in the core)"
@@ -205,7 +205,7 @@ def debug_dirs_for_gdb(
         for module in report.modules:
             build_id = valid_build_id(module.build_id)
             # gdb reads debug files only for the files it loaded: those must be the crashed build.
-            if build_id is None or module.status != "ok":
+            if build_id is None or module.status != ModuleStatus.OK:
                 continue
             debug_file = symbolizer.debug_file_for(module)
             if debug_file is None:

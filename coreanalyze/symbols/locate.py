@@ -27,6 +27,7 @@ from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.filecache import PerFileCache, is_regular_file
 from coreanalyze.modules import elf_build_id
 from coreanalyze.symbols.paths import build_id_relpath, debuginfod_cache_dirs, under, valid_build_id
+from coreanalyze.vocabulary import ModuleStatus
 
 SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 MAX_DEBUGLINK_BYTES = 4096
@@ -129,7 +130,7 @@ def find_debug_file(
     on_open: called with every file this opens (to account for I/O).
     """
     wanted = valid_build_id(module.build_id) or valid_build_id(module.local_build_id)
-    if module.status == "mismatch":
+    if module.status == ModuleStatus.MISMATCH:
         # The local file is another build: its debuglink names another build's debug file too,
         # but a file found by the crashed build-id is still right.
         wanted = valid_build_id(module.build_id)

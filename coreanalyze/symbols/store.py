@@ -23,11 +23,12 @@ import json
 import mmap
 import os
 import sys
-import tempfile
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
+
+from coreanalyze.atomicfile import write_atomically
 
 MAGIC = b"CAIDX\x00\x01\x00"
 FORMAT_VERSION = 1
@@ -266,20 +267,7 @@ class Index:
         return bytes(blob[lo:hi]).decode("utf-8", "backslashreplace")
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Write data to path so that readers see the old file or the new one, never a part."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def write_cache_file(path: str, data: bytes) -> None:
+    """Write a cache file whole (its directory made private when it is new)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    write_atomically(path, data, durable=True)

@@ -24,19 +24,19 @@ from pathlib import Path
 from typing import Sequence
 
 from coreanalyze import model
-from coreanalyze.gdb.collect import demangle
+from coreanalyze.demangle import demangle
 from coreanalyze.modules import elf_build_id
 from coreanalyze.symbols import locate
 from coreanalyze.symbols.elfindex import ElfIndexError, build_index
 from coreanalyze.symbols.paths import cache_dir, valid_build_id
-from coreanalyze.symbols.store import Index, IndexUnusable, write_atomically
+from coreanalyze.symbols.store import Index, IndexUnusable, write_cache_file
+from coreanalyze.vocabulary import ModuleStatus
 
 INDEX_DIR = "index-v1"
 DEFAULT_CACHE_LIMIT_MB = 4096
 NO_BUILD_ID_PREFIX = "nb"  # index names of files without a build-id: "nb" + sha1 of identity
 MAX_SECTION_HEADERS_HASHED = 1024 * 1024
 # Statuses whose local file is the crashed build (as far as can be told).
-IMAGE_TRUSTED = ("ok", "no-build-id")
 
 
 @dataclass(frozen=True)
@@ -103,14 +103,14 @@ class Symbolizer:
         """
         module = model.Module(path=module_local_path or "", build_id=build_id, local_path=module_local_path)
         if module_local_path is None:
-            module.status = "missing"
+            module.status = ModuleStatus.MISSING
         elif build_id is None:
             module.build_id = module.local_build_id = self._build_id_of(module_local_path)
-            module.status = "ok" if module.build_id else "no-build-id"
+            module.status = ModuleStatus.OK if module.build_id else ModuleStatus.NO_BUILD_ID
         else:
             # Taken as the crashed build until an index has to be built from the file: its
             # build-id is checked then (a cached index answers without opening the file).
-            module.status = "ok"
+            module.status = ModuleStatus.OK
         return self.symbolize_module(module, address)
 
     def symbolize_module(self, module: model.Module, address: int) -> SymbolInfo | None:
@@ -186,7 +186,7 @@ class Symbolizer:
 
     def _indexes(self, module: model.Module) -> _ModuleIndexes:
         build_id = valid_build_id(module.build_id)
-        image_trusted = module.local_path is not None and module.status in IMAGE_TRUSTED
+        image_trusted = module.local_path is not None and module.status.trusted_image
         memo = (build_id, module.status, None if build_id else module.local_path)
         entry = self._modules.get(memo)
         if entry is not None:
@@ -271,7 +271,7 @@ class Symbolizer:
         if key is not None and self.use_disk_cache and not self._cache_unwritable:
             target = self.index_path(key, kind)
             try:
-                write_atomically(str(target), blob)
+                write_cache_file(str(target), blob)
             except OSError as e:
                 self._cache_unwritable = True
                 self.warn(

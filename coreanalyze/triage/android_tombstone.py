@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import re
 
-from . import asan
+from . import asan, limits, signals
 from . import findings as fd
-from . import limits, signals
 
 FORMAT = "android-tombstone"
 

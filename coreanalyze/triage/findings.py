@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import cxxfilt
-
 from .. import model
+from ..demangle import demangle as demangle_name
 from . import limits
 from .signals import number_of
 
@@ -117,13 +116,8 @@ def hex_int(text: str | None) -> int | None:
 
 
 def demangle(name: str | None) -> str | None:
-    """People-readable C++ name; other names come back as they are."""
-    if not name or not name.startswith("_Z") or len(name) > limits.MAX_DEMANGLE_CHARS:
-        return name
-    try:
-        return cxxfilt.demangle(name)
-    except Exception:  # noqa: BLE001 — a garbled name in a paste must not stop the triage
-        return name
+    """People-readable C++ name; other names (and absurdly long ones) come back as they are."""
+    return demangle_name(name, limits.MAX_DEMANGLE_CHARS)
 
 
 def native_frame(

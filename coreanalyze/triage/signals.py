@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-# Linux (x86-64, aarch64) numbering; pasted crash text names Linux signals.
-SIGNAL_NUMBERS = {
-    "SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
-    "SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
-    "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGSTKFLT": 16, "SIGCHLD": 17,
-    "SIGCONT": 18, "SIGSTOP": 19, "SIGTSTP": 20, "SIGTTIN": 21, "SIGTTOU": 22, "SIGURG": 23,
-    "SIGXCPU": 24, "SIGXFSZ": 25, "SIGVTALRM": 26, "SIGPROF": 27, "SIGWINCH": 28, "SIGIO": 29,
-    "SIGPWR": 30, "SIGSYS": 31,
-}  # fmt: skip
-SIGNAL_NAMES = {number: name for name, number in SIGNAL_NUMBERS.items()}
+from coreanalyze.signals import SIGNAL_NAMES, SIGNAL_NUMBERS
+
+# Pasted crash text names Linux signals: coreanalyze.signals has their numbers.
 SIGNAL_ALIASES = {"SIGIOT": "SIGABRT", "SIGPOLL": "SIGIO", "SIGCLD": "SIGCHLD"}
 
 # strsignal() texts (what shells, gdb and faulthandler print), lower-cased.

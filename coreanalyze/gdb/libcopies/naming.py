@@ -1,4 +1,4 @@
-"""Names for frames in the libraries gdb loaded without symbols (see fastlibs and minsyms).
+"""Names for frames in the libraries gdb loaded without symbols (see copies and symbolfiles).
 
 Per core: a first, cheap look at what gdb will name (every frame's pc, and pc - 1 where gdb
 looks up a caller, and the faulting instruction with the addresses it refers to), then for each
@@ -18,26 +18,23 @@ import os
 import re
 import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
-from coreanalyze.gdb.collect import GdbAnalysis, _list_frames, _thread_refs, _to_int, collect
-from coreanalyze.gdb.fastlibs import FastLibraries, FastLibrary
-from coreanalyze.gdb.minsyms import ElfLayoutError, ElfSymbol, write_symbol_file
+from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, GdbAnalysis, _list_frames, _thread_refs, collect
+from coreanalyze.gdb.debugger import GdbDebugger
+from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
+from coreanalyze.gdb.libcopies.errors import LibraryCopyError
+from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file
 from coreanalyze.gdb.session import GdbSession, mi_quote
+from coreanalyze.resources import GDB_SCRIPTS
 
-SCRIPT = Path(__file__).resolve().parent.parent / "gdb_scripts" / "symbolfiles.py"
+SCRIPT = GDB_SCRIPTS / "symbolfiles.py"
 MI_COMMAND = "-coreanalyze-add-symbol-files"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{1,16}")
-DISASSEMBLY_BYTES = 16  # what collect disassembles at the crashing pc
 
 # Run-time addresses gdb will name, per fast library.
 Wanted = dict[str, set[int]]
-
-
-class WindowError(Exception):
-    """The symbols around an address cannot be windowed; the core is loaded plainly."""
 
 
 class FrameNamer:
@@ -54,18 +51,18 @@ class FrameNamer:
     def discover(self, session: GdbSession, max_frames: int = 256) -> Wanted:
         """Addresses gdb will name in this core, from a first unwinding without names."""
         addresses: set[int] = set()
-        refs, current = _thread_refs(session, [])
+        debugger = GdbDebugger(session)
+        refs, current = _thread_refs(debugger, [])
         crashing_pc = None
         for ref in refs:
-            frames = _list_frames(session, ref, max_frames, [])
+            frames = _list_frames(debugger, ref, max_frames, [])
             for raw in frames:
-                pc = _to_int(raw.get("addr"))
-                if pc is not None:
-                    addresses.update((pc, pc - 1))
+                if raw.pc is not None:
+                    addresses.update((raw.pc, raw.pc - 1))
             if ref.gdb_id == current and frames:
-                crashing_pc = _to_int(frames[0].get("addr"))
+                crashing_pc = frames[0].pc
                 if crashing_pc is not None:
-                    addresses.update(self._instruction_addresses(session, ref.gdb_id, crashing_pc))
+                    addresses.update(self._instruction_addresses(debugger, ref.gdb_id, crashing_pc))
         return self.by_library(addresses)
 
     def needed(self, analysis: GdbAnalysis) -> Wanted:
@@ -87,18 +84,10 @@ class FrameNamer:
                 out[copy] = extra
         return out
 
-    def _instruction_addresses(self, session: GdbSession, thread_id: str, pc: int) -> set[int]:
-        try:
-            insns = session.mi(
-                f"-data-disassemble --thread {thread_id} -s {pc:#x} -e {pc + DISASSEMBLY_BYTES:#x} -- 0"
-            ).get("asm_insns")
-        except GdbTimeout:
-            raise
-        except GdbError:
-            return set()
-        if not insns or not isinstance(insns[0], dict):
-            return set()
-        return {int(h, 16) for h in ADDRESS.findall(str(insns[0].get("inst", "")))}
+    @staticmethod
+    def _instruction_addresses(debugger: GdbDebugger, thread_id: str, pc: int) -> set[int]:
+        found = debugger.instruction_at(thread_id, pc, DISASSEMBLY_BYTES)
+        return {int(h, 16) for h in ADDRESS.findall(found.text)} if found is not None else set()
 
     def by_library(self, addresses: set[int]) -> Wanted:
         """The addresses that lie in fast libraries, per library copy."""
@@ -147,8 +136,8 @@ class FrameNamer:
             table = lib.symbols()
             for address in sorted(addresses):
                 symbols.extend(table.window(address - lib.base))
-        except (ElfLayoutError, OSError, ValueError, KeyError) as e:
-            raise WindowError(f"{lib.path}: {e}") from None
+        except (LibraryCopyError, OSError, ValueError, KeyError) as e:
+            raise LibraryCopyError(f"{lib.path}: {e}") from None
         return symbols
 
 
@@ -204,8 +193,8 @@ def collected_core(
                 wanted = merge(wanted, missing)
                 session = gdb.open_core(core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs)
             else:
-                raise WindowError("unwinding kept reaching new addresses")
-        except WindowError:
+                raise LibraryCopyError("unwinding kept reaching new addresses")
+        except LibraryCopyError:
             session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs)
             analysis = collect(session, max_frames=max_frames)
         yield session, analysis

@@ -1,7 +1,7 @@
 """gdb's minimal symbols of a big library, kept outside gdb and handed to it a few at a time.
 
 Reading the 1.2 million ELF symbols of libtensorflow_cc.so.2 costs gdb seconds and a gigabyte.
-The analysis gives gdb a copy of such a library with no symbol tables (see fastlibs), and then,
+The analysis gives gdb a copy of such a library with no symbol tables (see copies.py), and then,
 for the handful of addresses it will name (frames, the faulting instruction and what that
 instruction refers to), a small ELF file holding only the symbols near those addresses,
 attached to the copy as its separate debug file. gdb then names those addresses itself, by its
@@ -20,7 +20,7 @@ relocations, BFD's synthetic symbols) and `name@got.plt` for each jump slot. The
 dynamic symbols, so these are reproduced here and put into the windows of addresses in those
 sections.
 
-Only little-endian ELF64 is handled (x86_64, aarch64); `ElfLayoutError` says why a file is not.
+Only little-endian ELF64 is handled (x86_64, aarch64); `LibraryCopyError` says why a file is not.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
+
+from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 
 SHT_NULL = 0
 SHT_PROGBITS = 1
@@ -77,10 +79,6 @@ _GOT_JUMPS = (
 _LAZY_PLT0 = (b"\xff\x35", b"\xf3\x0f\x1e\xfa\xff\x35")
 # IBT lazy PLT slots only push and jump to PLT0; their names go on .plt.sec.
 _IBT_LAZY_SLOT = b"\xf3\x0f\x1e\xfa\x68"
-
-
-class ElfLayoutError(Exception):
-    """The file is not an ELF this module can reproduce gdb's symbols for."""
 
 
 @dataclass(frozen=True)
@@ -146,25 +144,25 @@ class ElfLayout:
                 size = os.fstat(f.fileno()).st_size
                 header = f.read(64)
                 if len(header) < 64 or header[:4] != b"\x7fELF":
-                    raise ElfLayoutError(f"{path} is not an ELF file")
+                    raise LibraryCopyError(f"{path} is not an ELF file")
                 if header[4] != 2 or header[5] != 1:
-                    raise ElfLayoutError(f"{path} is not a little-endian 64-bit ELF file")
+                    raise LibraryCopyError(f"{path} is not a little-endian 64-bit ELF file")
                 shoff = struct.unpack_from("<Q", header, 40)[0]
                 shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
                 if shentsize != SHDR_SIZE or not 0 < shnum <= MAX_SECTIONS or shstrndx >= shnum:
-                    raise ElfLayoutError(f"{path}: unusual section header table")
+                    raise LibraryCopyError(f"{path}: unusual section header table")
                 if shoff + shnum * SHDR_SIZE > size:
-                    raise ElfLayoutError(f"{path}: section headers run past the end of the file")
+                    raise LibraryCopyError(f"{path}: section headers run past the end of the file")
                 f.seek(shoff)
                 raw = f.read(shnum * SHDR_SIZE)
                 rows = [struct.unpack_from("<IIQQQQIIQQ", raw, i * SHDR_SIZE) for i in range(shnum)]
                 str_off, str_size = rows[shstrndx][4], rows[shstrndx][5]
                 if str_off + str_size > size or str_size > MAX_NAME * 64:
-                    raise ElfLayoutError(f"{path}: section names run past the end of the file")
+                    raise LibraryCopyError(f"{path}: section names run past the end of the file")
                 f.seek(str_off)
                 names = f.read(str_size)
         except OSError as e:
-            raise ElfLayoutError(f"{path}: {e.strerror or e}") from None
+            raise LibraryCopyError(f"{path}: {e.strerror or e}") from None
         sections = []
         for i, (name, typ, flags, addr, offset, sec_size, link, info, align, entsize) in enumerate(rows):
             end = names.find(b"\0", name)
@@ -233,11 +231,11 @@ class LibrarySymbols:
     def __init__(self, layout: ElfLayout, symbol_order: SymbolOrder):
         symtab = layout.first_of_type(SHT_SYMTAB)
         if symtab is None or not 0 < symtab.link < len(layout.sections):
-            raise ElfLayoutError(f"{layout.path} has no symbol table")
+            raise LibraryCopyError(f"{layout.path} has no symbol table")
         strtab = layout.sections[symtab.link]
         for s in (symtab, strtab):
             if not layout.has_contents(s):
-                raise ElfLayoutError(f"{layout.path}: {s.name} runs past the end of the file")
+                raise LibraryCopyError(f"{layout.path}: {s.name} runs past the end of the file")
         self.layout = layout
         self._order = symbol_order.order
         self._lowest = symbol_order.lowest
@@ -247,13 +245,13 @@ class LibrarySymbols:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as e:
             self._file.close()
-            raise ElfLayoutError(f"{layout.path}: cannot map it: {e}") from None
+            raise LibraryCopyError(f"{layout.path}: cannot map it: {e}") from None
         self._symtab = memoryview(self._map)[symtab.offset : symtab.offset + symtab.size - symtab.size % SYM_SIZE]
         self._strtab = (strtab.offset, strtab.size)
         self._count = len(self._symtab) // SYM_SIZE
         if len(self._order) != self._count:
             self.close()
-            raise ElfLayoutError(f"{layout.path}: the symbol order does not match its symbol table")
+            raise LibraryCopyError(f"{layout.path}: the symbol order does not match its symbol table")
         self._synthetic: dict[int, list[ElfSymbol]] | None = None
 
     def close(self) -> None:
@@ -315,7 +313,7 @@ class LibrarySymbols:
             if covers or sized or (own and not zero_sized_seen):
                 out.extend(group)
                 if len(out) > MAX_WINDOW_SYMBOLS:
-                    raise ElfLayoutError(f"{self.layout.path}: symbols near {address:#x} are too many to window")
+                    raise LibraryCopyError(f"{self.layout.path}: symbols near {address:#x} are too many to window")
             zero_sized_seen = zero_sized_seen or any(not s.size for s in own)
             if sized and not covers:
                 stop_after_next = True  # gdb stops here

@@ -6,7 +6,7 @@ copy whose symbol tables (.symtab and .dynsym) are hidden: same bytes at the sam
 (code, unwind tables, data), only the section types that make them symbol tables are changed
 and the non-allocated .symtab/.strtab contents left out (holes in a sparse file). gdb then
 unwinds through the copy exactly as through the original, and names what it needs through the
-small symbol files of coreanalyze.gdb.minsyms.
+small symbol files of coreanalyze.gdb.libcopies.symbolfiles.
 
 Copies are cached per library in the user cache (`$COREANALYZE_CACHE_DIR` or
 `~/.cache/coreanalyze`), named by build-id (or, for the many wheels without one, by the file's
@@ -31,17 +31,17 @@ import os
 import shutil
 import struct
 import tempfile
-import threading
 import time
 from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from coreanalyze import model
+from coreanalyze import background, model
+from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
-from coreanalyze.gdb.linkmap import read_link_map
-from coreanalyze.gdb.minsyms import (
+from coreanalyze.gdb.libcopies.errors import LibraryCopyError
+from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
     MAX_SECTIONS,
     SHT_DYNSYM,
@@ -50,12 +50,12 @@ from coreanalyze.gdb.minsyms import (
     SHT_SYMTAB,
     SYM_SIZE,
     ElfLayout,
-    ElfLayoutError,
     LibrarySymbols,
     SymbolOrder,
     plt_layout_known,
     sort_symbols,
-)
+)  # fmt: skip
+from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.symbols.paths import cache_dir, under, valid_build_id
 
 FORMAT = 1
@@ -80,10 +80,6 @@ ET_DYN = 3
 COPY_CHUNK = 1 << 30
 
 
-class FastLibraryError(Exception):
-    """A library cannot be given to gdb as a copy; it is then loaded as it is."""
-
-
 @dataclass
 class FastLibrary:
     """One huge library of the core, served to gdb as a copy without symbol tables."""
@@ -95,8 +91,7 @@ class FastLibrary:
     layout: ElfLayout
     base: int | None = None  # run-time minus link-time address (the loader's l_addr)
     _symbols: LibrarySymbols | None = field(default=None, repr=False)
-    _ordering: threading.Thread | None = field(default=None, repr=False)
-    _sorted: SymbolOrder | None = field(default=None, repr=False)
+    _ordering: background.Job[SymbolOrder] | None = field(default=None, repr=False)
 
     def contains(self, address: int) -> bool:
         return self.base is not None and self.layout.section_at(address - self.base) is not None
@@ -105,20 +100,13 @@ class FastLibrary:
         """Sort the symbols (first use of a library) in a thread: the sort holds the
         interpreter for a fraction of a second, which gdb's own work can hide."""
         if self._ordering is None and not os.path.isfile(os.path.join(self.entry, ORDER_META)):
-            self._ordering = threading.Thread(target=self._order, daemon=True)
-            self._ordering.start()
-
-    def _order(self) -> None:
-        try:
-            self._sorted = write_order(self.layout, self.entry)
-        except (OSError, ValueError):
-            pass  # symbols() tries again and reports
+            # A failed sort leaves no result: symbols() then sorts again and reports.
+            self._ordering = background.start("symbol-order", write_order, self.layout, self.entry)
 
     def symbols(self) -> LibrarySymbols:
         if self._symbols is None:
-            if self._ordering is not None:
-                self._ordering.join()
-            order = self._sorted or load_order(self.entry)
+            sorted_ = self._ordering.result() if self._ordering is not None else None
+            order = sorted_ or load_order(self.entry)
             if order is None:
                 order = write_order(self.layout, self.entry)
             self._symbols = LibrarySymbols(self.layout, order)
@@ -126,7 +114,7 @@ class FastLibrary:
 
     def close(self) -> None:
         if self._ordering is not None:
-            self._ordering.join()
+            self._ordering.wait()
         if self._symbols is not None:
             self._symbols.close()
             self._symbols = None
@@ -169,26 +157,34 @@ def plan_fast_libraries(
     """The fast libraries of a core, or None when none qualifies (gdb then loads all as they are).
 
     debug_dirs: the directories gdb searches for separate debug files; a library with one is
-    left alone (gdb reads its DWARF, which a copy would not change).
+    left alone (gdb reads its DWARF, which a copy would not change). Any failure is a
+    LibraryCopyError.
     """
+    try:
+        return _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols)
+    except (OSError, ValueError, struct.error) as e:
+        raise LibraryCopyError(str(e)) from e
+
+
+def _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastLibraries | None:
     root = os.fspath(cache_root) if cache_root is not None else str(cache_dir())
     executable = notes.executable
     chosen: list[FastLibrary] = []
     warnings: list[str] = []
     for module in modules:
-        if module.path == executable or module.local_path is None or module.status not in ("ok", "no-build-id"):
+        if module.path == executable or module.local_path is None or not module.status.trusted_image:
             continue
         try:
             if os.path.getsize(module.local_path) < min_symbols * SYM_SIZE or not _may_qualify(module.local_path, min_symbols):
                 continue  # too small for that many symbols, or no symbol table that large
             layout = ElfLayout.read(module.local_path)
-        except (OSError, ElfLayoutError):
+        except (OSError, LibraryCopyError):
             continue
         if not _qualifies(layout, min_symbols) or has_debug_file(layout, module.path, debug_dirs):
             continue
         try:
             entry, copy = cached_copy(module.local_path, layout, root)
-        except (FastLibraryError, OSError) as e:
+        except (LibraryCopyError, OSError) as e:
             warnings.append(f"{module.path} is loaded whole ({e})")
             continue
         chosen.append(FastLibrary(path=module.path, local_path=module.local_path, copy=copy, entry=entry, layout=layout))
@@ -326,7 +322,7 @@ def cached_copy(path: str, layout: ElfLayout, root: str) -> tuple[str, str]:
         _touch(entry)
         return entry, copy
     if not plt_layout_known(layout):
-        raise FastLibraryError("its PLT has a layout gdb's names for it cannot be reproduced from")
+        raise LibraryCopyError("its PLT has a layout gdb's names for it cannot be reproduced from")
     os.makedirs(os.path.dirname(entry), mode=0o700, exist_ok=True)
     _trim_libraries(os.path.join(root, LIBRARIES_DIR), incoming=layout.file_size)
     tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(entry))
@@ -376,7 +372,7 @@ def write_copy(layout: ElfLayout, target: str) -> None:
     table = (layout.shoff, layout.shoff + len(layout.sections) * 64)
     for lo, hi in holes:
         if any(lo < end and start < hi for start, end in [*loads, table]):
-            raise FastLibraryError("its symbol table overlaps what the process mapped")
+            raise LibraryCopyError("its symbol table overlaps what the process mapped")
     headers = bytearray()
     for s in layout.sections:
         sh_type = SHT_PROGBITS if s.type in (SHT_SYMTAB, SHT_DYNSYM) else s.type
@@ -402,7 +398,7 @@ def _load_ranges(layout: ElfLayout) -> list[tuple[int, int]]:
     phoff = struct.unpack_from("<Q", layout.header, 32)[0]
     phentsize, phnum = struct.unpack_from("<HH", layout.header, 54)
     if phentsize != 56 or phnum > 4096:
-        raise FastLibraryError("unusual program headers")
+        raise LibraryCopyError("unusual program headers")
     with open(layout.path, "rb") as f:
         f.seek(phoff)
         raw = f.read(phnum * 56)
@@ -425,7 +421,7 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> None:
         if done <= 0:
             data = os.pread(src, min(1 << 24, end - offset), offset)
             if not data:
-                raise FastLibraryError("the library is shorter than its headers say")
+                raise LibraryCopyError("the library is shorter than its headers say")
             done = os.pwrite(dst, data, offset)
         offset += done
 
@@ -434,14 +430,14 @@ def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
     """Sort the library's symbols by address and keep the result in its cache entry."""
     symtab = layout.first_of_type(SHT_SYMTAB)
     if symtab is None:
-        raise ValueError(f"{layout.path} has no symbol table")
+        raise LibraryCopyError(f"{layout.path} has no symbol table")
     with open(layout.path, "rb") as f:
         f.seek(symtab.offset)
         order = sort_symbols(f.read(symtab.size))
     # The order first, then the small file that makes it valid: a reader never sees half.
-    _write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
+    write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
     lowest = {"count": len(order.order), "lowest": order.lowest, "lowest_sized": order.lowest_sized}
-    _write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
+    write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
     return order
 
 
@@ -462,20 +458,6 @@ def load_order(entry: str) -> SymbolOrder | None:
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _trim_libraries(directory: str, incoming: int) -> None:
@@ -547,7 +529,7 @@ def build_sysroot(paths: Iterable[str], replaced: dict[str, str], root: str, sys
         except OSError:
             if not os.path.isdir(farm):
                 raise  # not a concurrent run that made the same one
-        _write_atomically(farm + ABSENT_SUFFIX, json.dumps(sorted(absent)).encode())
+        write_atomically(farm + ABSENT_SUFFIX, json.dumps(sorted(absent)).encode())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return farm
@@ -613,7 +595,7 @@ def _debuglink_candidates(path: str, local: str) -> list[tuple[str, str]]:
     also in the directory's real path): (name in the core's terms, file here)."""
     try:
         name = _debuglink(ElfLayout.read(local))
-    except (OSError, ElfLayoutError):
+    except (OSError, LibraryCopyError):
         return []
     if not name:
         return []

@@ -1,35 +1,34 @@
-"""Python frames of every thread of a core, read from the interpreter's memory inside gdb.
+"""The CPython frame walker: Python frames of every thread, read from a dead process's memory.
 
-Sourced into gdb (`source pystacks.py`), this registers the MI command
-
-    -coreanalyze-pystacks [--locals] [--locals-tid TID] [--locals-frames N]
-                          [--python-version 3.X] [--show-layout]
-
-whose result is `^done,format="coreanalyze-pystacks/1",json="{...}"`: one JSON document (ASCII
-only, so MI quoting cannot mangle it) with the interpreter version, every Python thread (its
-LWP, whether it holds the GIL, its frames innermost first, each with the index of the
-`_PyEval_EvalFrameDefault` activation that runs it) and warnings.
+Debugger-neutral: everything it needs from the process comes through a `Target` (memory reads,
+global symbol addresses, the names of the loaded files, type offsets from debug info, the
+threads' LWPs). `gdb_scripts/pystacks.py` runs it inside gdb over gdb's view of the core;
+`coreanalyze.coretarget` runs it in-process over the core file's own memory and the ELF
+files it maps.
 
 How the runtime is found without debug info: `_PyRuntime` and `Py_Version` are exported in
 the dynamic symbol table of the executable or of libpython, even on stripped distribution
 builds. From there interpreters -> thread states -> frames are walked with per-version
 field offsets: CPython 3.13 describes them itself in `_Py_DebugOffsets` (the first member of
-`_PyRuntime`; 3.14 changed that structure and is not read yet); for 3.10-3.12 the offsets of x86_64 release builds are tabled below, and when
-the interpreter has DWARF the offsets are derived from its types instead.
+`_PyRuntime`; 3.14 changed that structure and is not read yet); for 3.10-3.12 the offsets of
+x86_64 release builds are tabled below, and when the target can read the interpreter's DWARF
+the offsets are derived from its types instead.
 
 Everything read here comes from a dead, possibly corrupt process: every read is checked and
 bounded, every loop has a limit and a cycle check, and nothing is ever executed in the
-inferior (no calls, only memory reads). A broken structure ends that thread's walk with the
-frames read so far and a warning; no exception reaches gdb.
+process (no calls, only memory reads). A broken structure ends that thread's walk with the
+frames read so far and a warning.
+
+This file is imported both as `coreanalyze.gdb_scripts.pywalker` and, inside gdb, as the
+top-level module `pywalker`: it imports nothing from coreanalyze.
 """
 
 from __future__ import annotations
 
-import json
+import re
 import struct
 import time
-
-import gdb  # type: ignore[import-not-found]  # only exists inside gdb
+from typing import Protocol
 
 FORMAT = "coreanalyze-pystacks/1"
 COMMAND = "coreanalyze-pystacks"
@@ -376,14 +375,42 @@ class BudgetExceeded(Exception):
     """The walk used up its read or time budget."""
 
 
+class UnknownArgument(ValueError):
+    """An option the MI command does not know."""
+
+
+class Target(Protocol):
+    """What the walker needs from a debugger (or from a core file read in-process)."""
+
+    def read(self, address: int, size: int) -> bytes:
+        """size bytes at address; raises ReadError when they cannot be read."""
+
+    def symbol_address(self, name: str) -> int | None:
+        """Address of a global symbol (minimal symbols of .dynsym/.symtab suffice)."""
+
+    def object_files(self) -> list[str]:
+        """Paths of the loaded executable and libraries."""
+
+    def type_offsets(self, spec: dict[str, tuple[str, str | None]], near: int) -> dict[str, int]:
+        """Offsets of the spec's fields ("struct.field" -> (type name, member path or None for
+        sizeof)) from the debug info of the code at address near; {} when it has none."""
+
+    def thread_lwps(self) -> list[int]:
+        """The LWPs of the process's threads."""
+
+    def pid(self) -> int | None:
+        """The process id, when known."""
+
+
+
 # --------------------------------------------------------------------------- memory
 
 
 class Memory:
-    """Checked, counted reads of the inferior's memory."""
+    """Checked, counted reads of the target's memory."""
 
-    def __init__(self, inferior) -> None:
-        self._inferior = inferior
+    def __init__(self, target: Target) -> None:
+        self._target = target
         self.reads = 0
         self.deadline = time.monotonic() + TIME_BUDGET
 
@@ -395,10 +422,7 @@ class Memory:
         self.reads += 1
         if self.reads > MAX_READS or (self.reads % 1024 == 0 and time.monotonic() > self.deadline):
             raise BudgetExceeded("the walk used up its budget of memory reads/time")
-        try:
-            return bytes(self._inferior.read_memory(address, size))
-        except (gdb.MemoryError, gdb.error, OverflowError, ValueError):
-            raise ReadError(f"cannot read {size} bytes at 0x{address:x}") from None
+        return self._target.read(address, size)
 
     def u8(self, a: int) -> int:
         return self.read(a, 1)[0]
@@ -442,26 +466,10 @@ class Memory:
 # --------------------------------------------------------------------------- symbols & version
 
 
-def _symbol_address(name: str) -> int | None:
-    """Address of a global symbol (minimal symbols of .dynsym/.symtab suffice)."""
-    try:
-        value = gdb.parse_and_eval(f"(unsigned long)&'{name}'")
-        return int(value)
-    except (gdb.error, RuntimeError, ValueError, OverflowError):
-        return None
-
-
-def _version_from_names() -> tuple[int, int] | None:
+def _version_from_names(target: Target) -> tuple[int, int] | None:
     """3.X from a loaded libpython3.X or the python3.X executable, when Py_Version is absent."""
-    import re
-
-    names = []
-    try:
-        names = [o.filename or "" for o in gdb.objfiles()]
-    except gdb.error:
-        pass
     pattern = re.compile(r"(?:libpython|python)3\.(\d{1,2})(?:[^/\d]|$)")
-    for name in names:
+    for name in target.object_files():
         m = pattern.search(name.rsplit("/", 1)[-1])
         if m:
             return (3, int(m.group(1)))
@@ -475,55 +483,12 @@ def _hex_version(value: int) -> tuple[int, int, int] | None:
     return None
 
 
-# --------------------------------------------------------------------------- layouts from DWARF
-
-
-def _find_field(t, name: str):
-    """(byte offset, type) of a named member, looking into anonymous structs/unions."""
-    t = t.strip_typedefs()
-    for f in t.fields():
-        if f.name == name:
-            return f.bitpos // 8, f.type
-        if not f.name and f.type is not None:
-            try:
-                off, ft = _find_field(f.type, name)
-            except KeyError:
-                continue
-            return f.bitpos // 8 + off, ft
-    raise KeyError(name)
-
-
-def _dwarf_offset(type_name: str, path: str | None, block) -> int:
-    t = gdb.lookup_type(type_name, block) if block is not None else gdb.lookup_type(type_name)
-    if path is None:
-        return t.strip_typedefs().sizeof
-    total = 0
-    for part in path.split("."):
-        off, t = _find_field(t, part)
-        total += off
-    return total
-
-
-def dwarf_layout(version: tuple[int, int], eval_address: int | None) -> dict[str, int]:
-    """Offsets from the interpreter's own DWARF types; {} when it has none."""
+def dwarf_layout(target: Target, version: tuple[int, int], eval_address: int | None) -> dict[str, int]:
+    """Offsets from the interpreter's own DWARF types, as the target reads them; {} when none."""
     spec = DWARF_SPEC.get(version)
     if not spec or eval_address is None:
         return {}
-    try:
-        block = gdb.block_for_pc(eval_address)
-    except (gdb.error, RuntimeError):
-        block = None
-    if block is None:
-        # No DWARF for the interpreter itself: types found elsewhere (an extension built
-        # with -g against other headers) would describe some other Python.
-        return {}
-    out: dict[str, int] = {}
-    for key, (type_name, path) in spec.items():
-        try:
-            out[key] = _dwarf_offset(type_name, path, block)
-        except (gdb.error, KeyError, RuntimeError, TypeError):
-            continue
-    return out
+    return target.type_offsets(spec, eval_address)
 
 
 def debug_offsets_layout(mem: Memory, runtime: int) -> tuple[dict[str, int], tuple[int, int, int] | None]:
@@ -1029,13 +994,6 @@ class Walker:
 # --------------------------------------------------------------------------- threads -> LWPs
 
 
-def _core_lwps() -> list[int]:
-    try:
-        return [t.ptid[1] for t in gdb.selected_inferior().threads() if t.ptid[1]]
-    except gdb.error:
-        return []
-
-
 def map_thread_ids(mem: Memory, thread_ids: list[int], lwps: set[int]) -> dict[int, int]:
     """pthread_t -> LWP: glibc keeps the tid inside struct pthread; find at which offset."""
     def mapped(offset: int) -> dict[int, int]:
@@ -1063,12 +1021,14 @@ def map_thread_ids(mem: Memory, thread_ids: list[int], lwps: set[int]) -> dict[i
 # --------------------------------------------------------------------------- entry point
 
 
-def _choose_layout(mem: Memory, runtime: int, hint: tuple[int, int] | None, warnings: list[str]) -> Layout | None:
-    eval_address = _symbol_address("_PyEval_EvalFrameDefault")
+def _choose_layout(
+    target: Target, mem: Memory, runtime: int, hint: tuple[int, int] | None, warnings: list[str]
+) -> Layout | None:
+    eval_address = target.symbol_address("_PyEval_EvalFrameDefault")
     offsets, dbg_version = debug_offsets_layout(mem, runtime)
     if offsets:
         base = dict(TABLES[(3, 13)])
-        derived = dwarf_layout((3, 13), eval_address)
+        derived = dwarf_layout(target, (3, 13), eval_address)
         base.update(derived)
         base.update(offsets)
         layout = Layout(dbg_version, base, "debug-offsets")
@@ -1077,14 +1037,14 @@ def _choose_layout(mem: Memory, runtime: int, hint: tuple[int, int] | None, warn
         return layout
     version: tuple[int, ...] | None = dbg_version
     if version is None:
-        address = _symbol_address("Py_Version")
+        address = target.symbol_address("Py_Version")
         if address is not None:
             try:
                 version = _hex_version(mem.u32(address))
             except ReadError:
                 version = None
     if version is None:
-        version = hint or _version_from_names()
+        version = hint or _version_from_names(target)
     if version is None:
         warnings.append("cannot tell the Python version (no Py_Version, no libpython3.X); assuming 3.10")
         version = (3, 10)
@@ -1094,7 +1054,7 @@ def _choose_layout(mem: Memory, runtime: int, hint: tuple[int, int] | None, warn
         return None
     offsets = dict(TABLES[minor])
     source = "table"
-    derived = dwarf_layout(minor, eval_address)
+    derived = dwarf_layout(target, minor, eval_address)
     if derived:
         source = "dwarf"
         offsets.update(derived)
@@ -1103,18 +1063,18 @@ def _choose_layout(mem: Memory, runtime: int, hint: tuple[int, int] | None, warn
     return layout
 
 
-def walk(options: dict) -> dict:
+def walk(target: Target, options: dict) -> dict:
+    """The walker's document: version, layout, every Python thread's frames, warnings."""
     result: dict = {"format": FORMAT, "python_version": None, "layout": None, "warnings": [], "threads": []}
     warnings: list[str] = result["warnings"]
-    inferior = gdb.selected_inferior()
-    result["pid"] = inferior.pid or None
-    mem = Memory(inferior)
-    runtime = _symbol_address("_PyRuntime")
+    result["pid"] = target.pid() or None
+    mem = Memory(target)
+    runtime = target.symbol_address("_PyRuntime")
     if runtime is None:
         warnings.append("no _PyRuntime symbol: not a CPython 3.10+ process, or its libpython is missing")
         return result
     try:
-        layout = _choose_layout(mem, runtime, options.get("version_hint"), warnings)
+        layout = _choose_layout(target, mem, runtime, options.get("version_hint"), warnings)
     except ReadError as e:
         warnings.append(f"cannot read the interpreter's runtime state: {e}")
         return result
@@ -1129,7 +1089,7 @@ def walk(options: dict) -> dict:
         result["debug_offsets"] = layout.debug_offsets
         return result
     walker = Walker(mem, layout, runtime)
-    lwps = _core_lwps()
+    lwps = target.thread_lwps()
     locals_tid = options.get("locals_tid")
     locals_frames = options.get("locals_frames", DEFAULT_LOCALS_FRAMES) if options.get("locals") else 0
     threads: list[dict] = []
@@ -1186,6 +1146,7 @@ def _assign_lwps(mem: Memory, threads: list[dict], lwps: set[int], warnings: lis
 
 
 def parse_args(argv: list[str]) -> dict:
+    """Options of the MI command; ValueError or StopIteration on bad arguments."""
     options: dict = {}
     it = iter(argv)
     for arg in it:
@@ -1201,30 +1162,5 @@ def parse_args(argv: list[str]) -> dict:
         elif arg == "--show-layout":
             options["show_layout"] = True
         else:
-            raise gdb.GdbError(f"-{COMMAND}: unknown argument {arg!r}")
+            raise UnknownArgument(f"unknown argument {arg!r}")
     return options
-
-
-class PyStacksCommand(gdb.MICommand):
-    """-coreanalyze-pystacks: Python frames of every thread, as one JSON document."""
-
-    def __init__(self) -> None:
-        super().__init__("-" + COMMAND)
-
-    def invoke(self, argv):
-        try:
-            options = parse_args(list(argv))
-        except (StopIteration, ValueError):
-            raise gdb.GdbError(f"-{COMMAND}: bad arguments {' '.join(argv)!r}") from None
-        try:
-            result = walk(options)
-        except Exception as e:  # noqa: BLE001 - a broken core must never break gdb's session
-            failure = f"Python frame walk failed: {type(e).__name__}: {e}"
-            result = {"format": FORMAT, "threads": [], "warnings": [failure]}
-        return {"format": FORMAT, "json": json.dumps(result, ensure_ascii=True, separators=(",", ":"))}
-
-
-try:
-    PyStacksCommand()
-except RuntimeError:
-    pass  # already registered by an earlier `source` of this file

@@ -1,0 +1,69 @@
+"""What the tool knows about each CPU architecture a core can come from, as data.
+
+One module per architecture holds its tables (register names, auxv HWCAP bits, the
+instructions compilers emit as deliberate traps); this package looks them up by the short
+name the notes reader gives a core's machine ("x86_64", "aarch64").
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from coreanalyze.arch import aarch64, x86_64
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str  # as corefile names it: "x86_64", "aarch64"
+    gdb_name: str  # what `set architecture` accepts
+    hwcap: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP bit -> feature name
+    hwcap2: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP2 bit -> feature name
+
+
+ARCHITECTURES = {
+    module.NAME: Architecture(
+        name=module.NAME,
+        gdb_name=module.GDB_NAME,
+        hwcap=MappingProxyType(module.HWCAP),
+        hwcap2=MappingProxyType(module.HWCAP2),
+    )
+    for module in (x86_64, aarch64)
+}
+
+# platform.machine() spellings of the same architectures.
+_MACHINE_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def architecture(name: str | None) -> Architecture | None:
+    return ARCHITECTURES.get(name) if name else None
+
+
+def host_architecture() -> str:
+    """The architecture of the machine doing the analysis, spelled as corefile spells it."""
+    machine = platform.machine().lower()
+    return _MACHINE_ALIASES.get(machine, machine)
+
+
+def hwcap_features(arch: str | None, hwcap: int | None, hwcap2: int | None) -> dict[str, list[str]]:
+    """{"hwcap_features": [...], "hwcap2_features": [...]} for the bits this tool can name."""
+    known = architecture(arch)
+    if known is None:
+        return {}
+    features: dict[str, list[str]] = {}
+    if isinstance(hwcap, int):
+        features["hwcap_features"] = [n for bit, n in known.hwcap.items() if hwcap >> bit & 1]
+    if isinstance(hwcap2, int):
+        features["hwcap2_features"] = [n for bit, n in known.hwcap2.items() if hwcap2 >> bit & 1]
+    return features
+
+
+def accessed_address(instruction: str | None, registers: Mapping[str, int] | None) -> tuple[int, str] | None:
+    """(address, base register) the faulting load/store accessed, from its operand and the
+    registers; for architectures whose memory operands this tool reads (aarch64, told apart by
+    its register names), else None."""
+    if not registers or "x0" not in registers:
+        return None
+    return aarch64.accessed_address(instruction, registers)

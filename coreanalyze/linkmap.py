@@ -1,0 +1,214 @@
+"""Where the program and its libraries were loaded, from the dynamic linker's list in memory.
+
+A core without NT_FILE (qemu-user writes none; neither do some minimal dumpers) does not say
+which files were mapped where, and when it also leaves out the files' read-only pages (qemu
+does) gdb can place neither the program nor its libraries: it finds the link map through the
+program headers at AT_PHDR, which read as zeros there. The loader's own list survives in the
+core's writable memory, though: the program's `.dynamic` (its address from the local copy of
+the program and the load bias AT_ENTRY - e_entry) holds DT_DEBUG -> `struct r_debug` ->
+`r_map`, a chain of `struct link_map {l_addr, l_name, l_ld, l_next, l_prev}`.
+
+Everything read from the core is untrusted: every walk is bounded, names are only looked up
+under the sysroot, and a list that does not hold together yields nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from coreanalyze.corefile import CoreNotes, Mapping
+
+DT_NULL, DT_DEBUG = 0, 21
+MAX_DYNAMIC_ENTRIES = 1024
+MAX_LINK_MAP_ENTRIES = 4096
+MAX_NAME_BYTES = 4096
+PAGE = 4096
+
+
+@dataclass
+class PlacedObject:
+    """One ELF object of the process: its path in the core's world, the local file, its bias."""
+
+    path: str
+    local_path: str
+    bias: int
+    mappings: list[Mapping] = field(default_factory=list)
+
+
+@dataclass
+class LinkMap:
+    objects: list[PlacedObject] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def mappings(self) -> list[Mapping]:
+        return sorted((m for o in self.objects for m in o.mappings), key=lambda m: m.start)
+
+
+def needs_link_map(notes: CoreNotes) -> bool:
+    """True for a core that says neither where its files were mapped (no NT_FILE) nor, by
+    keeping the program's headers, lets gdb find out for itself."""
+    if notes.mappings or not notes.threads:
+        return False
+    phdr = notes.auxv.get("AT_PHDR")
+    headers = notes.memory.read(phdr, 56) if isinstance(phdr, int) else None
+    return headers is None or not any(headers)
+
+
+def read_link_map(notes: CoreNotes, executable: str | None, sysroot: str | None) -> LinkMap:
+    """The objects the dynamic linker had loaded, placed by their load bias.
+
+    executable: the local copy of the program (needed: its program headers are not in the core).
+    """
+    result = LinkMap()
+    if not executable or not os.path.isfile(executable):
+        result.warnings.append("the core has no file list and the program is not here, so its libraries cannot be placed")
+        return result
+    program = _load_segments(executable)
+    entry = notes.auxv.get("AT_ENTRY")
+    if program is None or not isinstance(entry, int):
+        result.warnings.append("the core has no file list and its program's load address is unknown")
+        return result
+    e_entry, is_pie, loads, dynamic = program
+    bias = entry - e_entry if is_pie else 0
+    core_path = notes.executable or executable
+    result.objects.append(PlacedObject(core_path, executable, bias, _mappings(core_path, bias, loads)))
+    if dynamic is None:
+        return result  # a static program: nothing else was loaded
+    fmt = "<" if notes.little_endian else ">"
+    r_debug = _dynamic_value(notes, bias + dynamic, DT_DEBUG, fmt)
+    r_map = notes.memory.read_u64(r_debug + 8) if r_debug else None
+    if not r_map:
+        result.warnings.append("the dynamic linker's list of libraries is not in the core; frames in libraries stay unnamed")
+        return result
+    seen: set[int] = set()
+    node = r_map
+    while node and node not in seen and len(seen) < MAX_LINK_MAP_ENTRIES:
+        seen.add(node)
+        raw = notes.memory.read(node, 32)
+        if raw is None:
+            result.warnings.append(f"the dynamic linker's list breaks off at 0x{node:x}")
+            break
+        l_addr, l_name, _l_ld, l_next = struct.unpack(fmt + "4Q", raw)
+        name = notes.memory.read_cstring(l_name, MAX_NAME_BYTES) if l_name else None
+        path = name.decode("utf-8", "backslashreplace") if name else ""
+        if name is None and l_addr == notes.auxv.get("AT_BASE"):
+            # The loader's own name points into the program's .interp, a read-only page the
+            # core may lack; the local program names the same loader.
+            path = _interpreter(executable) or ""
+        node = l_next
+        if not path.startswith("/"):
+            continue  # the program itself ("") and the vDSO ("linux-vdso.so.1")
+        local = _local(path, sysroot)
+        segments = _load_segments(local) if local else None
+        if segments is None:
+            result.warnings.append(f"{path} (loaded at 0x{l_addr:x}) is not here{' under the sysroot' if sysroot else ''}")
+            continue
+        result.objects.append(PlacedObject(path, local, l_addr, _mappings(path, l_addr, segments[2])))
+    return result
+
+
+def _local(path: str, sysroot: str | None) -> str | None:
+    """The local file for a path in the core's world: under the sysroot only (a core's name
+    must not pick a file outside it), else as named. A name already inside the sysroot is
+    taken as it is (a program run from an unpacked sysroot, as under qemu-user, names its
+    files so)."""
+    if not sysroot:
+        return path if os.path.isfile(path) else None
+    root = os.path.realpath(sysroot)
+    for candidate in (os.path.join(sysroot, path.lstrip("/")), path):
+        real = os.path.realpath(candidate)
+        if os.path.commonpath([root, real]) == root and os.path.isfile(real):
+            return candidate
+    return None
+
+
+def _interpreter(path: str) -> str | None:
+    """The program's PT_INTERP: the dynamic linker's path."""
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            for i in range(min(elf.num_segments(), 256)):
+                segment = elf.get_segment(i)
+                if segment.header["p_type"] == "PT_INTERP":
+                    return segment.get_interp_name()
+    except (OSError, ELFError, ValueError, struct.error, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _load_segments(path: str) -> tuple[int, bool, list[tuple[int, int, int]], int | None] | None:
+    """(e_entry, position independent, [(p_vaddr, p_memsz, p_offset)] of PT_LOAD, PT_DYNAMIC vaddr)."""
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            loads, dynamic = [], None
+            for i in range(min(elf.num_segments(), 256)):
+                h = elf.get_segment(i).header
+                if h["p_type"] == "PT_LOAD":
+                    loads.append((h["p_vaddr"], h["p_memsz"], h["p_offset"]))
+                elif h["p_type"] == "PT_DYNAMIC":
+                    dynamic = h["p_vaddr"]
+            return elf["e_entry"], elf["e_type"] == "ET_DYN", loads, dynamic
+    except (OSError, ELFError, ValueError, struct.error):
+        return None
+
+
+def _mappings(path: str, bias: int, loads: list[tuple[int, int, int]]) -> list[Mapping]:
+    mappings = []
+    for vaddr, memsz, offset in loads:
+        start = (bias + vaddr) & ~(PAGE - 1)
+        end = (bias + vaddr + memsz + PAGE - 1) & ~(PAGE - 1)
+        if start < end:
+            mappings.append(Mapping(start=start, end=end, file_offset=offset & ~(PAGE - 1), path=path))
+    return mappings
+
+
+def _dynamic_value(notes: CoreNotes, address: int, tag: int, fmt: str) -> int | None:
+    pair = struct.Struct(fmt + "qQ")
+    for i in range(MAX_DYNAMIC_ENTRIES):
+        raw = notes.memory.read(address + i * pair.size, pair.size)
+        if raw is None:
+            return None
+        d_tag, d_val = pair.unpack(raw)
+        if d_tag == DT_NULL:
+            return None
+        if d_tag == tag:
+            return d_val
+    return None
+
+
+class PlacingGdb:
+    """An OwnGdb (or PooledGdb) whose every opened core gets the placed objects.
+
+    trust-readonly-sections: gdb reads code and constants from the files, not from the core,
+    whose pages for them may be zeros (kept in the core's layout but without contents).
+    """
+
+    def __init__(self, gdb, link_map: LinkMap) -> None:
+        self._gdb = gdb
+        self._link_map = link_map
+
+    def open_core(self, core: str, **kwargs):
+        from coreanalyze.errors import GdbError, GdbTimeout
+        from coreanalyze.gdb.session import mi_quote
+
+        kwargs["executable"] = None  # placed below with its bias, like the libraries
+        session = self._gdb.open_core(core, **kwargs)
+        session.console("set trust-readonly-sections on")
+        for obj in self._link_map.objects:
+            try:
+                session.console(f"add-symbol-file -o 0x{obj.bias:x} {mi_quote(obj.local_path)}")
+            except GdbTimeout:
+                raise
+            except GdbError:
+                continue  # an unreadable file: its frames stay unnamed, the rest is placed
+        return session
+
+    def __getattr__(self, name: str):
+        return getattr(self._gdb, name)
