@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from coreanalyze import __version__, background
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
@@ -144,22 +145,23 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
         return None  # an optimisation only: gdb then reads every library itself
 
 
-def _run_gdb(
-    report: Report,
-    notes,
-    core_path: str,
-    executable: str | None,
-    options: AnalyzeOptions,
-    debug_dirs: list[str],
-    fast=None,
-    gdb_pool=None,
-    own_gdb=None,
-    while_gdb_loads=None,
-    link_map=None,
-):
-    """gdb's view of the core; returns (abort message, failure reason or None).
+@dataclass
+class _GdbPlan:
+    """How gdb opens this core: which files, which gdb, which speed work runs beside it."""
 
-    while_gdb_loads: called once gdb is about to read the core and its libraries."""
+    core_path: str
+    executable: str | None
+    debug_dirs: list[str]
+    fast: Any = None  # libcopies' plan of symbol-less library copies, or None
+    gdb_pool: Any = None  # a warm pool serving one core after another, or None
+    own_gdb: Any = None  # a gdb started early for this core alone, or None
+    link_map: Any = None  # where files were loaded, for cores without NT_FILE
+    while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
+
+
+def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
+    """gdb's view of the core into the report; returns the abort message gdb found, if any."""
+    from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
     from coreanalyze.linkmap import PlacingGdb
@@ -167,20 +169,20 @@ def _run_gdb(
 
     index_cache = default_index_cache() if options.fast_libraries else None
     with gdb_for_analysis(
-        gdb_pool,
+        plan.gdb_pool,
         gdb_path=options.gdb,
         timeout=options.timeout,
         debuginfod=options.debuginfod,
         index_cache=index_cache,
-        own=own_gdb,
+        own=plan.own_gdb,
     ) as gdb, collected_core(
-        gdb if link_map is None else PlacingGdb(gdb, link_map),
-        core_path,
-        executable=executable,
+        gdb if plan.link_map is None else PlacingGdb(gdb, plan.link_map),
+        plan.core_path,
+        executable=plan.executable,
         sysroot=options.sysroot,
-        debug_dirs=debug_dirs,
-        fast=fast,
-        before_target=while_gdb_loads,
+        debug_dirs=plan.debug_dirs,
+        fast=plan.fast,
+        before_target=plan.while_gdb_loads,
     ) as (session, analysis):
         report.threads = analysis.threads
         report.warnings.extend(analysis.warnings)
@@ -190,7 +192,9 @@ def _run_gdb(
         report.fault_instruction = analysis.fault_instruction
         try:
             # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
-            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals)
+            # A user's rules may name thread roles of their own; the built-in ones need no wait.
+            user_rules = load_rules(options.rules_files) if options.rules_files else None
+            stacks = add_python_frames(session, report.threads, with_locals=options.with_locals, rules=user_rules)
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
         else:
@@ -366,9 +370,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         if fast is not None:
             fast.order_in_background()
     try:
-        abort_message = _run_gdb(
-            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads, link_map
-        )
+        plan = _GdbPlan(core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads)
+        abort_message = _run_gdb(report, options, plan)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)

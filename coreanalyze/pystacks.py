@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import model
-from .classify.rules import default_rules
+from .classify.rules import RuleSet, default_rules
 from .debugger import Debugger
 from .gdb.debugger import PYSTACKS_COMMAND, PYSTACKS_SCRIPT, PYSTACKS_TIMEOUT, as_debugger
 from .gdb.session import GdbSession
@@ -262,12 +262,12 @@ def _frame_names(thread: model.Thread) -> list[str]:
     return out
 
 
-def thread_role(thread: model.Thread, pid: int | None, has_python: bool) -> str | None:
+def thread_role(thread: model.Thread, pid: int | None, has_python: bool, rules: RuleSet | None = None) -> str | None:
     """The thread's role by the rules' [[thread_role]] tables (first match wins)."""
     if pid is not None and thread.tid == pid:
         return "main"
     names = _frame_names(thread)
-    for rule in default_rules().thread_roles:
+    for rule in (rules or default_rules()).thread_roles:
         if thread.name and any(p.search(thread.name) for p in rule.names):
             return rule.role
         if any(token in name for token in rule.frames for name in names):
@@ -289,7 +289,7 @@ def _call_site(thread: model.Thread) -> model.Frame:
     return next((f for f in python if not is_library_file(f.file)), python[0])
 
 
-def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None:
+def find_launched_from(threads: list[model.Thread], rules: RuleSet | None = None) -> model.LaunchedFrom | None:
     """The Python call site behind a crash in a thread that ran no Python.
 
     Among the threads with Python frames, the best candidate executes TensorFlow ops (its
@@ -301,7 +301,7 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
     crashed = next((t for t in threads if t.crashed), None)
     if crashed is None or any(f.kind == "python" for f in crashed.frames):
         return None
-    rules = default_rules()
+    rules = rules or default_rules()
     best: tuple[int, model.Thread, model.Frame] | None = None
     for thread in threads:
         if thread is crashed:
@@ -332,23 +332,26 @@ def find_launched_from(threads: list[model.Thread]) -> model.LaunchedFrom | None
 # --------------------------------------------------------------------------- entry point
 
 
-def add_python_frames(session: GdbSession | Debugger, threads: list[model.Thread], *, with_locals: bool = False) -> PythonStacks:
+def add_python_frames(
+    session: GdbSession | Debugger, threads: list[model.Thread], *, with_locals: bool = False, rules: RuleSet | None = None
+) -> PythonStacks:
     """Insert Python frames into `threads` (in place), set roles and GIL holders.
 
     session: a Debugger (or a GdbSession) with the core loaded. With with_locals, the innermost
-    Python frames of the crashing thread carry their locals (read, never evaluated).
+    Python frames of the crashing thread carry their locals (read, never evaluated). rules: the
+    rules in force (a user's --rules may add thread roles); the built-in ones by default.
     """
     crashed = next((t for t in threads if t.crashed), None)
     walk = read_python_stacks(
         session, with_locals=with_locals, locals_tid=crashed.tid if crashed is not None else None
     )
     stacks = PythonStacks(python_version=walk.python_version, warnings=list(walk.warnings), walk=walk)
-    apply_walk(walk, threads, stacks.warnings)
-    stacks.launched_from = find_launched_from(threads)
+    apply_walk(walk, threads, stacks.warnings, rules)
+    stacks.launched_from = find_launched_from(threads, rules)
     return stacks
 
 
-def apply_walk(walk: WalkResult, threads: list[model.Thread], warnings: list[str]) -> None:
+def apply_walk(walk: WalkResult, threads: list[model.Thread], warnings: list[str], rules: RuleSet | None = None) -> None:
     """Place a walk's frames into the threads; set holds_gil and role."""
     by_tid = {t.tid: t for t in threads}
     sources = SourceLines()
@@ -375,4 +378,4 @@ def apply_walk(walk: WalkResult, threads: list[model.Thread], warnings: list[str
         if thread.tid not in python_tids and walk.gil_known and thread.holds_gil is None:
             thread.holds_gil = False  # a thread without a thread state cannot hold the GIL
         if thread.role is None:
-            thread.role = thread_role(thread, walk.pid, thread.tid in python_tids)
+            thread.role = thread_role(thread, walk.pid, thread.tid in python_tids, rules)

@@ -159,7 +159,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     caller = pick.below[0] if pick.below else None
     tf_caller = None
     if custom is not None:
-        tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v)), None)
+        tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v, rules)), None)
     summary = summarize(
         SummaryFacts(
             signal=sig,

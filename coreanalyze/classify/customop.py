@@ -19,9 +19,6 @@ from coreanalyze.classify.names import basename
 from coreanalyze.classify.rules import RuleSet
 from coreanalyze.model import Module
 
-_TF_NAME = re.compile(r"^(tensorflow|tsl)::|^(TF|TFE)_[A-Z]")
-_KERNEL_ENTRY = re.compile(r"(?:^|::)\w+::(?:Compute|ComputeAsync)$")
-
 
 @dataclass(frozen=True)
 class CustomOpHit:
@@ -35,12 +32,13 @@ class CustomOpHit:
         return basename(self.library_path) or self.view.file_base or "an unknown library"
 
 
-def is_tensorflow_frame(v: FrameView) -> bool:
-    return v.module_class == "tensorflow" or bool(_TF_NAME.search(v.name))
+def is_tensorflow_frame(v: FrameView, rules: RuleSet) -> bool:
+    names = rules.custom_op_tensorflow_names
+    return v.module_class == "tensorflow" or bool(names is not None and names.search(v.name))
 
 
 def process_has_tensorflow(views: Sequence[FrameView], modules: Sequence[Module], rules: RuleSet) -> bool:
-    if any(is_tensorflow_frame(v) for v in views if not v.python):
+    if any(is_tensorflow_frame(v, rules) for v in views if not v.python):
         return True
     if any(v.python and "/tensorflow/" in (v.frame.file or "") for v in views):
         return True
@@ -59,7 +57,7 @@ def find_custom_op(views: Sequence[FrameView], pick: CulpritPick, modules: Seque
         if v.role is not None:
             continue
         callers = [c for c in native if c.position > v.position]
-        tf_caller = next((c for c in callers if is_tensorflow_frame(c)), None)
+        tf_caller = next((c for c in callers if is_tensorflow_frame(c, rules)), None)
         if tf_caller is not None and _loading_between(callers, tf_caller, rules):
             # TensorFlow is loading the library (static initializers under dlopen), not
             # running one of its kernels: that is library-load, decided by the rules.
@@ -76,7 +74,8 @@ def find_custom_op(views: Sequence[FrameView], pick: CulpritPick, modules: Seque
         direct = next((c for c in callers if c.role is None), None)
         if direct is not None and rules.custom_op_callers is not None and rules.custom_op_callers.search(direct.name):
             return CustomOpHit(v, None, f"it is outside TensorFlow's namespaces and is called by TensorFlow's {direct.label} (frame #{direct.index})")
-        if _KERNEL_ENTRY.search(v.name) and tf_caller is not None:
+        entry = rules.custom_op_kernel_entry
+        if entry is not None and entry.search(v.name) and tf_caller is not None:
             return CustomOpHit(v, None, f"it is a kernel entry point outside TensorFlow's namespaces, called from TensorFlow frame #{tf_caller.index}")
     return None
 

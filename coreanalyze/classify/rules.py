@@ -180,6 +180,8 @@ class RuleSet:
     modules: dict[str, list[re.Pattern[str]]] = field(default_factory=lambda: {c: [] for c in MODULE_CLASSES})
     custom_op_callers: re.Pattern[str] | None = None
     custom_op_known_namespaces: re.Pattern[str] | None = None
+    custom_op_tensorflow_names: re.Pattern[str] | None = None
+    custom_op_kernel_entry: re.Pattern[str] | None = None
     ops: list[OpPattern] = field(default_factory=list)
     fault: FaultKindData = field(default_factory=FaultKindData)
     throw_helpers: list[ThrowHelper] = field(default_factory=list)
@@ -419,6 +421,10 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         rs.custom_op_callers = _compile(custom["callers"], "[custom_op] callers")
     if "known_namespaces" in custom:
         rs.custom_op_known_namespaces = _compile(custom["known_namespaces"], "[custom_op] known_namespaces")
+    if "tensorflow_names" in custom:
+        rs.custom_op_tensorflow_names = _compile(custom["tensorflow_names"], "[custom_op] tensorflow_names")
+    if "kernel_entry" in custom:
+        rs.custom_op_kernel_entry = _compile(custom["kernel_entry"], "[custom_op] kernel_entry")
 
     new_ops = []
     for i, t in enumerate(_tables(data, "op")):

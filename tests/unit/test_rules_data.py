@@ -29,3 +29,11 @@ def test_a_rules_file_may_add_roles_ahead_of_the_builtin_ones(tmp_path):
     rules = load_rules([extra])
     assert rules.thread_roles[0].role == "acme-decoder"
     assert [r.role for r in rules.thread_roles[1:]] == [r.role for r in default_rules().thread_roles]
+
+
+def test_a_rules_file_role_reaches_the_threads(tmp_path):
+    extra = tmp_path / "roles.toml"
+    extra.write_text("[[thread_role]]\nrole = 'acme-decoder'\nnames = []\nframes = ['acme::Decoder::Run']\n")
+    decoder = pool_thread(None, "acme::Decoder::Run()")
+    assert thread_role(decoder, pid=1, has_python=False) is None
+    assert thread_role(decoder, pid=1, has_python=False, rules=load_rules([extra])) == "acme-decoder"
