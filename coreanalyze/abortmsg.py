@@ -25,6 +25,7 @@ start, end, file_offset, filesz, flags), as coreanalyze.memory.CoreMemory provid
 from __future__ import annotations
 
 import bisect
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -63,6 +64,9 @@ _PATTERNS: list[tuple[str, bytes]] = [
     ("terminate", rb"terminate called (?:after throwing an instance of '|recursively|without an active exception)"),
     ("python-fatal", rb"Fatal Python error: "),
     ("glibc-assert", rb": Assertion `"),
+    # ducc0's MR_assert (TensorFlow's FFT kernels): "<file>: <line> (<function>):\n\nAssertion
+    # failure\n<reason>\n", the text of the exception TensorFlow catches before it aborts.
+    ("assertion-failure", rb"^Assertion failure$"),
     ("glibc-fortify", rb"\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*"),
     (
         "glibc-malloc",
@@ -77,6 +81,7 @@ _KIND_TIER = {
     "terminate": 1,
     "python-fatal": 1,
     "glibc-assert": 2,
+    "assertion-failure": 2,
     "glibc-fortify": 2,
     "glibc-malloc": 2,
 }
@@ -189,6 +194,25 @@ def _what_after(data: bytes, end: int) -> bytes | None:
     return m.group(1).rstrip() if m else None
 
 
+_LOCATION = re.compile(rb"([\w.+-]{1,200}): (\d{1,7}) \(.{0,600}\):\s*\Z", re.DOTALL)
+
+
+def _line_after(data: bytes, end: int) -> bytes | None:
+    """The line right after the one ending at end (the reason of an "Assertion failure")."""
+    if end >= len(data) or data[end : end + 1] != b"\n":
+        return None
+    stop = data.find(b"\n", end + 1, end + 1 + MAX_LINE)
+    line = data[end + 1 : stop if stop >= 0 else min(len(data), end + 1 + MAX_LINE)].rstrip(b"\0").strip()
+    return line if line and all(0x20 <= b < 0x7F or b == 0x09 for b in line) else None
+
+
+def _location_before(data: bytes, offset: int) -> bytes:
+    """ ' (fft1d_impl.h:2948)' from the "<path>: <line> (<function>):" ducc0 prints first."""
+    window = data[max(0, offset - MAX_BACKTRACK - 600) : offset]
+    m = _LOCATION.search(window.rsplit(b"\0", 1)[-1])
+    return b" (" + m.group(1) + b":" + m.group(2) + b")" if m else b""
+
+
 def _plausible(kind: str, line: bytes) -> bool:
     letters = sum(1 for b in line if 0x41 <= (b | 0x20) <= 0x7A)
     if letters < 8 or _FORMAT_DIRECTIVE.search(line):
@@ -213,6 +237,7 @@ _ANCHORS = (
     b"terminate called ",
     b"Fatal Python error: ",
     b": Assertion `",
+    b"Assertion failure",
     b" detected ***",
     b"(): ",
     b"double free or corruption",
@@ -259,6 +284,11 @@ def _take_line(base: int, data: bytes, offset: int, line: bytes, where: str, see
         what = _what_after(data, newline) if newline >= 0 else None
         if what:
             text = line + b"\n  what():  " + what
+    elif kind == "assertion-failure":
+        reason = _line_after(data, offset + len(line))
+        if not reason:
+            return
+        text = line + b": " + reason + _location_before(data, offset)
     out.append(AbortMessage(text.decode("ascii", "replace"), kind, address, where))
 
 
@@ -374,3 +404,164 @@ def searches_far_memory(signal: Any) -> bool:
     number = getattr(signal, "number", None)
     code = getattr(signal, "code", None)
     return not (number in KERNEL_FAULT_SIGNALS and isinstance(code, int) and code > 0)
+
+
+# --------------------------------------------------------------------------- uncaught C++ exceptions
+#
+# libstdc++ / libsupc++ allocate every thrown object behind a __cxa_refcounted_exception header
+# (Itanium C++ ABI, 64-bit layout):
+#
+#     -88 referenceCount (int)     -80 exceptionType (std::type_info*)   -72 exceptionDestructor
+#     -64 unexpectedHandler        -56 terminateHandler                  -48 nextException
+#     -40 handlerCount (int)       -36 handlerSwitchValue (int)          -32 actionRecord
+#     -24 languageSpecificData     -16 catchTemp                         -8  adjustedPtr
+#       0 unwindHeader.exception_class = "GNUCC++\0"   ... (32 bytes)   +32 the thrown object
+#
+# When nothing catches it, __cxa_throw calls __cxa_begin_catch (handlerCount becomes 1) and then
+# std::terminate: the header and the object are still in the heap when the core is written. The
+# type is the type_info's mangled name; the what() text of the standard exceptions (logic_error,
+# runtime_error and everything derived from them) is a string the object points to at +8.
+
+GXX_EXCEPTION_CLASS = b"\x00++CCUNG"  # "GNUCC++\0" as a little-endian uint64
+_HEADER_BEFORE = 88
+_OBJECT_AFTER = 32
+_TYPE_NAME = re.compile(rb"\*?[A-Za-z0-9_]{2,400}")
+EXCEPTION_SCAN_BUDGET = 64 * 1024 * 1024
+MAX_EXCEPTION_HITS = 64
+
+
+@dataclass(frozen=True)
+class ThrownException:
+    type: str  # demangled: "std::invalid_argument"
+    what: str | None
+    address: int  # of the thrown object
+    handler_count: int
+
+    def message(self) -> str:
+        """libstdc++'s own words for it (what its verbose terminate handler prints)."""
+        text = f"terminate called after throwing an instance of '{self.type}'"
+        return text + (f"\n  what():  {self.what}" if self.what else "")
+
+
+def _u64(data: bytes | None) -> int | None:
+    return struct.unpack("<Q", data)[0] if data is not None and len(data) == 8 else None
+
+
+def _printable(raw: bytes | None, limit: int = MAX_LINE) -> str | None:
+    if not raw:
+        return None
+    raw = raw.split(b"\0", 1)[0][:limit]
+    if not raw or any(b < 0x20 and b not in (0x09, 0x0A) for b in raw):
+        return None
+    text = raw.decode("utf-8", "replace")
+    return text if text.strip() else None
+
+
+def _read_string(memory: _Memory, address: int | None, read_mapped, limit: int = MAX_LINE) -> bytes | None:
+    """A NUL-terminated string from the core, else from the file mapped there (read-only data
+    the kernel did not dump)."""
+    if not address:
+        return None
+    for reader in (memory.read, read_mapped):
+        if reader is None:
+            continue
+        data = reader(address, limit)
+        if data is None:
+            # Near the end of a segment: read less.
+            data = reader(address, 256)
+        if data:
+            return data.split(b"\0", 1)[0] if b"\0" in data else None
+    return None
+
+
+def _demangle_type(name: bytes) -> str:
+    text = name.decode("ascii").lstrip("*")
+    try:
+        import cxxfilt
+
+        return cxxfilt.demangle("_Z" + text)  # a type_info name is a mangled type without _Z
+    except Exception:  # noqa: BLE001 — a name the demangler refuses is shown mangled
+        return text
+
+
+def _exception_at(memory: _Memory, magic_at: int, read_mapped) -> ThrownException | None:
+    header = memory.read(magic_at - _HEADER_BEFORE, _HEADER_BEFORE)
+    if header is None:
+        return None
+    refcount, handler_count = struct.unpack_from("<i", header, 0)[0], struct.unpack_from("<i", header, 48)[0]
+    type_info = struct.unpack_from("<Q", header, 8)[0]
+    if not (0 <= refcount < 1 << 16) or not (-(1 << 16) < handler_count < 1 << 16) or type_info < 4096:
+        return None
+    name_ptr = _u64(memory.read(type_info + 8, 8)) or _u64(read_mapped(type_info + 8, 8) if read_mapped else None)
+    raw_name = _read_string(memory, name_ptr, read_mapped, 400)
+    if not raw_name or not _TYPE_NAME.fullmatch(raw_name):
+        return None
+    obj = magic_at + _OBJECT_AFTER
+    what = None
+    message_ptr = _u64(memory.read(obj + 8, 8))
+    if message_ptr and message_ptr >= 4096:
+        what = _printable(memory.read(message_ptr, MAX_LINE) or memory.read(message_ptr, 256))
+    return ThrownException(type=_demangle_type(raw_name), what=what, address=obj, handler_count=handler_count)
+
+
+def find_uncaught_exception(memory: _Memory | None, read_mapped=None, budget: int = EXCEPTION_SCAN_BUDGET) -> ThrownException | None:
+    """The C++ exception that std::terminate is handling, from the core's writable memory.
+
+    read_mapped(address, size) -> bytes | None reads memory the core left out (a library's
+    read-only data, where type names live) from the file mapped there; optional.
+    """
+    if memory is None:
+        return None
+    found: list[ThrownException] = []
+    spent = 0
+    for seg in memory.segments:
+        if not _writable(seg) or len(found) >= MAX_EXCEPTION_HITS:
+            continue
+        start, end = seg.start, _present_end(seg)
+        address = start
+        while address < end and spent < budget:
+            size = min(CHUNK, end - address)
+            data = memory.read(address, size)
+            spent += size
+            if data is None:
+                break
+            at = data.find(GXX_EXCEPTION_CLASS)
+            while at >= 0 and len(found) < MAX_EXCEPTION_HITS:
+                if (address + at) % 8 == 0:
+                    exc = _exception_at(memory, address + at, read_mapped)
+                    if exc is not None:
+                        found.append(exc)
+                at = data.find(GXX_EXCEPTION_CLASS, at + 8)
+            address += size
+    if not found:
+        return None
+    # The one being handled has entered its (terminating) catch; older ones are freed.
+    live = [e for e in found if e.handler_count != 0]
+    return (live or found)[0]
+
+
+_TERMINATE_FRAME = re.compile(r"(^|::)(terminate|__terminate|__cxa_throw|__cxa_rethrow|__cxa_call_terminate|__verbose_terminate_handler|__clang_call_terminate)\b")
+
+
+def dying_of_terminate(function_names: Sequence[str | None], depth: int = 40) -> bool:
+    """True when the crashed thread's top frames show std::terminate / __cxa_throw."""
+    return any(name and _TERMINATE_FRAME.search(name) for name in function_names[:depth])
+
+
+def mapped_file_reader(notes: Any, modules: Sequence[Any]):
+    """read(address, size) from the file mapped at address (NT_FILE), for the libraries whose
+    local copy is the crashed build (status ok / no-build-id); None where there is none."""
+    trusted = {m.path: m.local_path for m in modules if getattr(m, "local_path", None) and m.status in ("ok", "no-build-id")}
+
+    def read(address: int, size: int) -> bytes | None:
+        mapping = notes.mapping_containing(address)
+        local = trusted.get(mapping.path) if mapping is not None else None
+        if local is None:
+            return None
+        try:
+            with open(local, "rb") as f:
+                return os.pread(f.fileno(), max(0, min(size, mapping.end - address)), mapping.file_offset + (address - mapping.start)) or None
+        except OSError:
+            return None
+
+    return read

@@ -10,6 +10,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any, Callable
 
 from coreanalyze import __version__, background
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
@@ -148,22 +149,22 @@ def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: 
         return None  # an optimisation only: gdb then reads every library itself
 
 
-def _run_gdb(
-    report: Report,
-    notes,
-    core_path: str,
-    executable: str | None,
-    options: AnalyzeOptions,
-    debug_dirs: list[str],
-    fast=None,
-    gdb_pool=None,
-    own_gdb=None,
-    while_gdb_loads=None,
-    link_map=None,
-):
-    """gdb's view of the core; returns (abort message, failure reason or None).
+@dataclass
+class _GdbPlan:
+    """How gdb opens this core: which files, which gdb, which speed work runs beside it."""
 
-    while_gdb_loads: called once gdb is about to read the core and its libraries."""
+    core_path: str
+    executable: str | None
+    debug_dirs: list[str]
+    fast: Any = None  # libcopies' plan of symbol-less library copies, or None
+    gdb_pool: Any = None  # a warm pool serving one core after another, or None
+    own_gdb: Any = None  # a gdb started early for this core alone, or None
+    link_map: Any = None  # where files were loaded, for cores without NT_FILE
+    while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
+
+
+def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
+    """gdb's view of the core into the report; returns the abort message gdb found, if any."""
     from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
@@ -173,20 +174,20 @@ def _run_gdb(
 
     index_cache = default_index_cache() if options.fast_libraries else None
     with gdb_for_analysis(
-        gdb_pool,
+        plan.gdb_pool,
         gdb_path=options.gdb,
         timeout=options.timeout,
         debuginfod=options.debuginfod,
         index_cache=index_cache,
-        own=own_gdb,
+        own=plan.own_gdb,
     ) as gdb, collected_core(
-        gdb if link_map is None else PlacingGdb(gdb, link_map),
-        core_path,
-        executable=executable,
+        gdb if plan.link_map is None else PlacingGdb(gdb, plan.link_map),
+        plan.core_path,
+        executable=plan.executable,
         sysroot=options.sysroot,
-        debug_dirs=debug_dirs,
-        fast=fast,
-        before_target=while_gdb_loads,
+        debug_dirs=plan.debug_dirs,
+        fast=plan.fast,
+        before_target=plan.while_gdb_loads,
     ) as (session, analysis):
         report.threads = analysis.threads
         report.warnings.extend(analysis.warnings)
@@ -333,6 +334,23 @@ class _AbortMessageScan:
             self._job.wait()
 
 
+def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str | None:
+    """For a death in std::terminate: the exception's type (as classification.detail) and
+    libstdc++'s own message with what(), read from the exception object in the heap."""
+    from coreanalyze.abortmsg import dying_of_terminate, find_uncaught_exception, mapped_file_reader
+
+    crashed = report.crashed_thread
+    if crashed is None or not dying_of_terminate([f.function for f in crashed.frames]):
+        return abort_message
+    thrown = find_uncaught_exception(notes.memory, mapped_file_reader(notes, report.modules))
+    if thrown is None:
+        return abort_message
+    report.classification.detail = thrown.type
+    if not abort_message or "terminate called" not in abort_message:
+        return thrown.message()
+    return abort_message
+
+
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
     report = Report(core=to_core_info(notes), tool_version=__version__)
     report.warnings.extend(notes.warnings)
@@ -417,9 +435,8 @@ def _analyze_with_modules(
         if fast is not None:
             fast.order_in_background()
     try:
-        abort_message = _run_gdb(
-            report, notes, core_path, executable, options, gdb_debug_dirs, fast, gdb_pool, own_gdb, while_gdb_loads, link_map
-        )
+        plan = _GdbPlan(core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads)
+        abort_message = _run_gdb(report, options, plan)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
@@ -446,6 +463,7 @@ def _analyze_with_modules(
         crashed = report.crashed_thread
         sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
+    abort_message = _uncaught_exception(report, notes, abort_message)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     _suggest_fetch(report, options)
     # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.

@@ -208,6 +208,9 @@ class Classification:
     # (e.g. a custom-op library below a TensorFlow frame).
     suspect: Culprit | None = None
     op: str | None = None  # kernel class, TFLite builtin op, or custom-op library
+    # The crash's own verdict, finer than fault_kind: a sanitizer's class ("heap-buffer-overflow
+    # READ of size 4"), an uncaught exception's type.
+    detail: str | None = None
     op_instance: OpInstance | None = None  # the node being run, when memory could tell
     op_instance_unread: str | None = None  # why a running kernel's op instance could not be read
     hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle

@@ -64,6 +64,7 @@ class FaultKind(StrEnum):
     HEAP_CORRUPTION = "heap-corruption"
     CHECK_FAILURE = "check-failure"
     ABORT = "abort"
+    UNCAUGHT_EXCEPTION = "uncaught-exception"  # std::terminate after a C++ throw
     ILLEGAL_INSTRUCTION = "illegal-instruction"
     DIVIDE_BY_ZERO = "divide-by-zero"
     BUS_ERROR = "bus-error"

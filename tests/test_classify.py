@@ -104,7 +104,7 @@ def test_custom_op_compute_segv_pasted_gdb_backtrace():
     assert c.culprit.function == "BadScaleOp::Compute" and c.culprit.frame_index == 0
     assert c.op == "BadScaleOp"
     assert c.suspect is None  # the culprit is the custom op itself
-    assert c.fault_kind == "unknown"  # SIGSEGV, but the text has no fault address
+    assert c.fault_kind == "invalid-access"  # SIGSEGV, but the text has no fault address to call it null
     assert "custom op BadScaleOp::Compute (bad_op.cc)" in c.summary
     assert "ThreadPoolDevice::Compute" in c.summary
     assert any("custom-op code" in e for e in c.evidence)
@@ -612,7 +612,7 @@ def test_uncaught_exception_names_the_exception_type():
         ]
     )
     c = classify(report(frames, SignalInfo(number=6, name="SIGABRT", code=-6, sender_pid=8), pid=8))
-    assert c.fault_kind == "abort"
+    assert c.fault_kind == "uncaught-exception"
     assert any("std::out_of_range" in e for e in c.evidence)
     assert any("std::out_of_range" in a for a in c.advice)
     assert c.op == "LookupTableFindOp" and c.category == "kernel-compute"

@@ -26,7 +26,9 @@ SIGNATURE_FORMAT = re.compile(r"^(?P<key>.+) #(?P<hash>[0-9a-f]{10})$")
         ("char const* absl::lts_20250814::log_internal::MakeCheckOpString<long, long>(long, long, char const*)", "absl::log_internal::MakeCheckOpString"),
         ("tensorflow::LRNGradOp<Eigen::ThreadPoolDevice, float>::Compute(tensorflow::OpKernelContext*)", "tensorflow::LRNGradOp::Compute"),
         ("tensorflow::data::ParallelMapDatasetOp::Dataset::Iterator::GetNextInternal(tensorflow::data::IteratorContext*, std::vector<tensorflow::Tensor, std::allocator<tensorflow::Tensor> >*, bool*)::{lambda()#1}::operator()[abi:cxx11]() const", "tensorflow::data::ParallelMapDatasetOp::Dataset::Iterator::GetNextInternal::{lambda}::operator()"),
-        ("std::_Function_handler<void (), tensorflow::ThreadPoolDevice::ComputeAsync(tensorflow::AsyncOpKernel*, tensorflow::OpKernelContext*, std::function<void ()>)::$_0>::_M_invoke(std::_Any_data const&)", "std::_Function_handler::_M_invoke"),
+        ("std::_Function_handler<void (), tensorflow::ThreadPoolDevice::ComputeAsync(tensorflow::AsyncOpKernel*, tensorflow::OpKernelContext*, std::function<void ()>)::$_0>::_M_invoke(std::_Any_data const&)", "tensorflow::ThreadPoolDevice::ComputeAsync::{lambda}::operator()"),
+        # A std::function of a library callable stays the handler.
+        ("std::_Function_handler<void (), std::_Bind<void (Foo::*(Foo*))()> >::_M_invoke(std::_Any_data const&)", "std::_Function_handler::_M_invoke"),
         ("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)", "std::basic_string::_M_create"),
         ("bool std::operator< <char>(std::string const&, std::string const&)", "std::operator<"),
         ("Foo::operator()(int) const", "Foo::operator()"),

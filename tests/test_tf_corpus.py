@@ -52,6 +52,10 @@ EXPECTED: dict[str, Expected] = {
         signal.SIGABRT, SI_TKILL,
         stack=(r"\babort\b", r"LogMessage", r"dim_size", r"LRNGradOp.*Compute"),
     ),
+    "fft_zero_length_abort": Expected(
+        signal.SIGABRT, SI_TKILL,
+        stack=(r"\babort\b", r"ducc0", r"FFTCPU", r"FFTBase.*Compute"),
+    ),
     "interpreter_invoke": Expected(
         signal.SIGSEGV, SEGV_MAPERR,
         stack=(r"fully_connected.*Eval", r"Subgraph.*InvokeImpl", r"InterpreterWrapper.*Invoke"),
@@ -270,6 +274,13 @@ VERDICTS: dict[str, Verdict] = {
     ),
     # The CHECK fires in TensorShape::dim_size on the kernel's bad index: the kernel is blamed.
     "kernel_check_failure": LRN_GRAD_CHECK_FAILURE,
+    # ducc0's assertion text reaches the abort message from the heap; the op is the concrete
+    # kernel (IRFFT's FFTCPU<false, true, 1>), not the abstract FFTBase whose Compute called it.
+    "fft_zero_length_abort": Verdict(
+        "kernel-compute", "abort", r"ducc0::",
+        op=r"^FFTCPU<false, true, 1>$", culprit_module=r"libtensorflow_cc\.so",
+        abort_message=r"Assertion failure: no zero-sized FFTs",
+    ),
     "interpreter_invoke": Verdict(
         "interpreter-invoke", "invalid-access", r"tflite::ops::builtin::fully_connected::Eval",
         op=r"(?i)fully_connected", culprit_module=r"libpywrap_tflite_common\.so$",

@@ -87,6 +87,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("kernel_compute_segv", "kernel_compute_segv.py", uses_op_library=True),
         Scenario("allocator_heap_corruption", "allocator_heap_corruption.py", uses_op_library=True),
         Scenario("kernel_check_failure", "kernel_check_failure.py"),
+        Scenario("fft_zero_length_abort", "fft_zero_length_abort.py"),
         Scenario(
             "interpreter_invoke",
             "interpreter_invoke.py",

@@ -63,14 +63,17 @@ def decide_category(
     abort_message: str | None,
     custom: CustomOpHit | None,
     rules: RuleSet,
+    allocator_evidence: bool = True,
 ) -> CategoryDecision:
+    """allocator_evidence: False when the report itself names a fault that is not the heap's
+    (ASan's stack-overflow inside operator new): allocator frames on top are then incidental."""
     s = rules.settings
     candidates: list[Candidate] = []
 
     # The ranked native frames: allocator evidence above the culprit, the culprit, its window.
     ranked: list[FrameView] = []
     if pick.native:
-        ranked = [*pick.allocator_frames, pick.view, *pick.below]
+        ranked = [*(pick.allocator_frames if allocator_evidence else []), pick.view, *pick.below]
     for distance, v in enumerate(ranked):
         rule = rules.best_native_rule(v.name, v.module_base)
         if rule is not None:

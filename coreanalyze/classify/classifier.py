@@ -13,8 +13,10 @@ from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
 from coreanalyze.classify.faultkind import (
     cpu_feature_for,
+    exception_type,
     fault_kind_from_views,
     instruction_text,
+    report_class_kind,
     short_message,
     signal_name,
     signal_origin,
@@ -109,10 +111,15 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     views = build_views(frames, report.modules, rules)
     pick = pick_culprit(views, rules)
     custom = find_custom_op(views, pick, report.modules, rules)
-    decision = decide_category(views, pick, abort_message, custom, rules)
+    reported_kind = report_class_kind(report.classification.detail, rules)
+    decision = decide_category(views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"))
     kind, kind_evidence = fault_kind_from_views(
-        signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules
+        signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
+        detail=report.classification.detail,
     )
+    detail = report.classification.detail
+    if detail is None and kind == "uncaught-exception":
+        detail = exception_type(abort_message) or thrown_exception(views, rules)
     op = find_op(views, pick, custom, rules)
 
     evidence: list[str] = list(kind_evidence)
@@ -171,6 +178,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
             tf_caller=tf_caller,
             python_site=_python_call_site(views, pick.view),
             bad_jump_pc=pick.bad_jump.frame.pc if pick.bad_jump is not None else None,
+            detail=detail,
         )
     )
 
@@ -187,7 +195,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         "feature": feature[0] if feature and not feature[1] else None,
         "address": f"0x{signal.address:x}" if signal.address is not None else None,
         "signal": sig,
-        "exception": thrown_exception(views, rules),
+        "exception": (detail if kind == "uncaught-exception" else None) or thrown_exception(views, rules),
         "loaded_custom_ops": ", ".join(loaded_custom_libraries(report.modules, rules)) or None,
     }
     advice = advise(decision.category, kind, custom is not None, values, rules)
@@ -205,6 +213,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         confidence=_confidence(decision.category, kind, pick, score, sig),
         suspect=suspect,
         op=op.name if op is not None else None,
+        detail=detail,
     )
 
 

@@ -56,8 +56,10 @@ def _handler_end(views: Sequence[FrameView]) -> tuple[int, list[FrameView]]:
         if v.role == "trampoline":
             above = views[: v.position]
             # A handler that re-raised (faulthandler, TF's stack-trace handler) shows only
-            # abort-path and logging frames; real code above means the handler itself crashed.
-            if all(a.role is not None for a in above):
+            # abort-path and logging frames; a crash handler (KCrash, a *FatalSignalHandler*)
+            # may run anything (waitpid for a debugger) but names itself on the abort list.
+            # Other code above with no crash-handling frame means the handler itself crashed.
+            if all(a.role is not None for a in above) or any(a.role in ("abort", "logging") for a in above):
                 return v.position + 1, list(views[: v.position + 1])
             return 0, []
     return 0, []
@@ -75,8 +77,14 @@ def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None 
         pick.bad_jump = native[0]
         pick.skipped.append(native[0])
         native = native[1:]
-    for v in native:
+    for pos, v in enumerate(native):
         if v.role in NOISE_ROLES:
+            pick.skipped.append(v)
+        elif not v.name and _above_abort_path(native, pos):
+            # An unnamed frame over raise/abort or a signal trampoline is the dying machinery
+            # (a handler printing the stack, a runtime's terminate hook), not the caller.
+            pick.skipped.append(v)
+        elif v.role in NOISE_ROLES:
             pick.skipped.append(v)
         elif v.role == "allocator":
             pick.skipped.append(v)
@@ -104,6 +112,13 @@ def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None 
     after = [v for v in native if v.position > pick.view.position and v.role not in NOISE_ROLES]
     pick.below = after[:window]
     return pick
+
+
+ABORT_PATH_LOOKAHEAD = 8
+
+
+def _above_abort_path(native: Sequence[FrameView], pos: int) -> bool:
+    return any(w.role in ("abort", "trampoline") for w in native[pos + 1 : pos + 1 + ABORT_PATH_LOOKAHEAD])
 
 
 def _least_noisy(native: Sequence[FrameView]) -> FrameView:

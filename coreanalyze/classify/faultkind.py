@@ -182,8 +182,17 @@ def fault_kind_from_views(
     pid: int | None = None,
     fault_instruction: str | None = None,
     rules: RuleSet,
+    detail: str | None = None,
 ) -> tuple[str, list[str]]:
+    verdict = report_class_kind(detail, rules)
+    if verdict is not None:
+        # The report's own verdict (ASan's stack-overflow with operator new on top, a
+        # heap-buffer-overflow read in a kernel) beats what the stack suggests.
+        return verdict, [f"the report itself names the fault: {detail}"]
     f = rules.fault
+    isa_msg = _search_any(f.illegal_instruction_messages, abort_message)
+    if isa_msg is not None:
+        return "illegal-instruction", [f"the process stopped at its CPU-instruction check ({short_message(abort_message)!r}): this machine lacks an instruction set the binary was built for"]
     signal = signal or SignalInfo()
     name = signal_name(signal)
     cname = code_name(signal)
@@ -202,6 +211,12 @@ def fault_kind_from_views(
         label = name or "abort"
         if heap_msg:
             return "heap-corruption", [f"{label} after the allocator reported {short_message(abort_message)!r}"]
+        if terminate_on_top and not (malloc_on_top and malloc_on_top[0].position < terminate_on_top[0].position):
+            # operator new throwing bad_alloc leaves allocator frames under std::terminate:
+            # the uncaught exception, not the heap, ended the process.
+            thrown = exception_type(abort_message) or thrown_exception(views, rules)
+            what = f" (uncaught {thrown})" if thrown else ""
+            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
         if malloc_on_top:
             return "heap-corruption", [f"{label} raised from inside the allocator ({', '.join(v.label for v in malloc_on_top[:3])})"]
         if check_msg:
@@ -213,9 +228,9 @@ def fault_kind_from_views(
         if assert_on_top or (assert_msg and "Assertion" in assert_msg.group(0)):
             return "abort", [f"{label} from a failed assert()"]
         if terminate_on_top or (assert_msg and "terminate" in assert_msg.group(0)):
-            thrown = thrown_exception(views, rules)
+            thrown = exception_type(abort_message) or thrown_exception(views, rules)
             what = f" (uncaught {thrown})" if thrown else ""
-            return "abort", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
         return "abort", [f"{label} with no allocator or check-failure evidence"]
 
     if name is None:
@@ -230,6 +245,12 @@ def fault_kind_from_views(
         if cname:
             ev += f" ({cname})"
         return "sent-signal", [ev]
+
+    if name in ("SIGILL", "SIGTRAP") and (check_msg or logging_on_top) and not pick.handler_frames:
+        # CHECK / LOG(FATAL) in Chromium, V8, absl builds end in a trap instruction (ud2, int3,
+        # brk), not abort(): the check failure is the cause, the trap how the process stopped.
+        why = short_message(abort_message) if check_msg else logging_on_top[0].label
+        return "check-failure", [f"{name} raised by a fatal check / log ({why})"]
 
     if name in ("SIGABRT", "SIGIOT"):
         kind, ev = aborted()
@@ -279,7 +300,7 @@ def fault_kind_from_views(
         if signal.code == SI_KERNEL:
             return "invalid-access", [*reraised, "SIGSEGV with SI_KERNEL: a general-protection fault (non-canonical address, typically a corrupted or uninitialized pointer); si_addr is not meaningful"]
         if address is None:
-            return "unknown", [*reraised, "SIGSEGV but the fault address is not known, so null-deref and invalid-access cannot be told apart"]
+            return "invalid-access", [*reraised, "SIGSEGV but the fault address is not known, so a null pointer cannot be told from any other bad address"]
         if address < NULL_PAGE_LIMIT:
             return "null-deref", [*reraised, f"fault address 0x{address:x} is below 64 KiB ({cname or 'SIGSEGV'}): a null pointer plus a small offset"]
         detail = {"SEGV_ACCERR": "mapped but not accessible that way (write to read-only memory or a jump to non-executable memory)", "SEGV_MAPERR": "not mapped"}.get(cname or "", "not accessible")
@@ -329,6 +350,28 @@ def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool]
     for cf in rules.cpu_features:
         if cf.pattern.search(instruction):
             return cf.feature, cf.trap
+    return None
+
+
+_TERMINATE_TYPE = re.compile(r"terminate called after throwing an instance of '([^']{1,300})'")
+_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ([\w:<>,* ]{1,300}?)(?::|$|\n)")
+
+
+def exception_type(message: str | None) -> str | None:
+    """The exception's type from libstdc++'s / libc++abi's terminate message."""
+    if not message:
+        return None
+    m = _TERMINATE_TYPE.search(message) or _UNCAUGHT_TYPE.search(message)
+    return m.group(1).strip() if m else None
+
+
+def report_class_kind(detail: str | None, rules: RuleSet) -> str | None:
+    """The fault kind a crash report's own class names (rules' [[report_class]]), if any."""
+    if not detail:
+        return None
+    for rc in rules.report_classes:
+        if rc.pattern.search(detail):
+            return rc.fault_kind
     return None
 
 

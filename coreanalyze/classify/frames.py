@@ -79,8 +79,20 @@ def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleS
             else:
                 name = normalize_function(raw)
                 name = rules.fold(name) if name else name
-            memo[key] = (name, rules.module_class(module_path), None if python else rules.skip_role(name))
+            module_class = rules.module_class(module_path)
+            role = None if python else rules.skip_role(name)
+            runtimes = rules.fault.runtime_libraries
+            if role is None and not python and not name and module_path and runtimes is not None and runtimes.search(module_path):
+                # An unnamed frame in libc / libstdc++ / libgcc (the unwinder, terminate's
+                # helpers): the system's plumbing, never the culprit.
+                role = "libc"
+            memo[key] = (name, module_class, role)
         name, module_class, role = memo[key]
+        std_files = rules.fault.std_library_files
+        if role is None and not python and "::" not in name and frame.file and std_files is not None and std_files.search(frame.file):
+            # Inlined standard-library code shows as a bare member name (size, operator->) at a
+            # line of a C++ header; a qualified name there is the caller's own inlined call.
+            role = "runtime"
         views.append(
             FrameView(
                 position=position,

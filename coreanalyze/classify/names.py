@@ -77,6 +77,41 @@ def _strip_param_lists(s: str) -> str:
     return "".join(out)
 
 
+_FUNCTION_HANDLER = re.compile(r"^std::(?:__\d+::)?_Function_handler<")
+
+
+def _function_handler_callable(s: str) -> str:
+    """'std::_Function_handler<void (long, long), X::run(...)::{lambda}>::_M_invoke(...)' ->
+    'X::run(...)::{lambda}::operator()': the frame runs the callable (an Eigen TensorExecutor's
+    shard, a tf.data lambda), and its name says whose work it is. Library callables (std::_Bind,
+    another std::function) stay the handler's."""
+    if not _FUNCTION_HANDLER.match(s):
+        return s
+    start = s.index("<")
+    depth, args, begin = 0, [], start + 1
+    for i in range(start, len(s)):
+        c = s[i]
+        if c in "<(":
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+            if depth == 0:
+                args.append(s[begin:i])
+                end = i
+                break
+        elif c == "," and depth == 1:
+            args.append(s[begin:i])
+            begin = i + 1
+    else:
+        return s
+    if len(args) < 2 or not s[end + 1 :].startswith("::_M_invoke"):
+        return s
+    callable_ = args[-1].strip()
+    if callable_.startswith(("std::", "__gnu_cxx::")) or not callable_:
+        return s
+    return callable_ + "::operator()"
+
+
 def _strip_templates(s: str) -> str:
     """Remove <...> template arguments, keeping operator<, operator<<, operator-> etc."""
     out: list[str] = []
@@ -158,6 +193,7 @@ def _normalize(name: str, keep_templates: bool) -> str:
     s = _GCC_LAMBDA.sub("{lambda}", s)
     s = _CLANG_LAMBDA.sub("{lambda}", s)
     s = _SPACES.sub(" ", s).strip()
+    s = _function_handler_callable(s)
     s = _strip_param_lists(s)
     if not keep_templates:
         s = _strip_templates(s)

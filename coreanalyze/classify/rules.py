@@ -84,6 +84,9 @@ class OpPattern:
     function: re.Pattern[str]
     exclude: re.Pattern[str] | None = None
     label: str | None = None
+    # An op class this matches that is an abstract base (FFTBase): the kernel that ran is the
+    # derived class whose method sits right above it on the stack (FFTCPU<false, true, 1>).
+    abstract: re.Pattern[str] | None = None
 
     def op_of(self, function: str) -> str | None:
         m = self.function.search(function)
@@ -124,6 +127,14 @@ class ThrowHelper:
 
 
 @dataclass(frozen=True)
+class ReportClass:
+    """A crash report's own verdict (a sanitizer's class, an exception) -> fault kind."""
+
+    pattern: re.Pattern[str]
+    fault_kind: str
+
+
+@dataclass(frozen=True)
 class ThreadRole:
     """A thread gets `role` when its name matches one of `names` or one of its native frames'
     function names contains one of `frames` (demangled or mangled spelling)."""
@@ -149,9 +160,13 @@ class FaultKindData:
     heap_messages: tuple[re.Pattern[str], ...] = ()
     check_messages: tuple[re.Pattern[str], ...] = ()
     assert_messages: tuple[re.Pattern[str], ...] = ()
+    illegal_instruction_messages: tuple[re.Pattern[str], ...] = ()
     terminate_frames: re.Pattern[str] | None = None
     assert_frames: re.Pattern[str] | None = None
     stack_protector_frames: re.Pattern[str] | None = None
+    # Source files of the C++ standard library: a frame there is the library's, never the culprit.
+    std_library_files: re.Pattern[str] | None = None
+    runtime_libraries: re.Pattern[str] | None = None
     stack_overflow_slack: int = 65536
     recursion_min_frames: int = 1000
     recursion_min_repeats: int = 50
@@ -170,6 +185,7 @@ class RuleSet:
     ops: list[OpPattern] = field(default_factory=list)
     fault: FaultKindData = field(default_factory=FaultKindData)
     throw_helpers: list[ThrowHelper] = field(default_factory=list)
+    report_classes: list[ReportClass] = field(default_factory=list)
     # classification.category vocabulary: the built-in [[category]] list plus the user's.
     categories: list[str] = field(default_factory=list)
     thread_roles: list[ThreadRole] = field(default_factory=list)  # first match wins
@@ -281,7 +297,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return value
 
 
-_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "cpu_feature", "rule", "advice", "skip"}
+_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description"}
 
@@ -423,6 +439,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
                 function=_compile(t.get("function"), f"{where}: function"),
                 exclude=_optional_regex(t, "exclude", where),
                 label=label,
+                abstract=_optional_regex(t, "abstract", where),
             )
         )
     rs.ops = new_ops + rs.ops if origin != "built-in" else rs.ops + new_ops
@@ -437,9 +454,13 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             heap_messages=f.heap_messages + tuple(_compile(p, "[fault_kind] heap_messages") for p in _str_list(fk.get("heap_messages", []), "[fault_kind] heap_messages")),
             check_messages=f.check_messages + tuple(_compile(p, "[fault_kind] check_messages") for p in _str_list(fk.get("check_messages", []), "[fault_kind] check_messages")),
             assert_messages=f.assert_messages + tuple(_compile(p, "[fault_kind] assert_messages") for p in _str_list(fk.get("assert_messages", []), "[fault_kind] assert_messages")),
+            illegal_instruction_messages=f.illegal_instruction_messages
+            + tuple(_compile(p, "[fault_kind] illegal_instruction_messages") for p in _str_list(fk.get("illegal_instruction_messages", []), "[fault_kind] illegal_instruction_messages")),
             terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
             assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
             stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
+            std_library_files=_optional_regex(fk, "std_library_files", "[fault_kind]") or f.std_library_files,
+            runtime_libraries=_optional_regex(fk, "runtime_libraries", "[fault_kind]") or f.runtime_libraries,
             stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
             recursion_min_frames=_int_field(fk, "recursion_min_frames", "[fault_kind]", f.recursion_min_frames, 2, 1 << 20),
             recursion_min_repeats=_int_field(fk, "recursion_min_repeats", "[fault_kind]", f.recursion_min_repeats, 2, 1 << 20),
@@ -451,6 +472,13 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         if not isinstance(exc, str) or not exc:
             raise _Problem(f"{where}: missing exception")
         rs.throw_helpers.append(ThrowHelper(_compile(t.get("function"), f"{where}: function"), exc))
+
+    for i, t in enumerate(_tables(data, "report_class")):
+        where = f"report_class #{i + 1}"
+        kind = t.get("fault_kind")
+        if kind not in FAULT_KINDS:
+            raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
+        rs.report_classes.append(ReportClass(_compile(t.get("pattern"), f"{where}: pattern"), kind))
 
     for i, t in enumerate(_tables(data, "cpu_feature")):
         where = f"cpu_feature #{i + 1}"

@@ -18,6 +18,7 @@ KIND_PHRASES = {
     "heap-corruption": "heap corruption",
     "check-failure": "check failure",
     "abort": "abort",
+    "uncaught-exception": "uncaught C++ exception",
     "illegal-instruction": "illegal instruction",
     "divide-by-zero": "division by zero",
     "bus-error": "bus error",
@@ -44,6 +45,7 @@ class SummaryFacts:
     tf_caller: FrameView | None  # the first TensorFlow frame under a custom-op frame
     python_site: FrameView | None = None  # the innermost Python frame under the culprit
     bad_jump_pc: int | None = None  # the thread jumped here, where there is no code
+    detail: str | None = None  # the report's own class (sanitizer class, exception type)
 
 
 def _where(v: FrameView) -> str:
@@ -82,8 +84,10 @@ def _summarize_native(f: SummaryFacts) -> str:
     if phrase:
         head += f" {phrase}"
     msg = _message(f.abort_message)
-    if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort"):
+    if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort", "uncaught-exception"):
         head += f" ({msg})"
+    elif f.detail:
+        head += f" ({_message(f.detail)})"
     if f.bad_jump_pc is not None:
         head += f", a jump to 0x{f.bad_jump_pc:x} (a call through a null or corrupt function pointer),"
     elif f.fault_kind == "null-deref" and f.address is not None:

@@ -74,7 +74,10 @@ def render_view(v: ReportView, palette: Palette) -> str:
     title = one_line(v.title)
     out = [palette.bold(title), palette.bold("=" * min(len(title), WIDTH)), ""]
 
-    out += labelled("Fault kind", palette.bad(one_line(cls.fault_kind or "unknown", 100)), wrap=False)
+    kind = palette.bad(one_line(cls.fault_kind or "unknown", 100))
+    if cls.detail:
+        kind += f" ({one_line(cls.detail, 200)})"
+    out += labelled("Fault kind", kind, wrap=False)
     out += labelled("Category", one_line(f"{cls.category or 'unknown'} (confidence {cls.confidence or 'low'})", 200))
     if v.signal_text:
         sig = v.signal_text + (f" at {v.fault_address}" if v.fault_address else "")

@@ -19,12 +19,18 @@ ABORT_MESSAGE_LINES = 4
 def _first_line(v: ReportView, palette: Palette) -> str:
     cls = v.classification
     parts = []
-    if v.signal_text:
+    if cls.fault_kind == "hang":
+        # A snapshot of a stuck process: its signal says how the snapshot was taken (gcore's
+        # SIGSTOP, a watchdog's SIGABRT), not that anything faulted.
+        parts.append(palette.bad("snapshot" + (f", {v.signal_text}" if v.signal_text else "")))
+    elif v.signal_text:
         sig = v.signal_text
         if v.fault_address:
             sig += f" at {v.fault_address}"
         parts.append(palette.bad(sig))
     kind = palette.bad(one_line(cls.fault_kind or "unknown", 100))
+    if cls.detail:
+        kind += f" [{one_line(cls.detail, 120)}]"
     what = kind
     if cls.culprit.function:
         what += " in " + palette.name(one_line(cls.culprit.function, 200))

@@ -38,6 +38,10 @@ _SHELL = re.compile(
     re.IGNORECASE,
 )
 _EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|killed by signal (\d{1,2})|exit code (1[3-5]\d)\b")
+# The command a user ran, when the process died right after it: an `import tensorflow` that
+# ends in "Illegal instruction" is the wheel's CPU instructions meeting an older CPU.
+_IMPORT_COMMAND = re.compile(r"\bimport (?:tensorflow|tflite_runtime|ai_edge_litert|tf_keras|keras)\b")
+IMPORT_WINDOW = 6
 _SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "Bus error", "Floating", "signal", "exit code")
 
 
@@ -47,6 +51,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     first_message = first_shell = None
     pending_terminate: str | None = None
     pending_line = -1
+    import_line: tuple[int, str] | None = None
     count = 0
     for i, line in enumerate(lines):
         if claimed[i] or not line:
@@ -87,6 +92,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 first_message = i
                 messages.line = i
             continue
+        if "import " in s and _IMPORT_COMMAND.search(s):
+            import_line = (i, s)
         if any(w in s for w in _SIGNAL_WORDS):
             name = _shell_signal(s)
             if name is not None:
@@ -94,6 +101,10 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 if first_shell is None:
                     first_shell = i
                     shell.line = i
+                if name == "SIGILL" and import_line is not None and i - import_line[0] <= IMPORT_WINDOW:
+                    # The shell's verdict right after the import is the whole report.
+                    shell.substantive = True
+                    shell.add_message(fd.MESSAGE_FROM_FRAME_ARGS, import_line[1][:300])
     if pending_terminate is not None:
         messages.add_message(fd.MESSAGE_TERMINATE, pending_terminate)
     found = []

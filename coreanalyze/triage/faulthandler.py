@@ -94,6 +94,13 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         c = s[:1]
         if c == "F":
             m = _FILE.match(s)
+            if m and (block is None or (block.thread is None and not block.has_current)) and not in_c_stack:
+                # A pasted part without its header (an IDE's console, a trimmed ticket): the
+                # `line N in f` spelling is faulthandler's own, not a Python traceback's.
+                block = block or _new_block(blocks, i)
+                if block is None:
+                    break
+                block.start_thread(True, None, None)
             if m and block is not None and block.thread is not None and not in_c_stack:
                 lineno = None if m.group(2) == "???" else int(m.group(2))
                 block.thread.add(fd.python_frame(m.group(3).strip(), m.group(1), lineno))

@@ -74,6 +74,12 @@ class Finding:
     # False for findings that only support others (a shell's "Segmentation fault" line).
     substantive: bool = True
     dropped_threads: int = 0
+    # The report's own verdict, finer than a fault kind: a sanitizer's class and access
+    # ("heap-buffer-overflow READ of size 4"), an uncaught exception's type.
+    detail: str | None = None
+    # What gdb printed besides the backtrace (p $_siginfo..si_addr, p $sp, info frame).
+    fault_address: int | None = None
+    stack_pointer: int | None = None
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:
@@ -126,7 +132,7 @@ def native_frame(
 ) -> model.Frame:
     """A native frame; the name is demangled when it is mangled, '??' means no name."""
     function = function.strip() if function else None
-    if function in ("??", "", "(unknown)", "???", "n/a"):
+    if function in ("??", "", "(unknown)", "???", "n/a", "<unknown>"):
         function = None
     shown = demangle(function)
     return model.Frame(

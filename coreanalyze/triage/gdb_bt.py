@@ -30,6 +30,7 @@ FORMAT = "gdb"
 _FRAME = re.compile(r"[ \t]*#(\d{1,6})[ \t]+(\S.*)")
 _ADDR_IN = re.compile(r"(0x[0-9a-fA-F]{1,16}) in ")
 _FILE_LINE = re.compile(r"(\S+):(\d{1,9})")
+_LIBRARY_PATH = re.compile(r"/\S{1,400}\.so(?:\.[\d.]+)?")
 _THREAD_HEADER = re.compile(r"[ \t]*Thread (\d{1,7}) \((.*)\):")
 _TERMINATED = re.compile(r"[ \t]*Program terminated with signal (\w+), ([^.]*)")
 _RECEIVED = re.compile(r'[ \t]*(?:Program|Thread (\d{1,7})(?: "([^"]*)")?) received signal (\w+), ([^.]*)')
@@ -139,9 +140,14 @@ def parse_frame_body(body: str, index: int = 0) -> model.Frame | None:
     else:
         cut = rest.rfind(" at ")
         if cut > 0 and rest[:cut].endswith(")"):
-            fl = _FILE_LINE.fullmatch(rest[cut + 4 :].strip())
+            where = rest[cut + 4 :].strip()
+            fl = _FILE_LINE.fullmatch(where)
             if fl:
                 file, line = fl.group(1), int(fl.group(2))
+                rest = rest[:cut]
+            elif _LIBRARY_PATH.fullmatch(where):
+                # ABRT's gdb writes "at /lib64/libdbus-1.so.3" for a frame without line info.
+                module = where
                 rest = rest[:cut]
     if pc is None and module is None and file is None and not rest.endswith(")"):
         return None
@@ -158,8 +164,9 @@ def parse_frame_body(body: str, index: int = 0) -> model.Frame | None:
 
 
 def _incomplete(text: str) -> bool:
-    """A frame line that a narrow terminal cut inside its argument list."""
-    return text.count("(") > text.count(")") or text.endswith((",", "=", "("))
+    """A frame line that a narrow terminal cut inside its argument list, or right after the
+    `from` / `at` that introduces its library or source file (KDE's crash handler wraps there)."""
+    return text.count("(") > text.count(")") or text.endswith((",", "=", "(", ") from", ") at"))
 
 
 def _join_wrapped(lines: list[str], start: int, claimed: bytearray) -> tuple[str, int]:

@@ -23,8 +23,9 @@ FORMAT = "macos-crash"
 
 _FRAME = re.compile(r"[ \t]*(\d{1,6})[ \t]+(\S{1,300}?)[ \t]+(0x[0-9a-fA-F]{1,16})[ \t]+(.*)")
 _THREAD = re.compile(r"[ \t]*Thread (\d{1,7})( Crashed)?:{1,2}[ \t]*(.*)")
-_EXCEPTION = re.compile(r"[ \t]*Exception Type:[ \t]+\w{1,40}[ \t]+\((SIG[A-Z]{2,8})\)")
-_ADDRESS = re.compile(r"[ \t]*Exception Codes:.* at (0x[0-9a-fA-F]{1,16})")
+_EXCEPTION = re.compile(r"[ \t]*Exception Type:[ \t]+(\w{1,40})(?:[ \t]+\((SIG[A-Z]{2,8})\))?")
+_ADDRESS = re.compile(r"[ \t]*Exception (?:Codes|Subtype):.* at (0x[0-9a-fA-F]{1,16})")
+_CODES = re.compile(r"[ \t]*Exception (?:Codes|Subtype):[ \t]*(\w{1,40})")
 _CRASHED = re.compile(r"[ \t]*Crashed Thread:[ \t]+(\d{1,7})")
 _OFFSET = re.compile(r"(.*) \+ (\d{1,12})(?: \(([^():\s]{1,300}):(\d{1,9})\))?")
 _UNSYMBOLIZED = re.compile(r"0x[0-9a-fA-F]{1,16} \+ \d{1,12}")
@@ -56,6 +57,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     last_index = -1
     crashed_number: int | None = None
     signal_name = None
+    code_name = None
     address = None
     for i, line in enumerate(lines):
         if claimed[i] or not line:
@@ -98,11 +100,18 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         elif c == "E" and s.startswith("Exception "):
             m = _EXCEPTION.match(s)
             if m:
-                signal_name = signals.normalize_name(m.group(1))
+                named = signals.normalize_name(m.group(2)) if m.group(2) else None
+                signal_name = named or signals.MACH_EXCEPTIONS.get(m.group(1)) or signal_name
                 continue
+            m = _CODES.match(s)
+            if m and m.group(1) in signals.MACH_CODES:
+                coded_signal, code_name = signals.MACH_CODES[m.group(1)]
+                signal_name = signal_name if signal_name in ("SIGBUS",) and coded_signal == "SIGSEGV" else coded_signal
             m = _ADDRESS.match(s)
             if m:
                 address = fd.hex_int(m.group(1))
+                continue
+            if code_name is not None:
                 continue
         elif c == "C" and s.startswith("Crashed Thread:"):
             m = _CRASHED.match(s)
@@ -125,7 +134,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         for t in finding.threads:
             t.crashed = t.number == crashed_number
     if signal_name:
-        finding.set_signal(signal_name, fd.SIGNAL_NAMED, address=address)
+        code = 0x80 if code_name == "SI_KERNEL" else None  # SI_KERNEL
+        finding.set_signal(signal_name, fd.SIGNAL_NAMED, address=None if code_name == "SI_KERNEL" else address, code=code, code_name=code_name)
     for t in finding.threads:
         if t.dropped_frames:
             finding.warnings.append(f"macOS thread {t.number}: only the first {limits.MAX_FRAMES_PER_THREAD} frames were kept")

@@ -97,6 +97,12 @@ def merge(found: list[fd.Finding], source_name: str) -> tuple[model.Report, str 
 
     report.core = _core_info(found, source_name, warnings)
     abort_message = _abort_message(found)
+    report.classification.detail = next((f.detail for f in found if f.detail), None)
+    if report.core.signal.address is None:
+        report.core.signal.address = next((f.fault_address for f in found if f.fault_address is not None), None)
+    sp = next((f.stack_pointer for f in found if f.stack_pointer is not None), None)
+    if sp is not None and crashed_index is not None:
+        threads[crashed_index].registers.setdefault("rsp", sp)
     if report.core.signal.name is None and crashed_index is not None:
         t = fd.TextThread(frames=threads[crashed_index].frames)
         if fd.calls_abort(t):

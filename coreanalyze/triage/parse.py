@@ -14,18 +14,25 @@ from .. import model
 from ..errors import BadInput
 from . import (
     abort_messages,
+    android_tombstone,
+    apport,
     asan,
     backtrace_symbols,
+    chromium_log,
     coredumpctl,
     faulthandler,
     findings,
     gdb_bt,
     gdb_pybt,
+    gdb_values,
+    hs_err,
     kernel_log,
     lldb_bt,
     macos_crash,
     pystack,
+    source_lines,
     tflog,
+    valgrind,
 )
 from .merge import merge
 from .text import clean
@@ -33,16 +40,23 @@ from .text import clean
 # Most specific formats first.
 PARSERS = (
     asan.parse,
+    android_tombstone.parse,
+    valgrind.parse,
+    hs_err.parse,
     coredumpctl.parse,
     pystack.parse,
     faulthandler.parse,
     gdb_pybt.parse,
     tflog.parse,
+    chromium_log.parse,
     backtrace_symbols.parse,
     lldb_bt.parse,
     macos_crash.parse,
     kernel_log.parse,
     gdb_bt.parse,
+    gdb_values.parse,
+    apport.parse,
+    source_lines.parse,
     abort_messages.parse,
 )
 

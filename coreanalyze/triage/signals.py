@@ -43,3 +43,27 @@ def from_description(text: str) -> str | None:
 
 def number_of(name: str | None) -> int | None:
     return SIGNAL_NUMBERS.get(name) if name else None
+
+
+# macOS Mach exceptions (crash reports' "Exception Type:" without a signal in parentheses) and
+# the codes that say more ("Exception Codes:", "Exception Subtype:"): -> (signal, si_code name).
+MACH_EXCEPTIONS = {
+    "EXC_BAD_ACCESS": "SIGSEGV",
+    "EXC_BAD_INSTRUCTION": "SIGILL",
+    "EXC_ARITHMETIC": "SIGFPE",
+    "EXC_CRASH": "SIGABRT",
+    "EXC_BREAKPOINT": "SIGTRAP",
+    "EXC_GUARD": "SIGKILL",
+    "EXC_RESOURCE": "SIGKILL",
+}
+MACH_CODES = {
+    "KERN_INVALID_ADDRESS": ("SIGSEGV", "SEGV_MAPERR"),
+    "KERN_PROTECTION_FAILURE": ("SIGSEGV", "SEGV_ACCERR"),
+    # x86 general-protection fault: a non-canonical or otherwise unusable pointer, no address.
+    "EXC_I386_GPFLT": ("SIGSEGV", "SI_KERNEL"),
+    "EXC_I386_DIV": ("SIGFPE", "FPE_INTDIV"),
+    "EXC_I386_INVOP": ("SIGILL", "ILL_ILLOPN"),
+    "EXC_ARM_DA_ALIGN": ("SIGBUS", "BUS_ADRALN"),
+    "EXC_ARM_BREAKPOINT": ("SIGTRAP", "TRAP_BRKPT"),
+    "EXC_I386_BPT": ("SIGTRAP", "TRAP_BRKPT"),
+}

@@ -36,6 +36,11 @@ _PC = re.compile(r"PC: @\s+(0x[0-9a-fA-F]{1,16})\s+(.*)")
 _AT = re.compile(r"(?:^|\s)@\s+(0x[0-9a-fA-F]{1,16})\s+(.*)")
 _AT_MORE = re.compile(r"@ \.\.\. and at least (\d+) more frames")
 _ABSL_COLUMNS = re.compile(r"(\(unknown\)|\d{1,12})\s+(\S.*)")
+# Error (not fatal) log lines that say why a GPU process died next: kept as a weak message.
+_GPU_ERROR = re.compile(
+    r"(?:^|\s)E\d{4} [\d:. ]+\d+ \S+:\d+\] .*?|(?:^|\s|:)E (?:\S+):\d+\] .*?"
+)
+_GPU_WORDS = re.compile(r"CUDA_ERROR_\w+|CUDNN_STATUS_\w+|CUBLAS_STATUS_\w+|GPU sync failed|Unexpected Event status|illegal memory access|[Cc]ould not create cudnn handle|Failed to get convolution algorithm|cuDNN launch failure")
 # Frames of the crash handlers themselves, above the interrupted code.
 _HANDLER_FRAMES = ("AbslFailureSignalHandler", "WriteFailureInfo", "WriteStackTrace", "FailureSignalHandler")
 
@@ -114,6 +119,13 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             claimed[i] = 1
             i = _read_absl_signal(lines, i + 1, claimed, thread, finding)
             found.append(finding)
+            continue
+        if ("E" in s and _GPU_WORDS.search(s)) and _GPU_ERROR.search(s):
+            finding = fd.Finding(FORMAT, i)
+            finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, s[:600])
+            found.append(finding)
+            claimed[i] = 1
+            i += 1
             continue
         fatal = _fatal_line(s)
         if fatal is not None:

@@ -1,0 +1,115 @@
+"""Android native crash dumps: debuggerd tombstones and their logcat `DEBUG` copies.
+
+    *** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***
+    pid: 12345, tid: 12367, name: tflite-worker  >>> com.example.app <<<
+    signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0
+    Abort message: 'Check failed: ...'
+    backtrace:
+        #00 pc 0005efee  /data/app/com.example-1/lib/arm/libtensorflowlite_jni.so (tflite::Foo()+122)
+        #01 pc 000a1b2c  /system/lib/libc.so (offset 0x1000) (__pthread_start(void*)+24) (BuildId: ab12)
+
+In logcat each line carries a prefix (`A/DEBUG ( 1234): `, or
+`11-05 12:00:00.123  1234  1234 F DEBUG   : `); it is taken off here. The backtrace is the
+thread named on the `pid:` line; `pc` is an offset in the library, not an address.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import asan, limits, signals
+from . import findings as fd
+
+FORMAT = "android-tombstone"
+
+_LOGCAT = re.compile(
+    r"^(?:\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+\s+[VDIWEFA]\s+(?:DEBUG|libc|crash_dump\d*)\s*:\s?"
+    r"|[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*)\s*\(\s*\d+\):\s?)"
+)
+_PID = re.compile(r"^pid: (\d{1,9}), tid: (\d{1,9}), name: (.{0,100}?)\s+>>> (.{0,400}?) <<<")
+_SIGNAL = re.compile(r"^signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4}) \((\w{1,30})\)(?:, fault addr (0x[0-9a-fA-F]{1,16}|-+))?")
+_ABORT = re.compile(r"^Abort message: '?(.*?)'?$")
+_FRAME = re.compile(r"^#(\d{1,4}) pc ([0-9a-fA-F]{1,16})\s+(\S+)(.*)$")
+# The same backtrace symbolized by a sanitizer's symbolizer: "#0 0x00084fe6 in tgkill /bionic/..".
+_SYMBOLIZED = re.compile(r"^#(\d{1,4}) (0x[0-9a-fA-F]{1,16}) in (.*)$")
+# Other processes' log lines that logcat interleaves with a backtrace.
+MAX_FOREIGN_LINES = 3
+_PAREN = re.compile(r"\(((?:[^()]|\([^()]*\))*)\)")
+_OFFSET = re.compile(r"^(.*)\+(\d{1,12})$")
+
+
+def _strip(line: str) -> str:
+    return _LOGCAT.sub("", line, count=1).strip()
+
+
+def _frame(module: str, rest: str, pc: str) -> fd.model.Frame:
+    function = offset = None
+    for group in _PAREN.findall(rest):
+        if group.startswith(("offset ", "BuildId:", "deleted")):
+            continue
+        m = _OFFSET.match(group)
+        function, offset = (m.group(1), int(m.group(2))) if m else (group, None)
+    # pc is the offset in the library: kept as the frame's pc, the library names where.
+    return fd.native_frame(function, pc=int(pc, 16), module=module, offset=offset)
+
+
+def _next_is_frame(lines: list[str], i: int) -> bool:
+    """A backtrace frame follows within the few lines another process may have put between."""
+    return any(_strip(lines[j]).startswith("#") for j in range(i + 1, min(len(lines), i + 1 + MAX_FOREIGN_LINES)))
+
+
+def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
+    found: list[fd.Finding] = []
+    i, n = 0, len(lines)
+    while i < n and len(found) < limits.MAX_BLOCKS_PER_FORMAT:
+        s = _strip(lines[i]) if not claimed[i] else ""
+        header = s.startswith("*** *** ***")
+        pid = _PID.match(s) if s.startswith("pid: ") else None
+        if not (header or pid):
+            i += 1
+            continue
+        finding = fd.Finding(FORMAT, i)
+        thread = fd.TextThread(crashed=True)
+        in_backtrace = False
+        foreign = 0
+        while i < n:
+            if claimed[i]:
+                break
+            s = _strip(lines[i])
+            if in_backtrace and not s.startswith("#"):
+                foreign += 1
+                if foreign > MAX_FOREIGN_LINES or (s and thread.frames and not _next_is_frame(lines, i)):
+                    break
+                i += 1
+                continue
+            if (m := _PID.match(s)) is not None:
+                if thread.tid is not None:
+                    break  # the next tombstone
+                finding.pid, thread.tid, thread.name = int(m.group(1)), int(m.group(2)), m.group(3).strip() or None
+                finding.cmdline = m.group(4)
+            elif (m := _SIGNAL.match(s)) is not None:
+                address = fd.hex_int(m.group(5)) if m.group(5) and m.group(5).startswith("0x") else None
+                finding.set_signal(signals.normalize_name(m.group(2)), fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_NAMED, address=address, code=int(m.group(3)), code_name=m.group(4))
+            elif (m := _ABORT.match(s)) is not None:
+                text = m.group(1).rstrip("'")
+                weight = fd.MESSAGE_CHECK_FAILURE if ("Check failed" in text or re.search(r"\] ", text)) else fd.MESSAGE_TERMINATE
+                finding.add_message(weight, text)
+            elif s == "backtrace:":
+                in_backtrace = True
+            elif (m := _FRAME.match(s)) is not None:
+                in_backtrace = True
+                foreign = 0
+                thread.add(_frame(m.group(3), m.group(4), m.group(2)))
+            elif in_backtrace and (m := _SYMBOLIZED.match(s)) is not None:
+                foreign = 0
+                thread.add(asan.parse_frame_text(m.group(3), fd.hex_int(m.group(2))))
+            elif s.startswith("*** *** ***") and (thread.frames or thread.tid is not None):
+                break
+            claimed[i] = 1
+            i += 1
+        if thread.dropped_frames:
+            finding.warnings.append(f"only the first {limits.MAX_FRAMES_PER_THREAD} frames of the tombstone were kept")
+        if thread.frames or finding.signal is not None:
+            finding.add_thread(thread)
+            found.append(finding)
+    return found
