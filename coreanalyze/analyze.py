@@ -161,6 +161,7 @@ class _GdbPlan:
     own_gdb: Any = None  # a gdb started early for this core alone, or None
     link_map: Any = None  # where files were loaded, for cores without NT_FILE
     while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
+    memory: Any = None  # the core's memory: the dist-info names that version the walk's imports
 
 
 def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
@@ -215,7 +216,7 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
                 # The packages of the process that died; describe_environment adds the libraries
                 # each one installed, as the wheels here recorded them.
                 report.environment["packages"] = as_dicts(
-                    imported_packages(stacks.walk.imports, distributions_in_memory(notes.memory))
+                    imported_packages(stacks.walk.imports, distributions_in_memory(plan.memory))
                 )
         return analysis.abort_message
 
@@ -435,7 +436,9 @@ def _analyze_with_modules(
         if fast is not None:
             fast.order_in_background()
     try:
-        plan = _GdbPlan(core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads)
+        plan = _GdbPlan(
+            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes.memory
+        )
         abort_message = _run_gdb(report, options, plan)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
