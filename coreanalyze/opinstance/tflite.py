@@ -120,9 +120,19 @@ def _node_index(reader: _Reader, subgraph: int, node: int) -> int | None:
     return None
 
 
+def _owns_tensors(reader: _Reader, subgraph: int, tensors: int, count: int) -> bool:
+    """Whether the Subgraph's own tensor vector is `count` tensors at `tensors`: the context it
+    embeds points there, while a stale copy of a context points at a buffer since reallocated."""
+    words = reader.memory.read_available(subgraph, SUBGRAPH_SCAN)
+    values = [v for (v,) in struct.iter_unpack("<Q", words[: len(words) // 8 * 8])]
+    end = tensors + count * reader.at("tensor", "size")
+    return any(values[i] == tensors and values[i + 1] == end and values[i + 2] >= end for i in range(len(values) - 2))
+
+
 def _context(reader: _Reader, candidates: list[int], node: int) -> tuple[int, int, int]:
     """(tensors, tensors_size, node index) of the TfLiteContext whose Subgraph holds the node."""
     found = {}
+    current = {}
     for candidate in candidates:
         data = reader.memory.read(candidate, 32)
         if data is None:
@@ -135,6 +145,10 @@ def _context(reader: _Reader, candidates: list[int], node: int) -> tuple[int, in
         index = _node_index(reader, impl, node)
         if index is not None:
             found[(tensors, size)] = index
+            if _owns_tensors(reader, impl, tensors, size):
+                current[(tensors, size)] = index
+    if len(found) > 1 and len(current) == 1:
+        found = current  # the others are stale copies of the same context
     if len(found) != 1:
         raise NotValid("no TfLiteContext holds the node" if not found else "several TfLiteContexts hold the node")
     (tensors, size), index = next(iter(found.items()))
