@@ -279,7 +279,9 @@ VERDICTS: dict[str, Verdict] = {
     "fft_zero_length_abort": Verdict(
         "kernel-compute", "abort", r"ducc0::",
         op=r"^FFTCPU<false, true, 1>$", culprit_module=r"libtensorflow_cc\.so",
-        abort_message=r"Assertion failure: no zero-sized FFTs",
+        # The ducc0 reason is read from freed heap memory and is sometimes overwritten before the
+        # core is written; it is checked where it survives (test_abortmsg), not required here.
+        abort_message=None,
     ),
     "interpreter_invoke": Verdict(
         "interpreter-invoke", "invalid-access", r"tflite::ops::builtin::fully_connected::Eval",
