@@ -162,6 +162,7 @@ class _GdbPlan:
     link_map: Any = None  # where files were loaded, for cores without NT_FILE
     while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
     memory: Any = None  # the core's memory: the dist-info names that version the walk's imports
+    python_runtime: Any = None  # _PyRuntime located in the core (pyruntime.FoundRuntime), or None
 
 
 def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
@@ -201,7 +202,12 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
             # A user's rules may name thread roles of their own; the built-in ones need no wait.
             user_rules = load_rules(options.rules_files) if options.rules_files else None
             stacks = add_python_frames(
-                session, report.threads, with_locals=options.with_locals, rules=user_rules, imports=True
+                session,
+                report.threads,
+                with_locals=options.with_locals,
+                rules=user_rules,
+                imports=True,
+                runtime=plan.python_runtime,
             )
         except GdbError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
@@ -361,20 +367,35 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.core.executable_used = executable
     link_map = _link_map(notes, executable, options, report)
     report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
+    runtime = _python_runtime(notes, report)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
         if options.fetch:
-            options = _fetch_libraries(notes, report, options, overlay)
-        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map)
+            options = _fetch_libraries(notes, report, options, overlay, runtime)
+        return _analyze_with_modules(
+            core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map, runtime
+        )
 
 
-def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+def _python_runtime(notes, report: Report):
+    """_PyRuntime located in the core when the interpreter's own files are not here (then the
+    walker starts from it, in gdb and in-process alike); None when their symbols serve."""
+    from coreanalyze.pyruntime import runtime_unless_symbols
+
+    runtime = runtime_unless_symbols(notes, report.modules)
+    if runtime is not None:
+        report.warnings.append(runtime.note())
+        report.environment["python_runtime"] = f"located by scanning the core ({runtime.how})"
+    return runtime
+
+
+def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str, runtime=None) -> AnalyzeOptions:
     """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot."""
     from coreanalyze.coretarget import walk_core
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
 
-    walk = walk_core(notes, report.modules, {"imports": True})
+    walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
     packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
@@ -412,7 +433,16 @@ def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
 
 
 def _analyze_with_modules(
-    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map
+    core_path: str,
+    notes,
+    report: Report,
+    executable,
+    options: AnalyzeOptions,
+    rules,
+    gdb_pool,
+    own_gdb,
+    link_map,
+    runtime=None,
 ):
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
@@ -437,7 +467,7 @@ def _analyze_with_modules(
             fast.order_in_background()
     try:
         plan = _GdbPlan(
-            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes.memory
+            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes.memory, runtime
         )
         abort_message = _run_gdb(report, options, plan)
     except GdbError as e:

@@ -63,8 +63,12 @@ class CoreTarget:
         executable = notes.executable
         interpreter = [m for m in modules if m.path == executable]
         interpreter += [m for m in modules if os.path.basename(m.path).startswith(INTERPRETER_PREFIXES)]
+        # Only the crashed build's own files: another build's _PyRuntime is somewhere else (the
+        # runtime is then located in the core, coreanalyze.pyruntime).
         self._sources = [
-            _SymbolSource(m, load_bias(m, notes, [m.local_path])) for m in interpreter if m.local_path
+            _SymbolSource(m, load_bias(m, notes, [m.local_path]))
+            for m in interpreter
+            if m.local_path and m.status.trusted_image
         ]
         self._paths = [m.path for m in modules]
 
@@ -133,5 +137,11 @@ def _defined_symbols(path: str, section_name: str) -> dict[str, int]:
 
 
 def walk_core(notes: CoreNotes, modules: list[model.Module], options: dict | None = None) -> dict:
-    """The walker's document for a core, read without a debugger."""
+    """The walker's document for a core, read without a debugger. options may carry a runtime
+    located in the core ("runtime", "version_hint": see coreanalyze.pyruntime)."""
     return walk(CoreTarget(notes, modules), options or {})
+
+
+def has_runtime_symbol(notes: CoreNotes, modules: list[model.Module]) -> bool:
+    """Whether the crashed build's own interpreter files here name _PyRuntime."""
+    return CoreTarget(notes, modules).symbol_address("_PyRuntime") is not None

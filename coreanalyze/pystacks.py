@@ -20,7 +20,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import model
 from .classify.rules import RuleSet, default_rules
@@ -28,6 +28,9 @@ from .debugger import Debugger
 from .gdb.debugger import PYSTACKS_COMMAND, PYSTACKS_SCRIPT, PYSTACKS_TIMEOUT, as_debugger
 from .gdb.session import GdbSession
 from .pyfiles import is_library_file
+
+if TYPE_CHECKING:
+    from .pyruntime import FoundRuntime
 
 SCRIPT = PYSTACKS_SCRIPT
 MI_COMMAND = PYSTACKS_COMMAND
@@ -155,10 +158,14 @@ def read_python_stacks(
     with_locals: bool = False,
     locals_frames: int = LOCALS_FRAMES,
     imports: bool = False,
+    runtime: FoundRuntime | None = None,
 ) -> WalkResult:
     """Run the walker through the debugger (a Debugger, or a GdbSession with the core loaded).
-    With imports, the result also lists the top-level modules of sys.modules."""
+    With imports, the result also lists the top-level modules of sys.modules. runtime: where
+    _PyRuntime was located in the core, for a debugger without the interpreter's symbols."""
     args = ["--imports"] if imports else []
+    if runtime is not None:
+        args += runtime.walker_arguments()
     if with_locals:
         args.append("--locals")
         args += ["--locals-frames", str(int(locals_frames))]
@@ -352,16 +359,23 @@ def add_python_frames(
     with_locals: bool = False,
     rules: RuleSet | None = None,
     imports: bool = False,
+    runtime: FoundRuntime | None = None,
 ) -> PythonStacks:
     """Insert Python frames into `threads` (in place), set roles and GIL holders.
 
     session: a Debugger (or a GdbSession) with the core loaded. With with_locals, the innermost
     Python frames of the crashing thread carry their locals (read, never evaluated). rules: the
     rules in force (a user's --rules may add thread roles); the built-in ones by default.
+    runtime: _PyRuntime as located in the core (coreanalyze.pyruntime) when the interpreter's
+    files are not here.
     """
     crashed = next((t for t in threads if t.crashed), None)
     walk = read_python_stacks(
-        session, with_locals=with_locals, locals_tid=crashed.tid if crashed is not None else None, imports=imports
+        session,
+        with_locals=with_locals,
+        locals_tid=crashed.tid if crashed is not None else None,
+        imports=imports,
+        runtime=runtime,
     )
     stacks = PythonStacks(python_version=walk.python_version, warnings=list(walk.warnings), walk=walk)
     apply_walk(walk, threads, stacks.warnings, rules)

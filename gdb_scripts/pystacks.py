@@ -3,7 +3,7 @@
 Sourced into gdb (`source pystacks.py`), this registers the MI command
 
     -coreanalyze-pystacks [--locals] [--locals-tid TID] [--locals-frames N]
-                          [--python-version 3.X] [--show-layout]
+                          [--python-version 3.X] [--runtime ADDRESS] [--show-layout]
 
 whose result is `^done,format="coreanalyze-pystacks/1",json="{...}"`: one JSON document (ASCII
 only, so MI quoting cannot mangle it) with the interpreter version, every Python thread (its

@@ -71,6 +71,10 @@ _OBJECT_COMMON = {
     "object.type": 8,
     "var.size": 16,
     "type.name": 24,
+    "type.basicsize": 32,
+    "type.itemsize": 40,
+    "type.flags": 168,
+    "type.base": 256,
     "tuple.items": 24,
     "list.items": 24,
     "dict.used": 16,
@@ -96,6 +100,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "runtime.gil_locked": 368,
         "interp.next": 0,
         "interp.threads_head": 8,
+        "interp.runtime": 16,
         "interp.id": 24,
         "interp.modules": 856,
         "tstate.next": 8,
@@ -125,6 +130,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "runtime.gil_locked": 376,
         "interp.next": 0,
         "interp.threads_head": 16,
+        "interp.runtime": 40,
         "interp.id": 48,
         "interp.modules": 888,
         "tstate.next": 8,
@@ -158,6 +164,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "runtime.interpreters_head": 40,
         "interp.next": 0,
         "interp.threads_head": 72,
+        "interp.runtime": 96,
         "interp.id": 8,
         "interp.gil_ptr": 384,
         "interp.modules": 944,
@@ -213,6 +220,10 @@ _DWARF_OBJECT = {
     "object.type": ("PyObject", "ob_type"),
     "var.size": ("PyVarObject", "ob_size"),
     "type.name": ("PyTypeObject", "tp_name"),
+    "type.basicsize": ("PyTypeObject", "tp_basicsize"),
+    "type.itemsize": ("PyTypeObject", "tp_itemsize"),
+    "type.flags": ("PyTypeObject", "tp_flags"),
+    "type.base": ("PyTypeObject", "tp_base"),
     "tuple.items": ("PyTupleObject", "ob_item"),
     "list.items": ("PyListObject", "ob_item"),
     "dict.used": ("PyDictObject", "ma_used"),
@@ -249,6 +260,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "runtime.gil_locked": ("_PyRuntimeState", "ceval.gil.locked"),
         "interp.next": ("PyInterpreterState", "next"),
         "interp.threads_head": ("PyInterpreterState", "tstate_head"),
+        "interp.runtime": ("PyInterpreterState", "runtime"),
         "interp.id": ("PyInterpreterState", "id"),
         "interp.modules": ("PyInterpreterState", "modules"),
         "tstate.next": ("PyThreadState", "next"),
@@ -277,6 +289,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "runtime.gil_locked": ("_PyRuntimeState", "ceval.gil.locked"),
         "interp.next": ("PyInterpreterState", "next"),
         "interp.threads_head": ("PyInterpreterState", "threads.head"),
+        "interp.runtime": ("PyInterpreterState", "runtime"),
         "interp.id": ("PyInterpreterState", "id"),
         "interp.modules": ("PyInterpreterState", "modules"),
         "tstate.next": ("PyThreadState", "next"),
@@ -299,6 +312,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "runtime.interpreters_head": ("_PyRuntimeState", "interpreters.head"),
         "interp.next": ("PyInterpreterState", "next"),
         "interp.threads_head": ("PyInterpreterState", "threads.head"),
+        "interp.runtime": ("PyInterpreterState", "runtime"),
         "interp.id": ("PyInterpreterState", "id"),
         "interp.gil_ptr": ("PyInterpreterState", "ceval.gil"),
         "interp.modules": ("PyInterpreterState", "imports.modules"),
@@ -360,8 +374,8 @@ _DEBUG_OFFSETS_313 = (
     "code.argcount", "code.localsplusnames", "code.localspluskinds", "code.code_adaptive",
     # pyobject
     None, "object.type",
-    # type_object
-    None, "type.name", None, None,
+    # type_object: size, tp_name, tp_repr, tp_flags
+    None, "type.name", None, "type.flags",
     # tuple_object
     None, "tuple.items", "var.size",
     # list_object
@@ -381,6 +395,21 @@ _DEBUG_OFFSETS_313 = (
 )
 DEBUG_OFFSETS_COOKIE = b"xdebugpy"
 
+
+# Py_TPFLAGS_*_SUBCLASS (Include/object.h): every built-in type of these and its subclasses
+# carry one; how types are told apart when their names cannot be read.
+SUBCLASS_FLAGS = (
+    (1 << 24, "int"),
+    (1 << 25, "list"),
+    (1 << 26, "tuple"),
+    (1 << 27, "bytes"),
+    (1 << 28, "str"),
+    (1 << 29, "dict"),
+    (1 << 31, "type"),
+)
+TPFLAGS_HEAPTYPE = 1 << 9
+# The name of a type whose tp_name is unreadable and that no flag or structure identified.
+UNNAMED_TYPE = "?"
 
 # Stands in for the code object of a frame whose code object cannot be read.
 UNREADABLE_CODE = {"name": "???", "qualname": "???", "filename": None, "firstlineno": None, "linetable": None}
@@ -495,7 +524,7 @@ def _version_from_names(target: Target) -> tuple[int, int] | None:
     return None
 
 
-def _hex_version(value: int) -> tuple[int, int, int] | None:
+def hex_version(value: int) -> tuple[int, int, int] | None:
     major, minor, micro = (value >> 24) & 0xFF, (value >> 16) & 0xFF, (value >> 8) & 0xFF
     if major == 3 and minor < 100:
         return (major, minor, micro)
@@ -514,7 +543,7 @@ def debug_offsets_layout(mem: Memory, runtime: int) -> tuple[dict[str, int], tup
     """Layout from 3.13's _Py_DebugOffsets at the start of _PyRuntime; ({}, None) if absent."""
     if mem.read(runtime, 8) != DEBUG_OFFSETS_COOKIE:
         return {}, None
-    version = _hex_version(mem.u64(runtime + 8))
+    version = hex_version(mem.u64(runtime + 8))
     if version is None or version[:2] != (3, 13):
         # 3.14 changed the structure; its field order is not tabled here.
         return {}, version
@@ -641,9 +670,50 @@ class Objects:
         tp = self.mem.ptr(obj + self.L["object.type"])
         name = self._type_names.get(tp)
         if name is None:
-            name = self.mem.cstring(self.mem.ptr(tp + self.L["type.name"]), 128)
+            name = self.mem.cstring(self.mem.ptr(tp + self.L["type.name"]), 128) or self._name_by_flags(tp)
             self._type_names[tp] = name
         return name
+
+    def _name_by_flags(self, tp: int) -> str:
+        """The name of a built-in type whose tp_name is unreadable, from its subclass flag.
+
+        tp_name points into the interpreter's read-only data, which a core does not hold:
+        without the interpreter's file the names are gone, but the type objects themselves
+        (writable data) are in the core. A type carrying a flag whose base does not is the
+        built-in type itself; bool is the one static type built on int.
+        """
+        try:
+            flags = self.mem.u64(tp + self.L["type.flags"])
+            for bit, name in SUBCLASS_FLAGS:
+                if not flags & bit:
+                    continue
+                base = self.mem.ptr(tp + self.L["type.base"])
+                if not base or not self.mem.u64(base + self.L["type.flags"]) & bit:
+                    return name
+                if name == "int" and not flags & TPFLAGS_HEAPTYPE and self._name_by_flags(base) == "int":
+                    return "bool"
+                return UNNAMED_TYPE
+        except (ReadError, KeyError):
+            pass
+        return UNNAMED_TYPE
+
+    def learn_type(self, obj: int, name: str) -> None:
+        """Name the type of obj, whose tp_name is unreadable, after its structure checked out."""
+        tp = self.mem.ptr(obj + self.L["object.type"])
+        if self._type_names.get(tp) == UNNAMED_TYPE:
+            self._type_names[tp] = name
+
+    def _looks_like_code(self, addr: int) -> bool:
+        """A code object by its fields: its name and file name are str, its line table bytes."""
+        L = self.L
+        try:
+            return (
+                self.type_name(self.mem.ptr(addr + L["code.name"])) == "str"
+                and self.type_name(self.mem.ptr(addr + L["code.filename"])) == "str"
+                and self.type_name(self.mem.ptr(addr + L["code.linetable"])) == "bytes"
+            )
+        except ReadError:
+            return False
 
     def var_size(self, obj: int) -> int:
         return self.mem.i64(obj + self.L["var.size"])
@@ -684,8 +754,11 @@ class Objects:
         if cached is not None:
             return cached
         L = self.L
-        if self.type_name(addr) != "code":
-            raise ReadError(f"0x{addr:x} is not a code object")
+        tname = self.type_name(addr)
+        if tname != "code":
+            if tname != UNNAMED_TYPE or not self._looks_like_code(addr):
+                raise ReadError(f"0x{addr:x} is not a code object")
+            self.learn_type(addr, "code")
         name = self.unicode(self.mem.ptr(addr + L["code.name"]))
         qualname = name
         if L.has("code.qualname"):
@@ -1132,12 +1205,23 @@ class Imports:
     def _is_modules_dict(self, d: int) -> bool:
         if not d or self.obj.type_name(d) != "dict":
             return False
-        found = set()
+        found: dict[str, int] = {}
         for key, value in self.dict_items(d):
             name = self.short_name(key, (3, 8))
-            if name in ("sys", "builtins") and self.obj.type_name(value) == "module":
-                found.add(name)
-        return found == {"sys", "builtins"}
+            if name in ("sys", "builtins") and self.obj.type_name(value) in ("module", UNNAMED_TYPE):
+                found[name] = value
+        if set(found) != {"sys", "builtins"}:
+            return False
+        sys_module, builtins = found["sys"], found["builtins"]
+        if self.obj.type_name(sys_module) == "module":
+            return True
+        # Type names unreadable: sys and builtins of one type, each with a namespace dict, name
+        # that type "module" for the entries that follow.
+        same = self.mem.ptr(sys_module + self.L["object.type"]) == self.mem.ptr(builtins + self.L["object.type"])
+        if same and all(self.obj.type_name(self.mem.ptr(m + self.L["module.dict"])) == "dict" for m in (sys_module, builtins)):
+            self.obj.learn_type(sys_module, "module")
+            return True
+        return False
 
     def top_level(self, interp: int) -> list[dict]:
         modules = self.find_modules_dict(interp)
@@ -1169,7 +1253,12 @@ class Imports:
 
 
 def _choose_layout(
-    target: Target, mem: Memory, runtime: int, hint: tuple[int, int] | None, warnings: list[str]
+    target: Target,
+    mem: Memory,
+    runtime: int,
+    hint: tuple[int, int] | None,
+    warnings: list[str],
+    prefer_hint: bool = False,
 ) -> Layout | None:
     eval_address = target.symbol_address("_PyEval_EvalFrameDefault")
     offsets, dbg_version = debug_offsets_layout(mem, runtime)
@@ -1183,11 +1272,13 @@ def _choose_layout(
         layout.debug_offsets = offsets
         return layout
     version: tuple[int, ...] | None = dbg_version
+    if version is None and prefer_hint:
+        version = hint
     if version is None:
         address = target.symbol_address("Py_Version")
         if address is not None:
             try:
-                version = _hex_version(mem.u32(address))
+                version = hex_version(mem.u32(address))
             except ReadError:
                 version = None
     if version is None:
@@ -1216,12 +1307,16 @@ def walk(target: Target, options: dict) -> dict:
     warnings: list[str] = result["warnings"]
     result["pid"] = target.pid() or None
     mem = Memory(target)
-    runtime = target.symbol_address("_PyRuntime")
+    # A runtime found by the host (coreanalyze.pyruntime scans the core when the interpreter's
+    # files are not here) wins over the symbol: a symbol then comes from some other build.
+    runtime = options.get("runtime") or target.symbol_address("_PyRuntime")
     if runtime is None:
         warnings.append("no _PyRuntime symbol: not a CPython 3.10+ process, or its libpython is missing")
         return result
     try:
-        layout = _choose_layout(target, mem, runtime, options.get("version_hint"), warnings)
+        layout = _choose_layout(
+            target, mem, runtime, options.get("version_hint"), warnings, prefer_hint=bool(options.get("runtime"))
+        )
     except ReadError as e:
         warnings.append(f"cannot read the interpreter's runtime state: {e}")
         return result
@@ -1313,6 +1408,8 @@ def parse_args(argv: list[str]) -> dict:
         elif arg == "--python-version":
             major, minor = next(it).split(".")[:2]
             options["version_hint"] = (int(major), int(minor))
+        elif arg == "--runtime":
+            options["runtime"] = int(next(it), 0)
         elif arg == "--imports":
             options["imports"] = True
         elif arg == "--show-layout":
