@@ -410,6 +410,8 @@ SUBCLASS_FLAGS = (
 TPFLAGS_HEAPTYPE = 1 << 9
 # The name of a type whose tp_name is unreadable and that no flag or structure identified.
 UNNAMED_TYPE = "?"
+# The "type" of an object whose type pointer leads to something that is no type object.
+NOT_A_TYPE = "<not a type>"
 
 # Stands in for the code object of a frame whose code object cannot be read.
 UNREADABLE_CODE = {"name": "???", "qualname": "???", "filename": None, "firstlineno": None, "linetable": None}
@@ -683,6 +685,8 @@ class Objects:
         built-in type itself; bool is the one static type built on int.
         """
         try:
+            if not self._is_type_object(tp):
+                return NOT_A_TYPE
             flags = self.mem.u64(tp + self.L["type.flags"])
             for bit, name in SUBCLASS_FLAGS:
                 if not flags & bit:
@@ -693,9 +697,22 @@ class Objects:
                 if name == "int" and not flags & TPFLAGS_HEAPTYPE and self._name_by_flags(base) == "int":
                     return "bool"
                 return UNNAMED_TYPE
-        except (ReadError, KeyError):
+        except ReadError:
+            return NOT_A_TYPE
+        except KeyError:
             pass
         return UNNAMED_TYPE
+
+    def _is_type_object(self, tp: int) -> bool:
+        """Whether tp is an object of a type whose own type is `type` (the type of `type` is
+        `type` itself): a damaged object's type pointer into garbage is not."""
+        meta = self.mem.ptr(tp + self.L["object.type"])
+        for _ in range(3):
+            above = self.mem.ptr(meta + self.L["object.type"])
+            if above == meta:
+                return True
+            meta = above
+        return False
 
     def learn_type(self, obj: int, name: str) -> None:
         """Name the type of obj, whose tp_name is unreadable, after its structure checked out."""
