@@ -41,6 +41,8 @@ WALK_TIMEOUT = PYSTACKS_TIMEOUT
 # of the same function the compiler moved away (the same activation, not a call).
 EVAL_FRAME = re.compile(r"^_PyEval_EvalFrameDefault(?:\.cold(?:\.\d+)?)?$")
 
+# Names of the interpreter's own files, where a stack enters Python.
+INTERPRETER_FILES = ("python", "libpython")
 LOCALS_FRAMES = 5  # innermost Python frames whose locals are shown with --locals
 MAX_SOURCE_BYTES = 16 << 20  # source files bigger than this are not read for one line
 MAX_SOURCE_LINE = 300
@@ -188,7 +190,8 @@ def interleave(native: list[model.Frame], python: list[model.Frame], groups: lis
     python[i]) placed just inside the evaluation-loop frame that runs them; indexes renumbered.
 
     Activations beyond the native evaluation frames (a truncated native stack) go to the
-    end; with no evaluation frame at all, the Python frames go to the top.
+    end; with no evaluation frame at all (the interpreter's symbols are not here), the Python
+    frames go where the stack enters the interpreter's code, or else to the top.
     """
     by_group: dict[int, list[model.Frame]] = {}
     for frame, group in zip(python, groups):
@@ -197,8 +200,10 @@ def interleave(native: list[model.Frame], python: list[model.Frame], groups: lis
     eval_count = sum(1 for f in native if is_eval_frame(f))
     out: list[model.Frame] = []
     if eval_count == 0:
+        entry = next((i for i, f in enumerate(native) if _in_interpreter(f)), 0)
+        out.extend(native[:entry])
         out.extend(python)
-        out.extend(native)
+        out.extend(native[entry:])
     else:
         next_group = 0
         for frame in native:
@@ -211,6 +216,12 @@ def interleave(native: list[model.Frame], python: list[model.Frame], groups: lis
     for i, frame in enumerate(out):
         frame.index = i
     return out
+
+
+def _in_interpreter(frame: model.Frame) -> bool:
+    """A native frame in the interpreter's own files (python3.X, libpython3.X)."""
+    name = os.path.basename(frame.module or "")
+    return frame.kind == "native" and name.startswith(INTERPRETER_FILES)
 
 
 class SourceLines:

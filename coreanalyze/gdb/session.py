@@ -398,6 +398,11 @@ class GdbSession:
         if before_target is not None:
             before_target()
         self.mi(command)
+        if executable is None:
+            # Without the program gdb still lists the libraries from the loader's list in the
+            # core, but reads none of them (gdb 13): no symbols and no unwind tables, so every
+            # stack ends after one frame. Ask for them.
+            self.console("sharedlibrary")
 
     def _speakable(self, path: str | os.PathLike[str]) -> str:
         """An absolute path gdb can be given over MI.
