@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from clirun import analyze_json, crashed_thread
+from test_pyruntime import link_os_directories
 from tfcores import TFCoreCache, require_tensorflow
 
 pytestmark = pytest.mark.tf
@@ -48,7 +49,6 @@ while todo:
             todo.append(req.name)
 print(json.dumps(found))
 """
-OS_DIRECTORIES = ("lib", "lib64", "usr/lib", "usr/lib64")
 
 
 def run(*argv: str) -> str:
@@ -62,16 +62,9 @@ def tensorflow_requirements(python: Path) -> list[str]:
 
 def os_sysroot(root: Path) -> Path:
     """The machine's library directories, as a sysroot of a machine without this interpreter:
-    /lib, /usr/lib and the like (merged-/usr links kept), nothing of /usr/bin or of pyenv."""
+    /lib, /usr/lib and the like, nothing of /usr/bin or of pyenv."""
     sysroot = root / "os-only"
-    for name in OS_DIRECTORIES:
-        host = Path("/", name)
-        if not host.exists():
-            continue
-        link = sysroot / name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        target = os.readlink(host) if host.is_symlink() else str(host)  # "usr/lib" stays relative
-        link.symlink_to(target)
+    link_os_directories(sysroot)
     return sysroot
 
 

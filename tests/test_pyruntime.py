@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from clirun import analyze_json, crashed_thread
-from coregen import run_to_core
+from coregen import compile_c, run_to_core
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from test_pystacks import PYCRASHERS, interpreter, marker_line
@@ -39,10 +39,30 @@ def needed(path: Path) -> list[str]:
         return [t.needed for t in dynamic.iter_tags("DT_NEEDED")] if isinstance(dynamic, DynamicSection) else []
 
 
+# The machine's library directories; a sysroot that links them has this machine's OS files.
+OS_DIRECTORIES = ("lib", "lib64", "usr/lib", "usr/lib64")
+
+
+def link_os_directories(sysroot: Path) -> None:
+    """Link the library directories into the sysroot, merged-/usr links kept as links (the
+    loader's list names /lib/..., the core's file list /usr/lib/...)."""
+    for name in OS_DIRECTORIES:
+        host = Path("/", name)
+        if not host.exists():
+            continue
+        link = sysroot / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.readlink(host) if host.is_symlink() else str(host))
+
+
+def under_os_directory(path: str) -> bool:
+    return any(path.startswith(f"/{name}/") for name in OS_DIRECTORIES)
+
+
 class GoneCore:
     """A core of three_deep.py whose interpreter copy was deleted; the originals of the copy."""
 
-    def __init__(self, root: Path, version: str) -> None:
+    def __init__(self, root: Path, version: str, script: Path = SCRIPT, env: dict | None = None) -> None:
         exe = interpreter(VERSIONS[version])
         prefix = exe.parent.parent
         copy = root / "interpreter"
@@ -54,15 +74,16 @@ class GoneCore:
                 self.originals[copy / "lib" / name] = prefix / "lib" / name
         for dest, source in self.originals.items():
             shutil.copy2(source, dest)
-        env = {"PYTHONHOME": str(prefix), "LD_LIBRARY_PATH": str(copy / "lib")}
-        self.case = run_to_core(f"gone-{version}", [str(copy / "bin" / exe.name), str(SCRIPT)], root / "run", env=env)
+        env = {"PYTHONHOME": str(prefix), "LD_LIBRARY_PATH": str(copy / "lib"), **(env or {})}
+        self.case = run_to_core(f"gone-{version}", [str(copy / "bin" / exe.name), str(script)], root / "run", env=env)
         shutil.rmtree(copy)
 
     def sysroot_with_interpreter(self, root: Path) -> Path:
         """The OS files where they are, and the deleted copy's files at their old paths."""
         sysroot = root / "with-interpreter"
+        link_os_directories(sysroot)
         with read_core(self.case.core) as notes:
-            paths = {m.path for m in notes.mappings}
+            paths = {m.path for m in notes.mappings if not under_os_directory(m.path)}
         for path in paths:
             source = self.originals.get(Path(path), Path(path))
             if source.is_file():
@@ -132,3 +153,24 @@ def test_imports_read_without_type_names(gone):
     assert {"sys", "builtins", "ctypes", "_ctypes"} <= set(imports)
     assert imports["ctypes"]["file"].endswith("/ctypes/__init__.py")
     assert imports["ctypes"]["version"]  # ctypes.__version__
+
+
+def test_launched_from_with_the_interpreter_gone(gone, tmp_path):
+    """A native worker thread faults while its Python caller waits: the call site is named from
+    the core alone, as with the interpreter."""
+    version, _ = gone
+    lib = tmp_path / "libnative_worker.so"
+    compile_c(PYCRASHERS / "native_worker.c", lib, ("-shared", "-fPIC"))
+    script = PYCRASHERS / "native_worker.py"
+    core = GoneCore(tmp_path / "core", version, script, env={"NATIVE_WORKER_LIB": str(lib)})
+
+    report = analyze_json(core.case.core)
+    assert report["environment"]["python_runtime"].startswith("located by scanning the core")
+    assert not python_frames(report)  # the crashed thread is the native worker
+    assert report["launched_from"]["file"] == str(script)
+    assert (report["launched_from"]["function"], report["launched_from"]["line"]) == (
+        "run_step",
+        marker_line(script, "WAIT-LINE"),
+    )
+    local = analyze_json(core.case.core, "--sysroot", str(core.sysroot_with_interpreter(tmp_path)))
+    assert local["launched_from"] == report["launched_from"]
