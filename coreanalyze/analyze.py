@@ -107,6 +107,7 @@ def _looks_like_python(report: Report) -> bool:
 def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
     """For a core without a file list: the objects placed from the loader's list in memory,
     which then stand in for the file list (None when the core has one, or nothing was found)."""
+    from coreanalyze.corefile.buildids import build_ids_from_memory
     from coreanalyze.linkmap import needs_link_map, read_link_map
 
     if not needs_link_map(notes):
@@ -116,6 +117,9 @@ def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Re
     if not link_map.objects:
         return None
     notes.mappings = link_map.mappings
+    # The build-ids in first pages the core kept (a library whose headers sit in a read-only,
+    # non-executable segment: qemu dumps those) can be read only now that the files are placed.
+    notes.build_ids = {**build_ids_from_memory(notes), **notes.build_ids}
     report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
     return link_map
 
