@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from armcores import SITE_PACKAGES
 from clirun import analyze_json, crashed_thread, native_functions, run_cli
 from coregen import require
 
@@ -141,6 +142,18 @@ def test_gdb_that_cannot_read_the_core_is_one_line_exit_2(arm_cores):
     assert len(lines) == 1 and "aarch64" in lines[0] and "gdb-multiarch" in lines[0], run.stderr
 
 
+def test_no_gdb_for_the_architecture_is_one_line_exit_2(arm_cores, tmp_path):
+    """Without gdb-multiarch on PATH only the x86-64 gdb is left, which cannot read the core."""
+    case = arm_cores.c_crash("null_thread")
+    only_gdb = tmp_path / "bin"
+    only_gdb.mkdir()
+    (only_gdb / "gdb").symlink_to(require("gdb"))
+    run = run_cli(str(case.core), "--format", "json", "-o", "-", env={"PATH": str(only_gdb)})
+    assert run.code == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "aarch64" in lines[0] and "install gdb-multiarch" in lines[0], run.stderr
+
+
 def test_batch_of_aarch64_and_x86_64_cores(arm_cores, cores, tmp_path):
     """Each core gets a debugger that reads it: gdb-multiarch for aarch64, gdb for x86-64."""
     arm_null, arm_trap = arm_cores.c_crash("null_thread"), arm_cores.c_crash("trap")
@@ -199,3 +212,45 @@ def test_speed_path_leaves_aarch64_libraries_to_gdb(arm_cores, tmp_path):
         assert any(m.path.endswith("/libc.so.6") and m.local_path for m in modules)
         modules.append(Module(path="/usr/lib/libsymlib.so", local_path=str(library), status="no-build-id"))
         assert plan_fast_libraries(notes, modules, sysroot=sysroot, debug_dirs=[], min_symbols=1) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# LiteRT (TFLite) on aarch64: the wheels of the package index, a model from TensorFlow's converter
+
+
+@pytest.fixture(scope="module")
+def litert(arm_cores):
+    case = arm_cores.litert_crash()
+    return case, analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
+
+
+@pytest.mark.tf
+def test_litert_invoke_names_the_node(litert):
+    _, report = litert
+    c = report["classification"]
+    assert report["core"]["arch"] == "aarch64"
+    assert (c["category"], c["fault_kind"]) == ("interpreter-invoke", "invalid-access"), c["evidence"]
+    assert c["culprit"]["function"].startswith("tflite::ops::builtin::fully_connected::Eval")
+    assert c["culprit"]["module"] == f"{SITE_PACKAGES}/ai_edge_litert/libpywrap_litert_common.so"
+    # Eval's `ldp x20, x21, [x1, #32]` read through the corrupted node pointer (qemu writes no siginfo).
+    assert any("computed from the faulting instruction" in e and "[x1, #" in e for e in c["evidence"]), c["evidence"]
+    instance = c["op_instance"]
+    assert instance is not None, c["evidence"]
+    assert (instance["framework"], instance["op"], instance["node_index"], instance["delegate"]) == ("tflite", "FULLY_CONNECTED", 0, None)
+    assert [(t["dtype"], t["shape"]) for t in instance["inputs"]] == [("float32", [1, 8]), ("float32", [4, 8]), ("float32", [4])]
+    assert instance["inputs"][0]["value"] == [1.0] * 8
+    assert f"In node `{instance['node']}` (FULLY_CONNECTED, node index 0" in c["summary"]
+
+
+@pytest.mark.tf
+def test_litert_python_frames_are_interleaved(litert):
+    _, report = litert
+    thread = crashed_thread(report)
+    kinds = [f["kind"] for f in thread["frames"]]
+    python_functions = [f["function"] for f in thread["frames"] if f["kind"] == "python"]
+    assert python_functions == ["Interpreter.invoke", "run", "<module>"], python_functions
+    first_python = kinds.index("python")
+    above = native_functions({"frames": thread["frames"][:first_python]})
+    assert any(f.startswith("tflite::Subgraph::Invoke") for f in above), above
+    assert kinds[0] == "native" and kinds[-1] == "native"
+    assert report["environment"]["python_version"].startswith("3.11")
