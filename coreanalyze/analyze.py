@@ -124,6 +124,15 @@ def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Re
     return link_map
 
 
+def _place_fetched(notes, executable: str | None, overlay: str, link_map):
+    """The link map again, now that fetched libraries stand in the overlay sysroot: gdb gets
+    their files (the places are the same, read from the same list)."""
+    from coreanalyze.linkmap import read_link_map
+
+    placed = read_link_map(notes, executable, overlay)
+    return placed if placed.objects else link_map
+
+
 def _modules_of_frames(report: Report, notes) -> None:
     """Frames' modules from the placed files: gdb, given them as symbol files rather than
     shared libraries, names none."""
@@ -368,6 +377,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
         if options.fetch:
             options = _fetch_libraries(notes, report, options, overlay)
+            if link_map is not None and options.sysroot == overlay:
+                link_map = _place_fetched(notes, executable, overlay, link_map)
         return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map)
 
 

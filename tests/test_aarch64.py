@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,37 @@ def test_litert_python_frames_are_interleaved(litert):
     assert any(f.startswith("tflite::Subgraph::Invoke") for f in above), above
     assert kinds[0] == "native" and kinds[-1] == "native"
     assert report["environment"]["python_version"].startswith("3.11")
+
+
+@pytest.mark.tf
+def test_fetch_takes_aarch64_wheels_for_an_aarch64_core(litert, arm_cores, tmp_path):
+    """The device's site-packages out of reach: --fetch downloads LiteRT's aarch64 wheel (from a
+    local --find-links index, the one the device installed from) and checks it against the core."""
+    case, local = litert
+    sysroot = tmp_path / "sysroot"  # the device's OS files only
+    for module in local["modules"]:
+        if "/dist-packages/" in module["path"] or not module["local_path"]:
+            continue
+        copy = sysroot / module["path"].lstrip("/")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(module["local_path"], copy)
+    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(arm_cores.wheels), "COREANALYZE_CACHE_DIR": str(tmp_path / "cache")}
+    args = (str(case.core), "--python", str(case.exe), "--sysroot", str(sysroot), "--format", "json", "-o", "-")
+    without = run_cli(*args, env=env)
+    assert without.code == 0, without.stderr
+    assert without.json["classification"]["op_instance"] is None
+    litert_modules = [m for m in without.json["modules"] if "/ai_edge_litert/" in m["path"]]
+    assert litert_modules and all(m["status"] == "missing" for m in litert_modules), litert_modules
+    assert any("--fetch downloads" in w for w in without.json["warnings"])
+
+    fetched = run_cli(*args, "--fetch", env=env)
+    assert fetched.code == 0, fetched.stderr
+    report = fetched.json
+    modules = [m for m in report["modules"] if "/ai_edge_litert/" in m["path"]]
+    assert {os.path.basename(m["path"]) for m in modules} >= {"libpywrap_litert_common.so", "_pywrap_tensorflow_interpreter_wrapper.so"}
+    assert all(m["status"] == "ok" for m in modules), [(m["path"], m["status"]) for m in modules]
+    wheels = {m["source"] for m in modules}
+    assert len(wheels) == 1 and re.fullmatch(r"ai_edge_litert-[\w.]+-cp311-cp311-manylinux\w*_aarch64\.whl", wheels.pop())
+    for key in ("category", "fault_kind", "culprit", "op_instance"):
+        assert report["classification"][key] == local["classification"][key], key
+    assert [f["function"] for f in crashed_thread(report)["frames"]] == [f["function"] for f in crashed_thread(local)["frames"]]
