@@ -136,11 +136,16 @@ def _place_fetched(notes, executable: str | None, overlay: str, link_map):
 def _modules_of_frames(report: Report, notes) -> None:
     """Frames' modules from the placed files: gdb, given them as symbol files rather than
     shared libraries, names none."""
+    placed = []
     for thread in report.threads:
         for frame in thread.frames:
             if frame.module is None and frame.pc is not None and frame.kind == "native":
                 mapping = notes.mapping_containing(frame.pc)
                 frame.module = mapping.path if mapping else None
+                if mapping is not None:
+                    placed.append(f"thread {thread.tid}: frame #{frame.index} ")
+    # gdb, not given the placed files' ranges, took these unnamed frames for strays.
+    report.warnings = [w for w in report.warnings if not (w.startswith(tuple(placed)) and "outside every mapped file" in w)]
 
 
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
@@ -410,7 +415,10 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
         module.source = result.wheels.get(module.path) or sources.get(module.path)
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    return replace(options, sysroot=overlay)
+    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
+    debug = os.path.join(options.sysroot, "usr", "lib", "debug") if options.sysroot else None
+    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra])
 
 
 def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:

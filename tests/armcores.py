@@ -35,6 +35,7 @@ SYSROOT_PACKAGES = (
     "python3.11-minimal:arm64", "libpython3.11-minimal:arm64", "libpython3.11-stdlib:arm64",
     "libffi8:arm64", "libexpat1:arm64", "zlib1g:arm64",
     "libstdc++6:arm64",  # LiteRT's libraries are C++
+    "libc6-dbg:arm64",  # the C library's debug info (/usr/lib/debug/.build-id): names and lines inside it
 )  # fmt: skip
 SYSROOT_PYTHON = "usr/bin/python3.11"
 # Where `pip install` puts packages on a Debian device; its path in the cores is the device's.
