@@ -124,13 +124,17 @@ def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Re
     return link_map
 
 
-def _place_fetched(notes, executable: str | None, overlay: str, link_map):
+def _place_fetched(notes, executable: str | None, overlay: str, link_map, report: Report):
     """The link map again, now that fetched libraries stand in the overlay sysroot: gdb gets
-    their files (the places are the same, read from the same list)."""
+    their files (the places are the same, read from the same list), and only what is still
+    not here is warned about."""
     from coreanalyze.linkmap import read_link_map
 
     placed = read_link_map(notes, executable, overlay)
-    return placed if placed.objects else link_map
+    if not placed.objects:
+        return link_map
+    report.warnings = [w for w in report.warnings if w not in link_map.warnings] + placed.warnings
+    return placed
 
 
 def _modules_of_frames(report: Report, notes) -> None:
@@ -383,7 +387,7 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         if options.fetch:
             options = _fetch_libraries(notes, report, options, overlay)
             if link_map is not None and options.sysroot == overlay:
-                link_map = _place_fetched(notes, executable, overlay, link_map)
+                link_map = _place_fetched(notes, executable, overlay, link_map, report)
         return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map)
 
 

@@ -295,6 +295,7 @@ def test_fetch_takes_aarch64_wheels_for_an_aarch64_core(litert, arm_cores, tmp_p
     assert all(m["status"] == "ok" for m in modules), [(m["path"], m["status"]) for m in modules]
     wheels = {m["source"] for m in modules}
     assert len(wheels) == 1 and re.fullmatch(r"ai_edge_litert-[\w.]+-cp311-cp311-manylinux\w*_aarch64\.whl", wheels.pop())
+    assert not any("/ai_edge_litert/" in w and "is not here" in w for w in report["warnings"]), report["warnings"]
     for key in ("category", "fault_kind", "culprit", "op_instance"):
         assert report["classification"][key] == local["classification"][key], key
     assert [f["function"] for f in crashed_thread(report)["frames"]] == [f["function"] for f in crashed_thread(local)["frames"]]
