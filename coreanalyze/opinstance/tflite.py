@@ -1,9 +1,9 @@
 """The TFLite node being run when the process died, read through TFLite's C ABI structs.
 
 1. The node's registration: a word of the crashing thread's registers or stack that points at
-   a TfLiteRegistration (or at the node paired with it) whose invoke (or prepare) is the very function of a frame above the
-   interpreter's Subgraph frames (the symbol tables name it), with a builtin code and version in
-   range: the registration of the kernel that was running.
+   a TfLiteRegistration (or at the node paired with it) whose invoke (or prepare) is the very
+   function of a frame above the interpreter's Subgraph frames (the symbol tables name it),
+   with a builtin code and version in range: the registration of the kernel that was running.
 2. Its node: the TfLiteNode right before it in the Subgraph's vector of (node, registration)
    pairs. The TfLiteContext (found among the same words) must hold that vector in its
    Subgraph (impl_): that gives the node's index and proves the node is one of this
