@@ -246,6 +246,7 @@ def test_litert_invoke_names_the_node(litert):
     assert [(t["dtype"], t["shape"]) for t in instance["inputs"]] == [("float32", [1, 8]), ("float32", [4, 8]), ("float32", [4])]
     assert instance["inputs"][0]["value"] == [1.0] * 8
     assert f"In node `{instance['node']}` (FULLY_CONNECTED, node index 0" in c["summary"]
+    assert f"op instance: node '{instance['node']}' read from the tflite node and its registration (layout tflite)" in c["evidence"]
 
 
 @pytest.mark.tf
