@@ -88,9 +88,14 @@ def interpreter_files(notes: CoreNotes) -> dict[str, tuple[int, int] | None]:
     for path in paths:
         if path in out:
             continue
-        m = VERSIONED_NAME.match(os.path.basename(path))
-        out[path] = (3, int(m.group(1))) if m else None
+        out[path] = version_from_name(os.path.basename(path))
     return out
+
+
+def version_from_name(name: str) -> tuple[int, int] | None:
+    """(3, X) of libpython3.X.so.1.0, python3.X and the like; None for any other file name."""
+    m = VERSIONED_NAME.match(name)
+    return (3, int(m.group(1))) if m else None
 
 
 def writable_data(notes: CoreNotes, path: str) -> list[Segment]:
