@@ -64,7 +64,7 @@ class FoundRuntime:
         """For the report: how the Python frames could be read without the interpreter."""
         how = "its _Py_DebugOffsets" if self.how == "debug-offsets" else "the interpreter state's pointers back to it"
         return (
-            f"Python runtime located by scanning the core (the interpreter {self.file} is not here):"
+            f"Python runtime located by scanning the core (no file here of the interpreter {self.file} names it):"
             f" _PyRuntime at 0x{self.address:x}, found by {how}; Python {self.version_text}"
         )
 
