@@ -17,6 +17,7 @@ from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import EXIT_OK, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.provenance import mark_debug_files, mark_sources
 from coreanalyze.vocabulary import ModuleStatus
 
 
@@ -357,18 +358,34 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid
     report.auxv = dict(notes.auxv)
+    image = None
+    if options.sysroot:
+        from coreanalyze.image import image_sysroot, is_image
+
+        if is_image(options.sysroot):
+            # A container image: the files this core needs, copied out once into a cache
+            # directory that then serves as the sysroot (coreanalyze.image).
+            image = image_sysroot(options.sysroot, notes)
+            options = replace(options, sysroot=image.root)
+    user_sysroot = None if image is not None else options.sysroot
     executable = _resolve_executable(notes, options, report)
     report.core.executable_used = executable
     link_map = _link_map(notes, executable, options, report)
     report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
+        fetched = None
         if options.fetch:
-            options = _fetch_libraries(notes, report, options, overlay)
-        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map)
+            options, fetched = _fetch_libraries(notes, report, options, overlay)
+        mark_sources(
+            report.modules, python=options.python, sysroot=user_sysroot, image=image,
+            wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
+        )  # fmt: skip
+        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map, image)
 
 
-def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
-    """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot."""
+def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str):
+    """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot.
+    Returns (options, the FetchResult or None when nothing was tried)."""
     from coreanalyze.coretarget import walk_core
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
@@ -379,7 +396,7 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
-        return options
+        return options, None
     result = fetch_missing(
         notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
     )
@@ -387,15 +404,13 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     if result.unfetched:
         report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
     if not result.files:
-        return options
+        return options, result
     build_overlay(overlay, notes, report.modules, result.files)
-    sources = {m.path: m.source for m in report.modules}
     report.modules = module_table(notes, executable=options.python, sysroot=overlay)
     for module in report.modules:
-        module.source = result.wheels.get(module.path) or sources.get(module.path)
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    return replace(options, sysroot=overlay)
+    return replace(options, sysroot=overlay), result
 
 
 def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
@@ -412,7 +427,7 @@ def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
 
 
 def _analyze_with_modules(
-    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map
+    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map, image
 ):
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
@@ -460,6 +475,11 @@ def _analyze_with_modules(
         report.warnings.extend(
             improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer, notes=notes)
         )
+        in_frames = {f.module for t in report.threads for f in t.frames if f.module}
+        mark_debug_files(
+            [m for m in report.modules if m.path in in_frames], symbolizer.debug_file_for,
+            debug_dirs=options.debug_dirs, sysroot=options.sysroot, image=image,
+        )  # fmt: skip
     finally:
         symbolizer.close()
     if not abort_message:
