@@ -13,11 +13,13 @@ layer each file came from.
 from __future__ import annotations
 
 import os
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 from clirun import analyze_json, crashed_thread, run_cli
+from coregen import require
 from images import docker_save, oci_layout
 
 from coreanalyze.image import image_cache
@@ -39,21 +41,37 @@ def _debug_path(build_id: str) -> str:
     return f"/usr/lib/debug/.build-id/{build_id[:2]}/{build_id[2:]}.debug"
 
 
+def _split_debug(exe: str, workdir: Path) -> tuple[Path, Path]:
+    """The executable without its DWARF (and a .gnu_debuglink), and its separate debug file."""
+    objcopy = require("objcopy")
+    debug, stripped = workdir / f"{CRASH}.debug", workdir / f"{CRASH}.stripped"
+    subprocess.run([objcopy, "--only-keep-debug", exe, str(debug)], check=True)
+    subprocess.run([objcopy, "--strip-debug", f"--add-gnu-debuglink={debug}", exe, str(stripped)], check=True)
+    return stripped, debug
+
+
 @pytest.fixture(scope="module")
-def crash(cores):
+def crash(cores, tmp_path_factory):
     case = cores.c_crash(CRASH)
     local = analyze_json(case.core)
     modules = {m["path"]: m for m in local["modules"]}
     libc = next(p for p in modules if os.path.basename(p).startswith("libc.so"))
     loader = next(p for p in modules if os.path.basename(p).startswith("ld-linux"))
     exe = next(p for p in modules if os.path.basename(p) == CRASH)
+    # Names and lines of the executable then come only from the debug file the image holds.
+    stripped, debug = _split_debug(exe, tmp_path_factory.mktemp("split"))
     decoy = Path(loader).read_bytes()  # an ELF file with another build-id
-    base = [*_host_symlinks(), *[("file", p, Path(p)) for p in modules if p != libc], ("file", libc, decoy)]
+    base = [*_host_symlinks(), *[("file", p, Path(p)) for p in modules if p not in (libc, exe)]]
+    base += [("file", exe, stripped), ("file", libc, decoy)]
     base += [("file", _debug_path(modules[exe]["build_id"]), decoy), ("file", _debug_path(modules[libc]["build_id"]), decoy)]
     layers = [
         base,
         [("file", libc, Path(libc)), ("whiteout", _debug_path(modules[exe]["build_id"]))],
-        [("opaque", os.path.dirname(_debug_path(modules[libc]["build_id"]))), ("file", "/etc/motd", b"layer three\n")],
+        [
+            ("opaque", os.path.dirname(_debug_path(modules[libc]["build_id"]))),
+            ("file", f"/usr/lib/debug{os.path.dirname(exe)}/{debug.name}", debug),  # where its debuglink leads
+            ("file", "/etc/motd", b"layer three\n"),
+        ],
     ]
     return case, local, layers, {"libc": libc, "exe": exe, "loader": loader}
 
@@ -98,11 +116,12 @@ def test_analysis_from_an_image_is_the_local_one(crash, kind, tmp_path):
         assert m["origin"]["layer_digest"].startswith("sha256:")
     assert modules[paths["libc"]]["origin"]["layer"] == 2  # the decoy of layer 1 replaced
     assert modules[paths["exe"]]["origin"]["layer"] == 1
+    assert modules[paths["exe"]]["debug_source"] == f"{modules[paths['exe']]['source'].split(',')[0]}, layer 3/3"
     # Only what the core needs was copied out of the image.
     rootfs = Path(modules[paths["exe"]]["local_path"]).parents[len(Path(paths["exe"]).parts) - 2]
     written = {"/" + str(p.relative_to(rootfs)) for p in rootfs.rglob("*") if p.is_file()}
     assert "/etc/motd" not in written
-    assert not any(p.startswith("/usr/lib/debug") for p in written), written
+    assert [p for p in written if p.startswith("/usr/lib/debug")] == [f"/usr/lib/debug{os.path.dirname(paths['exe'])}/{CRASH}.debug"]
 
 
 def test_a_batch_reads_the_image_once_for_all_its_cores(crash, tmp_path):
