@@ -12,7 +12,9 @@ layer each file came from.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -94,8 +96,15 @@ def _image(kind: str, directory: Path, layers) -> Path:
     return oci_layout(directory / "crasher-oci", layers, TAG, zstd_layers=zstd)
 
 
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch) -> Path:
+    """An image cache of this test alone: every file is really read out of the image's layers."""
+    monkeypatch.setenv("COREANALYZE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 @pytest.mark.parametrize("kind", ["docker-save", "docker-save-oci", "oci-dir"])
-def test_analysis_from_an_image_is_the_local_one(crash, kind, tmp_path):
+def test_analysis_from_an_image_is_the_local_one(crash, kind, tmp_path, own_cache):
     case, local, layers, paths = crash
     image = _image(kind, tmp_path, layers)
     report = analyze_json(case.core, "--sysroot", str(image))
@@ -124,18 +133,34 @@ def test_analysis_from_an_image_is_the_local_one(crash, kind, tmp_path):
     assert [p for p in written if p.startswith("/usr/lib/debug")] == [f"/usr/lib/debug{os.path.dirname(paths['exe'])}/{CRASH}.debug"]
 
 
-def test_a_batch_reads_the_image_once_for_all_its_cores(crash, tmp_path):
-    case, local, layers, paths = crash
-    image = docker_save(tmp_path / "crasher.tar", layers, TAG)
-    out = tmp_path / "batch"
-    run = run_cli("batch", str(case.core), "--out", str(out), "--sysroot", str(image), "-j", "1")
-    assert run.code == 0, run.stderr
-    (result,) = out.glob("reports/*.json")
-    import json
-
-    report = json.loads(result.read_text())
+def test_one_image_in_two_layouts_shares_its_cache(crash, tmp_path, own_cache):
+    """The same image saved by docker (plain layers) and as an OCI layout (compressed ones):
+    one rootfs/, but each layout's layers read through their own index."""
+    case, local, layers, _ = crash
+    analyze_json(case.core, "--sysroot", str(_image("docker-save", tmp_path, layers)))
+    (rootfs,) = image_cache().glob("*/rootfs")
+    shutil.rmtree(rootfs)
+    report = analyze_json(case.core, "--sysroot", str(_image("oci-dir", tmp_path, layers)))
     assert _frames(report) == _frames(local)
-    assert all(m["source"].startswith(f"image {TAG}") for m in report["modules"] if m["path"] in paths.values())
+    assert all(m["status"] == "ok" for m in report["modules"])
+    assert len(list(image_cache().glob("*/index-*.json"))) == 2
+
+
+def test_a_batch_of_cores_from_one_image(crash, cores, tmp_path, own_cache):
+    """Two programs of one image crash; the batch indexes the image once and both workers use it."""
+    case, local, layers, paths = crash
+    second = cores.c_crash("divzero")
+    second_local = analyze_json(second.core)
+    image = docker_save(tmp_path / "crasher.tar", [*layers, [("file", str(second.exe), second.exe)]], TAG)
+    out = tmp_path / "batch"
+    run = run_cli("batch", str(case.core), str(second.core), "--out", str(out), "--sysroot", str(image), "-j", "2")
+    assert run.code == 0, run.stderr
+    reports = {r["core"]["path"]: r for r in (json.loads(p.read_text()) for p in out.glob("reports/*.json"))}
+    assert _frames(reports[str(case.core)]) == _frames(local)
+    assert _frames(reports[str(second.core)]) == _frames(second_local)
+    for report in reports.values():
+        assert all(m["status"] == "ok" and m["source"].startswith(f"image {TAG}") for m in report["modules"]), report["modules"]
+    assert len(list(image_cache().glob("*/index-*.json"))) == 1
 
 
 def _hostile(tmp_path: Path, entries) -> Path:

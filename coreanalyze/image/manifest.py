@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from coreanalyze.image.errors import ImageError
+from coreanalyze.image.errors import AmbiguousImage, ImageError
 from coreanalyze.image.store import read_small
 
 _DIGEST = re.compile(r"^(sha256|sha512):([0-9a-f]{64}|[0-9a-f]{128})$")
@@ -139,4 +139,4 @@ def _choose(store, manifests: list, arch: str | None) -> dict:
     matching = [m for m in usable if ((m.get("platform") or {}).get("architecture")) == wanted]
     if len(matching) == 1:
         return matching[0]
-    raise ImageError(f"{store.path}: the OCI index lists {len(usable)} manifests and none is the one image for {arch or 'this core'}")
+    raise AmbiguousImage(f"{store.path}: the OCI index lists {len(usable)} manifests and none is the one image for {arch or 'this core'}")

@@ -1,7 +1,7 @@
 """An image as a --sysroot: the files a core needs, extracted once into a cache by image ID.
 
-The cache is `<cache dir>/images/<image id>/`: index.json (the image's tree after its layers,
-built once: later cores of the same image read no layer they do not need) and rootfs/, which
+The cache is `<cache dir>/images/<image id>/`: index-<layers>.json (the image's tree after its
+layers, built once: later cores of the same image read no layer they do not need) and rootfs/, which
 the analysis then uses exactly like a --sysroot directory. A lock file per image makes the
 workers of a batch wait for one another instead of reading the same layers twice.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
-from coreanalyze.image.errors import ImageError
+from coreanalyze.image.errors import AmbiguousImage, ImageError
 from coreanalyze.image.extract import extract
 from coreanalyze.image.index import ImageIndex
 from coreanalyze.image.manifest import ImageManifest, read_manifest
@@ -87,7 +88,11 @@ def _locked(directory: Path):
 
 
 def _index(store, manifest: ImageManifest, directory: Path) -> ImageIndex:
-    kept = directory / "index.json"
+    # Where a file is inside a layer depends on how the layer is stored (plain or compressed),
+    # so an index is kept per set of layer blobs: the same image saved by docker (plain layers)
+    # and as an OCI layout (gzip'd layers) shares rootfs/, not its index.
+    blobs = "\n".join(ref.digest or ref.member for ref in manifest.layers)
+    kept = directory / f"index-{hashlib.sha256(blobs.encode()).hexdigest()[:16]}.json"
     try:
         data = json.loads(kept.read_text(encoding="utf-8"))
         if data.get("version") == INDEX_VERSION and len(data.get("plain", [])) == len(manifest.layers):
@@ -99,11 +104,15 @@ def _index(store, manifest: ImageManifest, directory: Path) -> ImageIndex:
     return index
 
 
-def prepare_image(path: str, arch: str | None = None) -> ImageManifest:
+def prepare_image(path: str, arch: str | None = None) -> ImageManifest | None:
     """Read and index an image once (a batch does this before its workers start); ImageError
-    for one that cannot be used."""
+    for one that cannot be used. None for a multi-platform image: each core's architecture
+    picks its manifest later."""
     with _opened(path) as store:
-        manifest = read_manifest(store, arch)
+        try:
+            manifest = read_manifest(store, arch)
+        except AmbiguousImage:
+            return None
         directory = image_cache() / manifest.image_id.replace(":", "-")
         with _locked(directory):
             _index(store, manifest, directory)
