@@ -25,6 +25,8 @@ from coregen import require
 from images import docker_save, oci_layout
 
 from coreanalyze.image import image_cache
+from coreanalyze.model import report_from_dict
+from coreanalyze.render import render
 
 CRASH = "null_thread"
 TAG = "crasher:1"
@@ -131,6 +133,9 @@ def test_analysis_from_an_image_is_the_local_one(crash, kind, tmp_path, own_cach
     written = {"/" + str(p.relative_to(rootfs)) for p in rootfs.rglob("*") if p.is_file()}
     assert "/etc/motd" not in written
     assert [p for p in written if p.startswith("/usr/lib/debug")] == [f"/usr/lib/debug{os.path.dirname(paths['exe'])}/{CRASH}.debug"]
+    # The Markdown and HTML module tables say it too.
+    for fmt in ("markdown", "html"):
+        assert f"image {TAG} (" in render(report_from_dict(report), fmt)
 
 
 def test_one_image_in_two_layouts_shares_its_cache(crash, tmp_path, own_cache):
