@@ -53,7 +53,7 @@ class ImageIndex:
     def build(cls, store, manifest: ImageManifest) -> ImageIndex:
         index = cls(manifest)
         for number, ref in enumerate(manifest.layers):
-            with open_layer(store, ref) as (tar, plain):
+            with open_layer(store, ref, verify=True) as (tar, plain):
                 index.plain.append(plain)
                 index._apply(tar, number, plain, ref.member)
         return index

@@ -13,6 +13,8 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import hashlib
+import io
 import lzma
 import posixpath
 import tarfile
@@ -38,9 +40,33 @@ def _zstd_reader(raw: BinaryIO) -> BinaryIO:
     return zstandard.ZstdDecompressor().stream_reader(raw)
 
 
+class Hashing(io.RawIOBase):
+    """Reads through to a stream and hashes every byte read (a layer's diff_id)."""
+
+    def __init__(self, stream: BinaryIO, algorithm: str):
+        self._stream, self.hash = stream, hashlib.new(algorithm)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        self.hash.update(data)
+        return len(data)
+
+    def drain(self) -> str:
+        while self.read(1 << 20):
+            pass
+        return f"{self.hash.name}:{self.hash.hexdigest()}"
+
+
 @contextlib.contextmanager
-def open_layer(store, ref: LayerRef) -> Iterator[tuple[tarfile.TarFile, bool]]:
-    """(the layer's tar, True when it is plain and its members' offset_data can be seeked to)."""
+def open_layer(store, ref: LayerRef, *, verify: bool = False) -> Iterator[tuple[tarfile.TarFile, bool]]:
+    """(the layer's tar, True when it is plain and its members' offset_data can be seeked to).
+
+    verify: read it as a stream, every byte hashed, and check the config's diff_id at the end
+    (the index is built so, once: the files later copied out are then the image's own)."""
     with store.open(ref.member) as raw:
         head = raw.read(6)
         raw.seek(0)
@@ -55,7 +81,15 @@ def open_layer(store, ref: LayerRef) -> Iterator[tuple[tarfile.TarFile, bool]]:
         else:
             stream = None
         try:
-            if stream is None:
+            if verify:
+                hashing = Hashing(stream or raw, (ref.diff_id or "sha256:").split(":", 1)[0])
+                with stream or contextlib.nullcontext():
+                    with tarfile.open(fileobj=hashing, mode="r|") as tar:
+                        yield tar, stream is None
+                    found = hashing.drain()
+                if ref.diff_id and found != ref.diff_id:
+                    raise ImageError(f"layer {ref.member} of the image is not the one its config names (digest {found[:19]}…, not {ref.diff_id[:19]}…): refused")
+            elif stream is None:
                 with tarfile.open(fileobj=raw, mode="r:") as tar:
                     yield tar, True
             else:

@@ -33,6 +33,7 @@ MAX_LAYERS = 1000
 class LayerRef:
     member: str  # its file in the store
     digest: str | None  # sha256:... (the blob's digest, or the config's diff_id)
+    diff_id: str | None = None  # the config's digest of the uncompressed layer, checked on reading
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,14 @@ def _config_id(store, member: str) -> tuple[str, dict]:
     return "sha256:" + hashlib.sha256(raw).hexdigest(), config if isinstance(config, dict) else {}
 
 
+def _diff_ids(config: dict, count: int) -> list[str | None]:
+    """The config's digests of the uncompressed layers, one per layer (None where it has none)."""
+    given = (config.get("rootfs") or {}).get("diff_ids")
+    given = given if isinstance(given, list) else []
+    out = [d if isinstance(d, str) and _DIGEST.match(d) else None for d in given[:count]]
+    return out + [None] * (count - len(out))
+
+
 def _docker_save(store) -> ImageManifest:
     entries = _json(store, "manifest.json")
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
@@ -94,12 +103,11 @@ def _docker_save(store) -> ImageManifest:
     if len(layers) > MAX_LAYERS:
         raise ImageError(f"{store.path}: more than {MAX_LAYERS} layers")
     image_id, config = _config_id(store, config_member)
-    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+    diff_ids = _diff_ids(config, len(layers))
     refs = []
-    for i, member in enumerate(layers):
+    for member, diff_id in zip(layers, diff_ids):
         found = re.match(r"^blobs/(sha256)/([0-9a-f]{64})$", member)
-        digest = f"{found.group(1)}:{found.group(2)}" if found else (diff_ids[i] if i < len(diff_ids) else None)
-        refs.append(LayerRef(member, digest if isinstance(digest, str) and _DIGEST.match(digest) else None))
+        refs.append(LayerRef(member, f"{found.group(1)}:{found.group(2)}" if found else diff_id, diff_id))
     tags = entry.get("RepoTags") or []
     name = tags[0] if tags and isinstance(tags[0], str) else None
     return ImageManifest(name, image_id, tuple(refs), "docker-save")
@@ -125,8 +133,12 @@ def _oci(store, arch: str | None) -> ImageManifest:
             raise ImageError(f"{store.path}: the OCI manifest names no layers")
         if len(layers) > MAX_LAYERS:
             raise ImageError(f"{store.path}: more than {MAX_LAYERS} layers")
-        image_id, _ = _config_id(store, blob_member(config.get("digest")))
-        refs = tuple(LayerRef(blob_member(x.get("digest") if isinstance(x, dict) else None), x["digest"]) for x in layers)
+        image_id, parsed = _config_id(store, blob_member(config.get("digest")))
+        diff_ids = _diff_ids(parsed, len(layers))
+        refs = tuple(
+            LayerRef(blob_member(x.get("digest") if isinstance(x, dict) else None), x["digest"], diff_id)
+            for x, diff_id in zip(layers, diff_ids)
+        )
         return ImageManifest(name if isinstance(name, str) else None, image_id, refs, "oci")
     raise ImageError(f"{store.path}: OCI indexes nested too deep")
 

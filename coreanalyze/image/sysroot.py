@@ -1,6 +1,8 @@
 """An image as a --sysroot: the files a core needs, extracted once into a cache by image ID.
 
-The cache is `<cache dir>/images/<image id>/`: index-<layers>.json (the image's tree after its
+The image ID is the digest of its config, and the config names each layer's digest (checked
+while the index is built, layers.py), so the cache can be keyed by it:
+`<cache dir>/images/<image id>/`: index-<layers>.json (the image's tree after its
 layers, built once: later cores of the same image read no layer they do not need) and rootfs/, which
 the analysis then uses exactly like a --sysroot directory. A lock file per image makes the
 workers of a batch wait for one another instead of reading the same layers twice.

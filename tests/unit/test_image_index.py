@@ -96,3 +96,20 @@ def test_several_images_in_one_tarball_are_refused(tmp_path):
     (twice / "manifest.json").write_text(json.dumps([entry, dict(entry, RepoTags=["other:2"])]))
     with pytest.raises(ImageError, match="holds 2 images"):
         read_manifest(DirStore(str(twice)), "x86_64")
+
+
+def test_a_layer_that_is_not_the_one_its_config_names_is_refused(tmp_path):
+    """The config's diff_ids are checked while the index is built: what the cache holds under an
+    image ID is that image's."""
+    import json
+
+    directory = oci_layout(tmp_path / "oci", LAYERS)
+    index = json.loads((directory / "index.json").read_text())
+    blobs = directory / "blobs" / "sha256"
+    manifest = json.loads((blobs / index["manifests"][0]["digest"].split(":")[1]).read_text())
+    config_path = blobs / manifest["config"]["digest"].split(":")[1]
+    config = json.loads(config_path.read_text())
+    config["rootfs"]["diff_ids"][1] = "sha256:" + "0" * 64
+    config_path.write_text(json.dumps(config))  # the blob no longer matches its name: only its content is read
+    with pytest.raises(ImageError, match="is not the one its config names"):
+        _index(DirStore(str(directory)))
