@@ -49,6 +49,13 @@ class ImageManifest:
         return f"{self.name} ({short})" if self.name else short
 
 
+def printable(name) -> str | None:
+    """An image's own name (untrusted) as one printable line for messages and reports."""
+    if not isinstance(name, str):
+        return None
+    return "".join(c for c in name if c.isprintable())[:200] or None
+
+
 def blob_member(digest: str) -> str:
     found = _DIGEST.match(digest or "")
     if not found:
@@ -64,10 +71,14 @@ def _json(store, name: str):
 
 
 def read_manifest(store, arch: str | None) -> ImageManifest:
-    if store.has("manifest.json"):
-        return _docker_save(store)
-    if store.has("index.json"):
-        return _oci(store, arch)
+    try:
+        if store.has("manifest.json"):
+            return _docker_save(store)
+        if store.has("index.json"):
+            return _oci(store, arch)
+    except (AttributeError, TypeError, KeyError, IndexError) as e:
+        # JSON of the right syntax but not of the shape the layouts define.
+        raise ImageError(f"{store.path}: its manifest or index is malformed ({type(e).__name__})") from None
     raise ImageError(f"{store.path}: neither a docker save tarball (manifest.json) nor an OCI image layout (index.json)")
 
 
@@ -93,7 +104,7 @@ def _docker_save(store) -> ImageManifest:
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise ImageError(f"{store.path}: manifest.json lists no image")
     if len(entries) > 1:
-        names = ", ".join(str((e.get("RepoTags") or ["untagged"])[0]) for e in entries[:5])
+        names = ", ".join(_tag(e) or "untagged" for e in entries[:5])
         raise ImageError(f"{store.path} holds {len(entries)} images ({names}); save only the one the process ran in")
     entry = entries[0]
     layers = entry.get("Layers")
@@ -108,9 +119,12 @@ def _docker_save(store) -> ImageManifest:
     for member, diff_id in zip(layers, diff_ids):
         found = re.match(r"^blobs/(sha256)/([0-9a-f]{64})$", member)
         refs.append(LayerRef(member, f"{found.group(1)}:{found.group(2)}" if found else diff_id, diff_id))
-    tags = entry.get("RepoTags") or []
-    name = tags[0] if tags and isinstance(tags[0], str) else None
-    return ImageManifest(name, image_id, tuple(refs), "docker-save")
+    return ImageManifest(_tag(entry), image_id, tuple(refs), "docker-save")
+
+
+def _tag(entry: dict) -> str | None:
+    tags = entry.get("RepoTags")
+    return printable(tags[0]) if isinstance(tags, list) and tags else None
 
 
 def _oci(store, arch: str | None) -> ImageManifest:
@@ -139,7 +153,7 @@ def _oci(store, arch: str | None) -> ImageManifest:
             LayerRef(blob_member(x.get("digest") if isinstance(x, dict) else None), x["digest"], diff_id)
             for x, diff_id in zip(layers, diff_ids)
         )
-        return ImageManifest(name if isinstance(name, str) else None, image_id, refs, "oci")
+        return ImageManifest(printable(name), image_id, refs, "oci")
     raise ImageError(f"{store.path}: OCI indexes nested too deep")
 
 

@@ -113,3 +113,14 @@ def test_a_layer_that_is_not_the_one_its_config_names_is_refused(tmp_path):
     config_path.write_text(json.dumps(config))  # the blob no longer matches its name: only its content is read
     with pytest.raises(ImageError, match="is not the one its config names"):
         _index(DirStore(str(directory)))
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    ['{"a": 1}', "[]", '[{"Config": 1, "Layers": "x"}]', '[{"Config": "c.json", "Layers": ["nope/layer.tar"]}]', "not json"],
+)
+def test_a_malformed_manifest_is_bad_input(manifest, tmp_path):
+    (tmp_path / "manifest.json").write_text(manifest)
+    (tmp_path / "c.json").write_text('{"rootfs": ["not", "a", "dict"]}')
+    with pytest.raises(ImageError):
+        read_manifest(DirStore(str(tmp_path)), "x86_64")
