@@ -6,7 +6,7 @@ from __future__ import annotations
 import tarfile
 
 import pytest
-from images import docker_save, oci_layout
+from support.images import docker_save, oci_layout
 
 from coreanalyze.image.errors import ImageError
 from coreanalyze.image.extract import extract
