@@ -108,6 +108,7 @@ def _looks_like_python(report: Report) -> bool:
 def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
     """For a core without a file list: the objects placed from the loader's list in memory,
     which then stand in for the file list (None when the core has one, or nothing was found)."""
+    from coreanalyze.corefile.buildids import build_ids_from_memory
     from coreanalyze.linkmap import needs_link_map, read_link_map
 
     if not needs_link_map(notes):
@@ -117,18 +118,39 @@ def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Re
     if not link_map.objects:
         return None
     notes.mappings = link_map.mappings
+    # The build-ids in first pages the core kept (a library whose headers sit in a read-only,
+    # non-executable segment: qemu dumps those) can be read only now that the files are placed.
+    notes.build_ids = {**build_ids_from_memory(notes), **notes.build_ids}
     report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
     return link_map
+
+
+def _place_fetched(notes, executable: str | None, overlay: str, link_map, report: Report):
+    """The link map again, now that fetched libraries stand in the overlay sysroot: gdb gets
+    their files (the places are the same, read from the same list), and only what is still
+    not here is warned about."""
+    from coreanalyze.linkmap import read_link_map
+
+    placed = read_link_map(notes, executable, overlay)
+    if not placed.objects:
+        return link_map
+    report.warnings = [w for w in report.warnings if w not in link_map.warnings] + placed.warnings
+    return placed
 
 
 def _modules_of_frames(report: Report, notes) -> None:
     """Frames' modules from the placed files: gdb, given them as symbol files rather than
     shared libraries, names none."""
+    placed = []
     for thread in report.threads:
         for frame in thread.frames:
             if frame.module is None and frame.pc is not None and frame.kind == "native":
                 mapping = notes.mapping_containing(frame.pc)
                 frame.module = mapping.path if mapping else None
+                if mapping is not None:
+                    placed.append(f"thread {thread.tid}: frame #{frame.index} ")
+    # gdb, not given the placed files' ranges, took these unnamed frames for strays.
+    report.warnings = [w for w in report.warnings if not (w.startswith(tuple(placed)) and "outside every mapped file" in w)]
 
 
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
@@ -376,11 +398,14 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
         fetched = None
         if options.fetch:
             options, fetched = _fetch_libraries(notes, report, options, overlay)
+            if link_map is not None and options.sysroot == overlay:
+                link_map = _place_fetched(notes, executable, overlay, link_map, report)
         mark_sources(
             report.modules, python=options.python, sysroot=user_sysroot, image=image,
             wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
         )  # fmt: skip
-        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map, image)
+        files_from = _FilesFrom(image, user_sysroot)
+        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map, files_from)
 
 
 def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str):
@@ -410,7 +435,10 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     for module in report.modules:
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    return replace(options, sysroot=overlay), result
+    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
+    debug = os.path.join(options.sysroot, "usr", "lib", "debug") if options.sysroot else None
+    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
 
 
 def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
@@ -426,9 +454,18 @@ def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
         )
 
 
+@dataclass
+class _FilesFrom:
+    """Where the files given to the analysis came from, for the report (coreanalyze.provenance)."""
+
+    image: Any  # an ImageSysroot when --sysroot named an image
+    sysroot: str | None  # the user's --sysroot directory
+
+
 def _analyze_with_modules(
-    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map, image
-):
+    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map,
+    files_from: _FilesFrom,
+):  # fmt: skip
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.hang import classify_hang
@@ -478,7 +515,7 @@ def _analyze_with_modules(
         in_frames = {f.module for t in report.threads for f in t.frames if f.module}
         mark_debug_files(
             [m for m in report.modules if m.path in in_frames], symbolizer.debug_file_for,
-            debug_dirs=options.debug_dirs, sysroot=options.sysroot, image=image,
+            debug_dirs=options.debug_dirs, sysroot=files_from.sysroot, image=files_from.image,
         )  # fmt: skip
     finally:
         symbolizer.close()

@@ -78,12 +78,15 @@ def _inside(path: str, root: str | os.PathLike[str]) -> bool:
 
 
 def _debug_source(found: str, m: model.Module, debug_dirs: list[str], sysroot: str | None, image) -> str:
+    """sysroot: the user's --sysroot directory; found may also be reached through a sysroot of
+    links --fetch made, or the debug directory it adds for the given sysroot."""
+    real = os.path.realpath(found)
+    if image is not None and _inside(real, os.path.realpath(image.root)):
+        return image.describe("/" + os.path.relpath(real, os.path.realpath(image.root))) or "image"
+    if sysroot and _inside(real, os.path.realpath(sysroot)):
+        return "sysroot"
     if any(_inside(found, d) for d in debug_dirs):
         return "debug-dir"
-    if sysroot and _inside(found, sysroot):
-        if image is not None and image.root == sysroot:
-            return image.describe("/" + os.path.relpath(found, sysroot)) or "image"
-        return "sysroot"
     if any(_inside(found, d) for d in debuginfod_cache_dirs()):
         return "debuginfod"
     if _inside(found, SYSTEM_DEBUG_DIR):

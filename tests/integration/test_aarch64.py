@@ -1,13 +1,16 @@
 """Cores from aarch64 devices, analyzed here: real aarch64 programs run under qemu-aarch64
-with a sysroot made of Debian's arm64 packages (tests/armcores.py)."""
+with a sysroot made of Debian's arm64 packages (tests/support/armcores.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+from support.armcores import SITE_PACKAGES
 from support.clirun import analyze_json, crashed_thread, native_functions, run_cli
 from support.paths import CRASHERS
 from support.require import require
@@ -66,7 +69,8 @@ def test_null_deref_names_the_worker_thread_and_address(reports):
 def test_abort_message_is_read(reports):
     _, report = reports("assert_fail")
     assert "queue length went negative" in (report["classification"]["abort_message"] or "")
-    assert "abort" in native_functions(crashed_thread(report))
+    # With the sysroot's libc6-dbg, gdb names glibc's internal alias.
+    assert {"abort", "__GI_abort"} & set(native_functions(crashed_thread(report)))
 
 
 def test_brk_trap_names_the_instruction(reports):
@@ -110,6 +114,10 @@ def test_python_process_crashing_through_ctypes(arm_cores):
     modules = {os.path.basename(f["module"] or "") for f in thread["frames"] if f["kind"] == "native"}
     assert {"libc.so.6", "libffi.so.8"} <= modules, modules
     assert any(m.startswith("_ctypes.") for m in modules), modules
+    # The fault is in the C library's memcpy, named with its line from the sysroot's libc6-dbg.
+    top = thread["frames"][0]
+    assert os.path.basename(top["module"]) == "libc.so.6" and "memcpy" in top["function"], top
+    assert top["file"].endswith(".S") and top["line"], top
 
 
 def test_notes_give_aarch64_registers(arm_cores):
@@ -138,6 +146,18 @@ def test_gdb_that_cannot_read_the_core_is_one_line_exit_2(arm_cores):
     assert run.code == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "aarch64" in lines[0] and "gdb-multiarch" in lines[0], run.stderr
+
+
+def test_no_gdb_for_the_architecture_is_one_line_exit_2(arm_cores, tmp_path):
+    """Without gdb-multiarch on PATH only the x86-64 gdb is left, which cannot read the core."""
+    case = arm_cores.c_crash("null_thread")
+    only_gdb = tmp_path / "bin"
+    only_gdb.mkdir()
+    (only_gdb / "gdb").symlink_to(require("gdb"))
+    run = run_cli(str(case.core), "--format", "json", "-o", "-", env={"PATH": str(only_gdb)})
+    assert run.code == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "aarch64" in lines[0] and "install gdb-multiarch" in lines[0], run.stderr
 
 
 def test_batch_of_aarch64_and_x86_64_cores(arm_cores, cores, tmp_path):
@@ -198,3 +218,84 @@ def test_speed_path_leaves_aarch64_libraries_to_gdb(arm_cores, tmp_path):
         assert any(m.path.endswith("/libc.so.6") and m.local_path for m in modules)
         modules.append(Module(path="/usr/lib/libsymlib.so", local_path=str(library), status="no-build-id"))
         assert plan_fast_libraries(notes, modules, sysroot=sysroot, debug_dirs=[], min_symbols=1) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# LiteRT (TFLite) on aarch64: the wheels of the package index, a model from TensorFlow's converter
+
+
+@pytest.fixture(scope="module")
+def litert(arm_cores):
+    case = arm_cores.litert_crash()
+    return case, analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
+
+
+@pytest.mark.tf
+def test_litert_invoke_names_the_node(litert):
+    _, report = litert
+    c = report["classification"]
+    assert report["core"]["arch"] == "aarch64"
+    assert (c["category"], c["fault_kind"]) == ("interpreter-invoke", "invalid-access"), c["evidence"]
+    assert c["culprit"]["function"].startswith("tflite::ops::builtin::fully_connected::Eval")
+    assert c["culprit"]["module"] == f"{SITE_PACKAGES}/ai_edge_litert/libpywrap_litert_common.so"
+    # Eval's `ldp x20, x21, [x1, #32]` read through the corrupted node pointer (qemu writes no siginfo).
+    assert any("computed from the faulting instruction" in e and "[x1, #" in e for e in c["evidence"]), c["evidence"]
+    instance = c["op_instance"]
+    assert instance is not None, c["evidence"]
+    assert (instance["framework"], instance["op"], instance["node_index"], instance["delegate"]) == ("tflite", "FULLY_CONNECTED", 0, None)
+    assert [(t["dtype"], t["shape"]) for t in instance["inputs"]] == [("float32", [1, 8]), ("float32", [4, 8]), ("float32", [4])]
+    assert instance["inputs"][0]["value"] == [1.0] * 8
+    assert f"In node `{instance['node']}` (FULLY_CONNECTED, node index 0" in c["summary"]
+    assert f"op instance: node '{instance['node']}' read from the tflite node and its registration (layout tflite)" in c["evidence"]
+
+
+@pytest.mark.tf
+def test_litert_python_frames_are_interleaved(litert):
+    _, report = litert
+    thread = crashed_thread(report)
+    kinds = [f["kind"] for f in thread["frames"]]
+    python_functions = [f["function"] for f in thread["frames"] if f["kind"] == "python"]
+    assert python_functions == ["Interpreter.invoke", "run", "<module>"], python_functions
+    first_python = kinds.index("python")
+    above = native_functions({"frames": thread["frames"][:first_python]})
+    assert any(f.startswith("tflite::Subgraph::Invoke") for f in above), above
+    assert kinds[0] == "native" and kinds[-1] == "native"
+    assert report["environment"]["python_version"].startswith("3.11")
+    # The interpreter's unnamed static functions are in the placed program, not strays.
+    assert not any("outside every mapped file" in w for w in report["warnings"]), report["warnings"]
+
+
+@pytest.mark.tf
+def test_fetch_takes_aarch64_wheels_for_an_aarch64_core(litert, arm_cores, tmp_path):
+    """The device's site-packages out of reach: --fetch downloads LiteRT's aarch64 wheel (from a
+    local --find-links index, the one the device installed from) and checks it against the core."""
+    case, local = litert
+    sysroot = tmp_path / "sysroot"  # the device's OS files only
+    for module in local["modules"]:
+        if "/dist-packages/" in module["path"] or not module["local_path"]:
+            continue
+        copy = sysroot / module["path"].lstrip("/")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(module["local_path"], copy)
+    shutil.copytree(arm_cores.sysroot / "usr/lib/debug", sysroot / "usr/lib/debug")  # its libc6-dbg
+    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(arm_cores.wheels), "COREANALYZE_CACHE_DIR": str(tmp_path / "cache")}
+    args = (str(case.core), "--python", str(case.exe), "--sysroot", str(sysroot), "--format", "json", "-o", "-")
+    without = run_cli(*args, env=env)
+    assert without.code == 0, without.stderr
+    assert without.json["classification"]["op_instance"] is None
+    litert_modules = [m for m in without.json["modules"] if "/ai_edge_litert/" in m["path"]]
+    assert litert_modules and all(m["status"] == "missing" for m in litert_modules), litert_modules
+    assert any("--fetch downloads" in w for w in without.json["warnings"])
+
+    fetched = run_cli(*args, "--fetch", env=env)
+    assert fetched.code == 0, fetched.stderr
+    report = fetched.json
+    modules = [m for m in report["modules"] if "/ai_edge_litert/" in m["path"]]
+    assert {os.path.basename(m["path"]) for m in modules} >= {"libpywrap_litert_common.so", "_pywrap_tensorflow_interpreter_wrapper.so"}
+    assert all(m["status"] == "ok" for m in modules), [(m["path"], m["status"]) for m in modules]
+    wheels = {m["source"] for m in modules}
+    assert len(wheels) == 1 and re.fullmatch(r"ai_edge_litert-[\w.]+-cp311-cp311-manylinux\w*_aarch64\.whl", wheels.pop())
+    assert not any("/ai_edge_litert/" in w and "is not here" in w for w in report["warnings"]), report["warnings"]
+    for key in ("category", "fault_kind", "culprit", "op_instance"):
+        assert report["classification"][key] == local["classification"][key], key
+    assert [f["function"] for f in crashed_thread(report)["frames"]] == [f["function"] for f in crashed_thread(local)["frames"]]
