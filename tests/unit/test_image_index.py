@@ -3,6 +3,7 @@ layers, symlinks resolved inside the image, and hostile members refused."""
 
 from __future__ import annotations
 
+import gzip
 import tarfile
 
 import pytest
@@ -34,12 +35,30 @@ def _index(store):
     return ImageIndex.build(store, manifest)
 
 
-@pytest.fixture(params=["docker-save", "oci-dir"])
+def _tarred(directory, tarball):
+    with tarfile.open(tarball, "w") as tar:
+        for path in sorted(directory.rglob("*")):
+            tar.add(path, str(path.relative_to(directory)), recursive=False)
+    return tarball
+
+
+@pytest.fixture(params=["docker-save", "docker-save-gz", "docker-save-dir", "oci-dir", "oci-archive"])
 def store(request, tmp_path):
-    if request.param == "docker-save":
-        s = TarStore(str(docker_save(tmp_path / "i.tar", LAYERS)))
+    kind = request.param
+    if kind.startswith("docker-save"):
+        tarball = docker_save(tmp_path / "i.tar", LAYERS)
+        if kind == "docker-save-gz":  # `docker save | gzip`
+            tarball = tmp_path / "i.tar.gz"
+            tarball.write_bytes(gzip.compress((tmp_path / "i.tar").read_bytes()))
+        elif kind == "docker-save-dir":
+            with tarfile.open(tarball) as tar:
+                tar.extractall(tmp_path / "unpacked", filter="data")
+            s = DirStore(str(tmp_path / "unpacked"))
+        if kind != "docker-save-dir":
+            s = TarStore(str(tarball))
     else:
-        s = DirStore(str(oci_layout(tmp_path / "oci", LAYERS)))
+        layout = oci_layout(tmp_path / "oci", LAYERS)
+        s = DirStore(str(layout)) if kind == "oci-dir" else TarStore(str(_tarred(layout, tmp_path / "oci.tar")))
     yield s
     s.close()
 
