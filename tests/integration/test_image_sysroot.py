@@ -201,6 +201,16 @@ def test_a_hostile_image_is_refused(crash, tmp_path, entry, says):
     assert not (tmp_path / "r.json").exists()
 
 
+def test_a_batch_with_a_hostile_image_stops_before_any_core(crash, tmp_path):
+    case = crash[0]
+    image = _hostile(tmp_path, [_raw("../../../../../../../../.." + str(tmp_path / "outside" / "planted"))])
+    run = run_cli("batch", str(case.core), "--out", str(tmp_path / "out"), "--sysroot", str(image))
+    assert run.code == 2, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "leaves the image: refused" in run.stderr, run.stderr
+    assert not (tmp_path / "outside").exists()
+    assert not (tmp_path / "out" / "results").exists() or not any((tmp_path / "out" / "results").iterdir())
+
+
 def test_an_absolute_symlink_is_read_inside_the_image(crash, tmp_path):
     """A symlink to a file of this machine names the image's file of that path, never ours."""
     case, _, _, paths = crash
