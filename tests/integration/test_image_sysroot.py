@@ -168,8 +168,8 @@ def test_a_batch_of_cores_from_one_image(crash, cores, tmp_path, own_cache):
     assert len(list(image_cache().glob("*/index-*.json"))) == 1
 
 
-def _hostile(tmp_path: Path, entries) -> Path:
-    return docker_save(tmp_path / "hostile.tar", [entries], "hostile:1")
+def _hostile(tmp_path: Path, entries, tag: str = "hostile:1") -> Path:
+    return docker_save(tmp_path / "hostile.tar", [entries], tag)
 
 
 def _raw(name: str, kind=tarfile.REGTYPE, link: str = "", data: bytes | None = b"owned\n"):
@@ -216,13 +216,16 @@ def test_an_absolute_symlink_is_read_inside_the_image(crash, tmp_path):
     case, _, _, paths = crash
     bait = tmp_path / "bait"
     bait.write_bytes(Path(paths["exe"]).read_bytes())
-    image = _hostile(tmp_path, [("symlink", paths["exe"], str(bait)), ("file", paths["libc"], Path(paths["libc"]))])
+    tag = "<script>alert(1)</script>\x1b[31m:1"  # the image names itself: untrusted too
+    image = _hostile(tmp_path, [("symlink", paths["exe"], str(bait)), ("file", paths["libc"], Path(paths["libc"]))], tag)
     report = analyze_json(case.core, "--sysroot", str(image))
     modules = {m["path"]: m for m in report["modules"]}
     exe = modules[paths["exe"]]
     assert exe["status"] == "missing" and exe["local_path"] is None
-    assert exe["not_found"] == "not in the image hostile:1 (" + exe["not_found"].split("(", 1)[1]
+    assert exe["not_found"].startswith("not in the image <script>alert(1)</script>[31m:1 (")
     assert modules[paths["libc"]]["status"] == "ok"
+    html = render(report_from_dict(report), "html")
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)" in html
 
 
 def test_not_an_image(cores, tmp_path):
