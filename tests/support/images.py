@@ -157,3 +157,10 @@ def oci_layout(directory: Path, layers: list[list[Entry]], tag: str = "crasher:1
     (directory / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
     (directory / "index.json").write_bytes(_oci_index(manifest, tag))
     return directory
+
+
+def unpack(tarball: Path, dest: Path) -> None:
+    """Unpack a tarball the tests built (the `docker save` directory layout); Python's "data"
+    filter where this Python has it (3.11.4+; Debian's 3.11.2 has not)."""
+    with tarfile.open(tarball) as tar:
+        tar.extractall(dest, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))

@@ -7,7 +7,7 @@ import gzip
 import tarfile
 
 import pytest
-from support.images import docker_save, oci_layout
+from support.images import docker_save, oci_layout, unpack
 
 from coreanalyze.image.errors import ImageError
 from coreanalyze.image.extract import extract
@@ -51,8 +51,7 @@ def store(request, tmp_path):
             tarball = tmp_path / "i.tar.gz"
             tarball.write_bytes(gzip.compress((tmp_path / "i.tar").read_bytes()))
         elif kind == "docker-save-dir":
-            with tarfile.open(tarball) as tar:
-                tar.extractall(tmp_path / "unpacked", filter="data")
+            unpack(tarball, tmp_path / "unpacked")
             s = DirStore(str(tmp_path / "unpacked"))
         if kind != "docker-save-dir":
             s = TarStore(str(tarball))
@@ -110,8 +109,7 @@ def test_several_images_in_one_tarball_are_refused(tmp_path):
         entry = json.loads(tar.extractfile("manifest.json").read())[0]
     twice = tmp_path / "twice"
     twice.mkdir()
-    with tarfile.open(path) as tar:
-        tar.extractall(twice, filter="data")
+    unpack(path, twice)
     (twice / "manifest.json").write_text(json.dumps([entry, dict(entry, RepoTags=["other:2"])]))
     with pytest.raises(ImageError, match="holds 2 images"):
         read_manifest(DirStore(str(twice)), "x86_64")
