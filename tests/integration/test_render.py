@@ -414,9 +414,9 @@ def test_markdown_frames_in_a_fence_and_long_parts_folded():
     assert [s.split(" (")[0] for s in summaries] == [
         "Why this verdict", "Faulting instruction and registers", "Other threads", "Modules", "Environment", "Core"]
     assert html.count("<details>") == html.count("</details>") == 6
-    # The module table keeps its four columns although a path holds a "|".
+    # The module table keeps its five columns although a path holds a "|".
     rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)
-    assert len(rows) == 4 and all(len(re.findall(r"<t[hd][ >]", row)) == 4 for row in rows)
+    assert len(rows) == 4 and all(len(re.findall(r"<t[hd][ >]", row)) == 5 for row in rows)
     assert f"/tmp/{JS_LINK}|cell.so" in unescape(html)
     assert "python3" + CLOSE_DETAILS in "".join(doc.text)
 
