@@ -18,7 +18,6 @@ version in its name is tried with every tabled layout, newest first.
 from __future__ import annotations
 
 import os
-import re
 import struct
 from dataclasses import dataclass
 
@@ -28,8 +27,6 @@ from coreanalyze.resources import gdb_script_module
 
 pywalker = gdb_script_module("pywalker")
 
-# lib/python3.X.so.1.0, python3.X, python3.X.d and the like; the digits after "3." are the minor.
-VERSIONED_NAME = re.compile(r"^(?:lib)?python3\.(\d{1,2})(?:[^\d]|$)")
 # Files that may hold the interpreter, besides the executable: a shared interpreter's library.
 INTERPRETER_PREFIXES = ("libpython",)
 # Layouts tried for a file whose name gives no version: the cross-pointer versions.
@@ -92,10 +89,7 @@ def interpreter_files(notes: CoreNotes) -> dict[str, tuple[int, int] | None]:
     return out
 
 
-def version_from_name(name: str) -> tuple[int, int] | None:
-    """(3, X) of libpython3.X.so.1.0, python3.X and the like; None for any other file name."""
-    m = VERSIONED_NAME.match(name)
-    return (3, int(m.group(1))) if m else None
+version_from_name = pywalker.version_from_name
 
 
 def writable_data(notes: CoreNotes, path: str) -> list[Segment]:

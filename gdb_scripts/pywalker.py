@@ -516,13 +516,22 @@ class Memory:
 # --------------------------------------------------------------------------- symbols & version
 
 
+# libpython3.X.so.1.0, python3.X and the like: the interpreter's version in its file name.
+VERSIONED_NAME = re.compile(r"^(?:lib)?python3\.(\d{1,2})(?:[^\d]|$)")
+
+
+def version_from_name(name: str) -> tuple[int, int] | None:
+    """(3, X) of a file name (not a path) such as libpython3.X.so.1.0 or python3.X."""
+    m = VERSIONED_NAME.match(name)
+    return (3, int(m.group(1))) if m else None
+
+
 def _version_from_names(target: Target) -> tuple[int, int] | None:
     """3.X from a loaded libpython3.X or the python3.X executable, when Py_Version is absent."""
-    pattern = re.compile(r"(?:libpython|python)3\.(\d{1,2})(?:[^/\d]|$)")
     for name in target.object_files():
-        m = pattern.search(name.rsplit("/", 1)[-1])
-        if m:
-            return (3, int(m.group(1)))
+        version = version_from_name(name.rsplit("/", 1)[-1])
+        if version:
+            return version
     return None
 
 
