@@ -140,6 +140,15 @@ def test_peer_corpus_crash_function_and_fault_kind_reach_the_target(corpus_score
     assert corpus_score.detail_right == corpus_score.detail_stated, corpus_score.misses
 
 
+def test_peer_corpus_what_the_peers_tests_state_themselves(corpus_score):
+    """Counted apart from this project's own reading of files the peers rate only (satyr's
+    quality scores, drkonqi's usefulness): the crash threads satyr's tests find, and the
+    functions and fault kinds the peers' tests and reports name."""
+    assert corpus_score.frame0_stated >= 5
+    assert corpus_score.frame0_right == corpus_score.frame0_stated, corpus_score.misses
+    assert corpus_score.stated_rate >= TARGET, corpus_score.misses
+
+
 @pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
 def test_the_reports_own_class_is_shown_in_every_format(fmt):
     from coreanalyze.render import render
