@@ -131,7 +131,7 @@ def tf_python() -> str:
 
 
 def make_cores(python: str, count: int, workdir: Path) -> list[Path]:
-    from coregen import run_to_core
+    from support.coregen import run_to_core
 
     cores = []
     for i in range(count):

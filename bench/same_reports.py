@@ -3,7 +3,7 @@
     .venv/bin/python bench/same_reports.py --reference main          # C and Python crashers
     .venv/bin/python bench/same_reports.py --reference main --tf     # and the TensorFlow corpus
 
-Builds the crashers' cores once (tests/coregen.py, tests/tfcores.py), then runs the CLI of the
+Builds the crashers' cores once (tests/support/coregen.py, tests/support/tfcores.py), then runs the CLI of the
 reference revision (exported with `git archive` into a temporary directory) and of this source
 tree on every core, in every format (json, html, text, markdown, and the default verdict with its
 HTML report), each run in its own output directory and symbol cache. Every file must be equal,
@@ -31,7 +31,9 @@ PYTHON_SCRIPTS = ("three_deep.py", "broken_caller.py", "sleeper_thread.py")
 
 
 def corpus(root: Path, with_tf: bool) -> list[dict]:
-    from conftest import C_CRASHERS, SYSTEM_PYTHON, CoreCache, pyenv_python
+    from support.corecache import C_CRASHERS, CoreCache
+    from support.paths import PYCRASHERS
+    from support.pythons import SYSTEM_PYTHON, pyenv_python
 
     cache = CoreCache(root / "cores")
     cases = [cache.c_crash(name) for name in C_CRASHERS]
@@ -40,9 +42,9 @@ def corpus(root: Path, with_tf: bool) -> list[dict]:
         if exe is None:
             continue
         for script in PYTHON_SCRIPTS:
-            cases.append(cache.python_crash(f"{script}-{minor}", exe, REPO / "tests" / "pycrashers" / script))
+            cases.append(cache.python_crash(f"{script}-{minor}", exe, PYCRASHERS / script))
     if with_tf:
-        from tfcores import SCENARIOS, TFCoreCache, require_tensorflow
+        from support.tfcores import SCENARIOS, TFCoreCache, require_tensorflow
 
         tf = TFCoreCache(root / "tfcores", require_tensorflow())
         cases += [tf.get(name) for name in SCENARIOS]

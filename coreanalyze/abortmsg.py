@@ -31,6 +31,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol, Sequence
 
+from coreanalyze.classify.rules import builtin_heap_messages, required_literal
 from coreanalyze.signals import FAULT_ADDRESS_SIGNALS, SIGNAL_NUMBERS
 
 PF_W = 2
@@ -68,10 +69,8 @@ _PATTERNS: list[tuple[str, bytes]] = [
     # failure\n<reason>\n", the text of the exception TensorFlow catches before it aborts.
     ("assertion-failure", rb"^Assertion failure$"),
     ("glibc-fortify", rb"\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*"),
-    (
-        "glibc-malloc",
-        rb"(?:double free or corruption \(|free\(\): (?:invalid|double free|unaligned|too many)|malloc\(\): (?:corrupted|invalid|unaligned|memory corruption|mismatching)|realloc\(\): (?:invalid|corrupted)|corrupted size vs\. prev_size|corrupted double-linked list|malloc_consolidate\(\): |munmap_chunk\(\): invalid pointer|tcache_thread_shutdown\(\): )",
-    ),
+    # The allocator's messages are rules data ([fault_kind] heap_messages in rules.toml).
+    ("glibc-malloc", b"(?:" + "|".join(builtin_heap_messages()).encode() + b")"),
 ]
 # Kinds that describe the same event share a tier; within a tier the most complete line wins.
 _KIND_TIER = {
@@ -239,9 +238,7 @@ _ANCHORS = (
     b": Assertion `",
     b"Assertion failure",
     b" detected ***",
-    b"(): ",
-    b"double free or corruption",
-    b"corrupted ",
+    *dict.fromkeys(required_literal(p).encode() for p in builtin_heap_messages()),  # in order: deterministic
     b": F ",  # "2024-01-01 12:00:00.000000: F file.cc:12] "
     b"F0",  # absl's "F0820 12:34:56..." / "F0000 00:00:..."
     b"F1",

@@ -17,6 +17,7 @@ from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
 from coreanalyze.errors import EXIT_OK, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.provenance import mark_debug_files, mark_sources
 from coreanalyze.vocabulary import ModuleStatus
 
 
@@ -107,6 +108,7 @@ def _looks_like_python(report: Report) -> bool:
 def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
     """For a core without a file list: the objects placed from the loader's list in memory,
     which then stand in for the file list (None when the core has one, or nothing was found)."""
+    from coreanalyze.corefile.buildids import build_ids_from_memory
     from coreanalyze.linkmap import needs_link_map, read_link_map
 
     if not needs_link_map(notes):
@@ -116,18 +118,39 @@ def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Re
     if not link_map.objects:
         return None
     notes.mappings = link_map.mappings
+    # The build-ids in first pages the core kept (a library whose headers sit in a read-only,
+    # non-executable segment: qemu dumps those) can be read only now that the files are placed.
+    notes.build_ids = {**build_ids_from_memory(notes), **notes.build_ids}
     report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
     return link_map
+
+
+def _place_fetched(notes, executable: str | None, overlay: str, link_map, report: Report):
+    """The link map again, now that fetched libraries stand in the overlay sysroot: gdb gets
+    their files (the places are the same, read from the same list), and only what is still
+    not here is warned about."""
+    from coreanalyze.linkmap import read_link_map
+
+    placed = read_link_map(notes, executable, overlay)
+    if not placed.objects:
+        return link_map
+    report.warnings = [w for w in report.warnings if w not in link_map.warnings] + placed.warnings
+    return placed
 
 
 def _modules_of_frames(report: Report, notes) -> None:
     """Frames' modules from the placed files: gdb, given them as symbol files rather than
     shared libraries, names none."""
+    placed = []
     for thread in report.threads:
         for frame in thread.frames:
             if frame.module is None and frame.pc is not None and frame.kind == "native":
                 mapping = notes.mapping_containing(frame.pc)
                 frame.module = mapping.path if mapping else None
+                if mapping is not None:
+                    placed.append(f"thread {thread.tid}: frame #{frame.index} ")
+    # gdb, not given the placed files' ranges, took these unnamed frames for strays.
+    report.warnings = [w for w in report.warnings if not (w.startswith(tuple(placed)) and "outside every mapped file" in w)]
 
 
 def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
@@ -380,18 +403,37 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.warnings.extend(notes.warnings)
     report.crashing_thread = notes.crashing_tid
     report.auxv = dict(notes.auxv)
+    image = None
+    if options.sysroot:
+        from coreanalyze.image import image_sysroot, is_image
+
+        if is_image(options.sysroot):
+            # A container image: the files this core needs, copied out once into a cache
+            # directory that then serves as the sysroot (coreanalyze.image).
+            image = image_sysroot(options.sysroot, notes)
+            options = replace(options, sysroot=image.root)
+    user_sysroot = None if image is not None else options.sysroot
     executable = _resolve_executable(notes, options, report)
     report.core.executable_used = executable
     link_map = _link_map(notes, executable, options, report)
     report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
+        fetched = None
         if options.fetch:
-            options = _fetch_libraries(notes, report, options, overlay)
-        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map)
+            options, fetched = _fetch_libraries(notes, report, options, overlay)
+            if link_map is not None and options.sysroot == overlay:
+                link_map = _place_fetched(notes, executable, overlay, link_map, report)
+        mark_sources(
+            report.modules, python=options.python, sysroot=user_sysroot, image=image,
+            wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
+        )  # fmt: skip
+        files_from = _FilesFrom(image, user_sysroot)
+        return _analyze_with_modules(core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map, files_from)
 
 
-def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
-    """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot."""
+def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str):
+    """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot.
+    Returns (options, the FetchResult or None when nothing was tried)."""
     from coreanalyze.coretarget import walk_core
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
@@ -402,7 +444,7 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
-        return options
+        return options, None
     result = fetch_missing(
         notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
     )
@@ -410,15 +452,16 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     if result.unfetched:
         report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
     if not result.files:
-        return options
+        return options, result
     build_overlay(overlay, notes, report.modules, result.files)
-    sources = {m.path: m.source for m in report.modules}
     report.modules = module_table(notes, executable=options.python, sysroot=overlay)
     for module in report.modules:
-        module.source = result.wheels.get(module.path) or sources.get(module.path)
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    return replace(options, sysroot=overlay)
+    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
+    debug = os.path.join(options.sysroot, "usr", "lib", "debug") if options.sysroot else None
+    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
 
 
 def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
@@ -434,9 +477,18 @@ def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
         )
 
 
+@dataclass
+class _FilesFrom:
+    """Where the files given to the analysis came from, for the report (coreanalyze.provenance)."""
+
+    image: Any  # an ImageSysroot when --sysroot named an image
+    sysroot: str | None  # the user's --sysroot directory
+
+
 def _analyze_with_modules(
-    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map
-):
+    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map,
+    files_from: _FilesFrom,
+):  # fmt: skip
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.hang import classify_hang
@@ -483,6 +535,11 @@ def _analyze_with_modules(
         report.warnings.extend(
             improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer, notes=notes)
         )
+        in_frames = {f.module for t in report.threads for f in t.frames if f.module}
+        mark_debug_files(
+            [m for m in report.modules if m.path in in_frames], symbolizer.debug_file_for,
+            debug_dirs=options.debug_dirs, sysroot=files_from.sysroot, image=files_from.image,
+        )  # fmt: skip
     finally:
         symbolizer.close()
     if not abort_message:

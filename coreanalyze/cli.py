@@ -94,7 +94,7 @@ def cli() -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format (default: from -o's extension, else html).")
 @click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for the whole gdb analysis.")
-@click.option("--sysroot", metavar="DIR", help="Directory holding the crashed machine's files in the same layout.")
+@click.option("--sysroot", metavar="DIR|IMAGE", help="The crashed machine's files in the same layout: a directory, a docker/podman save tarball or an OCI image layout.")
 @click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR", help="Where to look for separate debug files (repeatable).")
 @click.option("--debuginfod", is_flag=True, help="Let gdb download debug info by build-id (off by default).")
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
@@ -176,7 +176,7 @@ def triage_command(source, output, fmt, rules_files):
 @click.option("--resume", is_flag=True, help="Continue a batch in --out: skip cores (by content) that already have a result.")
 @click.option("--shard", metavar="I/N", help="Analyze only shard I of N (split by core content; combine with `coreanalyze merge`).")
 @click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped every core (default: each core's own).")
-@click.option("--sysroot", metavar="DIR", help="Directory holding the crashed machines' files in the same layout.")
+@click.option("--sysroot", metavar="DIR|IMAGE", help="The crashed machines' files in the same layout: a directory, a docker/podman save tarball or an OCI image layout.")
 @click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
 @click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR", help="Where to look for separate debug files (repeatable).")
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
@@ -193,6 +193,11 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
     from coreanalyze.batch.outcome import batch_outcome_lines
 
+    if sysroot:
+        from coreanalyze.image import is_image, prepare_image
+
+        if is_image(sysroot):
+            prepare_image(sysroot)  # indexed once, before the workers share it; bad ones stop here
     options = BatchOptions(
         out=Path(out),
         analyze=AnalyzeOptions(

@@ -8,6 +8,11 @@ core's writable memory, though: the program's `.dynamic` (its address from the l
 the program and the load bias AT_ENTRY - e_entry) holds DT_DEBUG -> `struct r_debug` ->
 `r_map`, a chain of `struct link_map {l_addr, l_name, l_ld, l_next, l_prev}`.
 
+Each library's segments come from its local file, else from its ELF and program headers in the
+core, when the core kept them (qemu keeps a first segment that is not executable, as lld and
+`ld -z separate-code` lay it out): such a library is placed without a file here, so that it is
+listed as missing and `--fetch` can look for it.
+
 Everything read from the core is untrusted: every walk is bounded, names are only looked up
 under the sysroot, and a list that does not hold together yields nothing.
 """
@@ -22,12 +27,15 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from coreanalyze.corefile import CoreNotes, Mapping
+from coreanalyze.symbols.paths import under
 
 DT_NULL, DT_DEBUG = 0, 21
 MAX_DYNAMIC_ENTRIES = 1024
 MAX_LINK_MAP_ENTRIES = 4096
 MAX_NAME_BYTES = 4096
+MAX_PROGRAM_HEADERS = 256
 PAGE = 4096
+PT_LOAD = 1
 
 
 @dataclass
@@ -35,7 +43,7 @@ class PlacedObject:
     """One ELF object of the process: its path in the core's world, the local file, its bias."""
 
     path: str
-    local_path: str
+    local_path: str | None  # None: placed from its headers in the core, no file here
     bias: int
     mappings: list[Mapping] = field(default_factory=list)
 
@@ -106,24 +114,27 @@ def read_link_map(notes: CoreNotes, executable: str | None, sysroot: str | None)
             continue  # the program itself ("") and the vDSO ("linux-vdso.so.1")
         local = _local(path, sysroot)
         segments = _load_segments(local) if local else None
+        loads = segments[2] if segments else _loads_in_memory(notes, l_addr, fmt)
         if segments is None:
             result.warnings.append(f"{path} (loaded at 0x{l_addr:x}) is not here{' under the sysroot' if sysroot else ''}")
-            continue
-        result.objects.append(PlacedObject(path, local, l_addr, _mappings(path, l_addr, segments[2])))
+            local = None
+        if loads:
+            result.objects.append(PlacedObject(path, local, l_addr, _mappings(path, l_addr, loads)))
     return result
 
 
 def _local(path: str, sysroot: str | None) -> str | None:
     """The local file for a path in the core's world: under the sysroot only (a core's name
-    must not pick a file outside it), else as named. A name already inside the sysroot is
+    must not climb out of it with ".."), else as named. A name already inside the sysroot is
     taken as it is (a program run from an unpacked sysroot, as under qemu-user, names its
-    files so)."""
+    files so). Links inside the sysroot are followed, as the module table follows them (the
+    --fetch overlay is made of links)."""
     if not sysroot:
         return path if os.path.isfile(path) else None
-    root = os.path.realpath(sysroot)
-    for candidate in (os.path.join(sysroot, path.lstrip("/")), path):
-        real = os.path.realpath(candidate)
-        if os.path.commonpath([root, real]) == root and os.path.isfile(real):
+    root = os.path.abspath(sysroot)
+    inside = os.path.normpath(path)
+    for candidate in (under(root, path), inside if os.path.commonpath([root, inside]) == root else None):
+        if candidate is not None and os.path.isfile(candidate):
             return candidate
     return None
 
@@ -133,7 +144,7 @@ def _interpreter(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             elf = ELFFile(f)
-            for i in range(min(elf.num_segments(), 256)):
+            for i in range(min(elf.num_segments(), MAX_PROGRAM_HEADERS)):
                 segment = elf.get_segment(i)
                 if segment.header["p_type"] == "PT_INTERP":
                     return segment.get_interp_name()
@@ -148,7 +159,7 @@ def _load_segments(path: str) -> tuple[int, bool, list[tuple[int, int, int]], in
         with open(path, "rb") as f:
             elf = ELFFile(f)
             loads, dynamic = [], None
-            for i in range(min(elf.num_segments(), 256)):
+            for i in range(min(elf.num_segments(), MAX_PROGRAM_HEADERS)):
                 h = elf.get_segment(i).header
                 if h["p_type"] == "PT_LOAD":
                     loads.append((h["p_vaddr"], h["p_memsz"], h["p_offset"]))
@@ -157,6 +168,24 @@ def _load_segments(path: str) -> tuple[int, bool, list[tuple[int, int, int]], in
             return elf["e_entry"], elf["e_type"] == "ET_DYN", loads, dynamic
     except (OSError, ELFError, ValueError, struct.error):
         return None
+
+
+def _loads_in_memory(notes: CoreNotes, base: int, fmt: str) -> list[tuple[int, int, int]]:
+    """[(p_vaddr, p_memsz, p_offset)] of PT_LOAD from the ELF headers the core kept at base."""
+    header = notes.memory.read(base, 64)
+    if header is None or not header.startswith(b"\x7fELF\x02"):
+        return []
+    e_phoff, e_phentsize, e_phnum = struct.unpack_from(fmt + "Q", header, 32)[0], *struct.unpack_from(fmt + "HH", header, 54)
+    if e_phentsize != 56 or not 0 < e_phnum <= MAX_PROGRAM_HEADERS or e_phoff > PAGE:
+        return []
+    table = notes.memory.read(base + e_phoff, e_phnum * e_phentsize)
+    if table is None:
+        return []
+    loads = []
+    for p_type, _flags, p_offset, p_vaddr, _paddr, _filesz, p_memsz, _align in struct.iter_unpack(fmt + "IIQQQQQQ", table):
+        if p_type == PT_LOAD:
+            loads.append((p_vaddr, p_memsz, p_offset))
+    return loads
 
 
 def _mappings(path: str, bias: int, loads: list[tuple[int, int, int]]) -> list[Mapping]:
@@ -202,6 +231,8 @@ class PlacingGdb:
         session = self._gdb.open_core(core, **kwargs)
         session.console("set trust-readonly-sections on")
         for obj in self._link_map.objects:
+            if obj.local_path is None:
+                continue  # placed from the core's headers: no file to read symbols from
             try:
                 session.console(f"add-symbol-file -o 0x{obj.bias:x} {mi_quote(obj.local_path)}")
             except GdbTimeout:

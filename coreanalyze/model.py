@@ -78,8 +78,15 @@ class Module:
     # DT_NEEDED of the local file when it is the crashed build (ok / no-build-id): tells a
     # custom-op library (it links libtensorflow_framework) from any other extension.
     needed: list[str] | None = None
-    # Where local_path came from: "local", "sysroot", or the wheel --fetch took it from.
+    # Where local_path came from, in words: "local", "sysroot", "image NAME (ID), layer 2/3",
+    # or the file name of the wheel --fetch took it from (coreanalyze.provenance).
     source: str | None = None
+    # The same as data: {kind: local|sysroot|image|wheel, ...}; for an image its name, ID, the
+    # file's path in the image, its layer (1-based) and the layer's digest.
+    origin: dict | None = None
+    not_found: str | None = None  # for a module without a file here: where it was looked for
+    debug_file: str | None = None  # the separate debug file used for its names and lines
+    debug_source: str | None = None  # where that came from: debug-dir|sysroot|image|system|beside|debuginfod
 
     def __post_init__(self) -> None:
         # A status read back from JSON is a plain string; one that is no status means no

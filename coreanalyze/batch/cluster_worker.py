@@ -52,8 +52,8 @@ def worker_problem(options: AnalyzeOptions) -> str | None:
         return f"gdb not found: {options.gdb} (install gdb or pass --gdb PATH)"
     if options.python and not os.path.isfile(options.python):
         return f"--python {options.python}: no such file here (it must be at the same path on every worker)"
-    if options.sysroot and not os.path.isdir(options.sysroot):
-        return f"--sysroot {options.sysroot}: no such directory here (it must be at the same path on every worker)"
+    if options.sysroot and not os.path.exists(options.sysroot):
+        return f"--sysroot {options.sysroot}: no such directory or image here (it must be at the same path on every worker)"
     try:
         load_rules(options.rules_files)
     except BadInput as e:

@@ -67,6 +67,8 @@ class CoreRecord:
     duplicate_of: str | None = None  # path of the core this one repeats
     seconds: float | None = None  # time spent on it
     xattrs: dict[str, str] = field(default_factory=dict)
+    # Wheels --fetch downloaded for this core (not those another core's analysis had fetched).
+    wheels_downloaded: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -108,6 +110,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "duplicate_of": (str, type(None)),
     "seconds": (int, float, type(None)),
     "xattrs": (dict,),
+    "wheels_downloaded": (list,),
 }
 
 
@@ -136,6 +139,7 @@ def record_from_dict(d: Any) -> CoreRecord:
             raise ValueError(f"{name} is not a report path of this layout")
     kwargs["culprit"] = {k: v for k, v in kwargs.get("culprit", {}).items() if k in ("function", "module") and isinstance(v, (str, type(None)))}
     kwargs["xattrs"] = {k: v for k, v in kwargs.get("xattrs", {}).items() if isinstance(k, str) and isinstance(v, str)}
+    kwargs["wheels_downloaded"] = [w[:300] for w in kwargs.get("wheels_downloaded", []) if isinstance(w, str)]
     return CoreRecord(**kwargs)
 
 

@@ -96,6 +96,8 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None) -> dict
             "groups": len(groups),
         },
         "groups": groups,
+        # --fetch: how often each wheel was downloaded in the batch (once, when workers share the cache).
+        "wheels_downloaded": dict(sorted(Counter(w for r in records for w in r.wheels_downloaded).items())),
         "failed": [
             {"path": r.path, "identity": r.identity, "reason": r.reason, "host": r.host or UNKNOWN_HOST, "seen": iso_time(r.timestamp)}
             for r in failed

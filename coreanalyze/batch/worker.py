@@ -85,6 +85,8 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
         record.pid = report.core.pid if report.core.pid is not None else record.pid
         record.executable = _clip(report.core.executable) or record.executable
         record.signal = report.core.signal.name or record.signal
+    attempts = report.environment.get("fetch_attempts") or []
+    record.wheels_downloaded = [_clip(a["wheel"]) for a in attempts if a.get("downloaded") and a.get("wheel")]
 
 
 def _accepts_gdb_pool() -> bool:

@@ -306,6 +306,56 @@ _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description", "fault_kind"}
 
 
+# A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
+HEAP_MESSAGES_REFERENCE = "{heap_messages}"
+
+
+def _expand_lists(t: dict[str, Any], key: str) -> dict[str, Any]:
+    value = t.get(key)
+    if not isinstance(value, str) or HEAP_MESSAGES_REFERENCE not in value:
+        return t
+    return {**t, key: value.replace(HEAP_MESSAGES_REFERENCE, "(?:" + "|".join(builtin_heap_messages()) + ")")}
+
+
+@lru_cache(maxsize=1)
+def builtin_heap_messages() -> tuple[str, ...]:
+    """The allocator's "the heap is damaged" messages of rules.toml ([fault_kind]
+    heap_messages): the one list that the memory scanner, the text triage, the fault kind and
+    the allocator rule all read."""
+    data = tomllib.loads(BUILTIN_RULES.read_text(encoding="utf-8"))
+    return tuple(data["fault_kind"]["heap_messages"])
+
+
+def required_literal(pattern: str) -> str:
+    """The longest run of literal text every match of `pattern` contains (outside groups, not
+    optional): a substring search finds the few candidate lines before the regex runs."""
+    runs, run, depth, i, n = [], "", 0, 0, len(pattern)
+    while i < n:
+        c, literal = pattern[i], None
+        if c == "\\" and i + 1 < n:
+            literal = pattern[i + 1] if not pattern[i + 1].isalnum() else None
+            i += 2
+        elif c == "[":
+            close = pattern.find("]", i + 2)
+            i = close + 1 if close > 0 else n
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+            i += 1
+        elif c in ".^$|?*+{}":
+            i += 1
+        else:
+            literal, i = c, i + 1
+        quantifier = pattern[i] if i < n and pattern[i] in "?*+{" else ""
+        if depth == 0 and literal is not None and quantifier not in ("?", "*", "{"):
+            run += literal
+            if not quantifier:
+                continue
+        runs.append(run)
+        run = ""
+    runs.append(run)
+    return max(runs, key=len)
+
+
 def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> Rule:
     name = t.get("name")
     where = f"rule #{i + 1}" + (f" {name!r}" if isinstance(name, str) else "")
@@ -324,7 +374,7 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         function=_optional_regex(t, "function", where),
         module=_optional_regex(t, "module", where),
         python_file=_optional_regex(t, "python_file", where),
-        abort_message=_optional_regex(t, "abort_message", where),
+        abort_message=_optional_regex(_expand_lists(t, "abort_message"), "abort_message", where),
         description=str(t.get("description", "")),
         origin=origin,
         fault_kind=_optional_fault_kind(t, where),

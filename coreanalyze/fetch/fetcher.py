@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from coreanalyze import model
+from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.fetch.verify import identity, mismatch
 from coreanalyze.fetch.wheels import WheelError, download, extract
@@ -25,6 +26,7 @@ class FetchAttempt:
     version: str | None
     wheel: str | None  # the wheel's file name, when pip provided one
     outcome: str  # "used for N libraries" | "refused: ..." | "not available: ..."
+    downloaded: bool = False  # pip downloaded it for this analysis (else: from the cache)
 
 
 @dataclass
@@ -111,14 +113,25 @@ def _try_wheel(
 ) -> list[_Wanted]:
     """Take what matches from one wheel; returns what is still wanted."""
     try:
-        wheel = download(name, version, python_version, arch, cache / "wheels")
+        wheel, downloaded = download(name, version, python_version, arch, cache / "wheels")
     except WheelError as e:
         result.attempts.append(FetchAttempt(name, version, None, f"not available: {e}"))
         return wanted
     left, used, refusals = [], 0, []
+
+    def use(w: _Wanted, target: Path) -> None:
+        nonlocal used
+        result.files[w.path] = str(target)
+        result.wheels[w.path] = wheel.name
+        used += 1
+
     for w in wanted:
         target = cache / "fetched" / w.identity / os.path.basename(w.path)
-        staging = target.with_name(target.name + ".unverified")
+        if target.is_file() and mismatch(notes, w.path, str(target)) is None:
+            use(w, target)  # another worker of the batch took it out of the same wheel meanwhile
+            continue
+        # Per process: workers of a batch may take the same file out of the same wheel at once.
+        staging = target.with_name(f"{target.name}.{os.getpid()}.unverified")
         try:
             extract(wheel, w.member, staging)
         except WheelError as e:
@@ -132,16 +145,14 @@ def _try_wheel(
             left.append(w)
             continue
         os.replace(staging, target)
-        (target.parent / "wheel").write_text(wheel.name, encoding="utf-8")
-        result.files[w.path] = str(target)
-        result.wheels[w.path] = wheel.name
-        used += 1
+        write_atomically(target.parent / "wheel", wheel.name)
+        use(w, target)
     outcome = f"used for {used} libraries" if used else "refused"
     if refusals:
         outcome += f"{'; refused' if used else ''}: " + "; ".join(refusals[:5])
         if len(refusals) > 5:
             outcome += f"; … ({len(refusals) - 5} more)"
-    result.attempts.append(FetchAttempt(name, version, wheel.name, outcome))
+    result.attempts.append(FetchAttempt(name, version, wheel.name, outcome, downloaded))
     return left
 
 

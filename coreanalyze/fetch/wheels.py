@@ -38,15 +38,16 @@ def wheel_file_prefix(distribution: str, version: str) -> str:
     return f"{re.sub(r'[-_.]+', '_', distribution).lower()}-{version}-"
 
 
-def download(distribution: str, version: str, python_version: str, arch: str, directory: Path) -> Path:
-    """The wheel of distribution==version for this Python and platform, downloaded once."""
+def download(distribution: str, version: str, python_version: str, arch: str, directory: Path) -> tuple[Path, bool]:
+    """The wheel of distribution==version for this Python and platform, downloaded once; and
+    whether this call downloaded it (False: it was in the cache already)."""
     directory.mkdir(parents=True, exist_ok=True)
     prefix = wheel_file_prefix(distribution, version)
     with open(directory / f".{prefix}lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = _find(directory, prefix)
         if found is not None:
-            return found
+            return found, False
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
             "--implementation", "cp", "--python-version", python_version,
@@ -61,7 +62,7 @@ def download(distribution: str, version: str, python_version: str, arch: str, di
         if run.returncode != 0 or found is None:
             last = (run.stderr.strip().splitlines() or ["no wheel"])[-1]
             raise WheelError(f"pip: {last[:300]}")
-        return found
+        return found, True
 
 
 def _find(directory: Path, prefix: str) -> Path | None:

@@ -63,7 +63,7 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
         return
     classification.op_instance = reading.instance
     classification.summary = f"{classification.summary.rstrip()} {node_sentence(reading.instance)}".strip()
-    classification.evidence.append(
-        f"op instance: node {reading.instance.node!r} read from the {reading.instance.kernel} kernel object "
-        f"(layout {reading.instance.layout})"
-    )
+    instance = reading.instance
+    # A TFLite node has no kernel object: it is read from the interpreter's node and registration.
+    source = f"the {instance.kernel} kernel object" if instance.kernel else f"the {instance.framework} node and its registration"
+    classification.evidence.append(f"op instance: node {instance.node!r} read from {source} (layout {instance.layout})")

@@ -16,7 +16,7 @@ LOWEST_POINTER = 0x10000
 
 def pointer_words(memory: CoreMemory, thread: Thread) -> list[int]:
     words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
-    sp = thread.registers.get("rsp")
+    sp = thread.registers.get("rsp") or thread.registers.get("sp")  # x86-64, aarch64
     if sp:
         stack = memory.read_available(sp, STACK_WINDOW)
         for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):

@@ -1,9 +1,9 @@
 """The TFLite node being run when the process died, read through TFLite's C ABI structs.
 
 1. The node's registration: a word of the crashing thread's registers or stack that points at
-   a TfLiteRegistration whose invoke (or prepare) is the very function of a frame above the
-   interpreter's Subgraph frames (the symbol tables name it), with a builtin code and version in
-   range: the registration of the kernel that was running.
+   a TfLiteRegistration (or at the node paired with it) whose invoke (or prepare) is the very
+   function of a frame above the interpreter's Subgraph frames (the symbol tables name it),
+   with a builtin code and version in range: the registration of the kernel that was running.
 2. Its node: the TfLiteNode right before it in the Subgraph's vector of (node, registration)
    pairs. The TfLiteContext (found among the same words) must hold that vector in its
    Subgraph (impl_): that gives the node's index and proves the node is one of this
@@ -231,12 +231,15 @@ def read_tflite_node(memory: CoreMemory, thread: Thread, layouts: list[Layout], 
 
 
 def _read(reader: _Reader, candidates: list[int], kernels: set[int], names: CodeNames) -> OpInstance:
-    registrations = {c for c in candidates if _registration(reader, c, kernels)}
+    offset = reader.at("node_and_registration", "registration")
     nodes = {}
-    for registration in registrations:
-        node = registration - reader.at("node_and_registration", "registration")
-        if reader.memory.is_present(node):
-            nodes[node] = registration
+    # A word points at the registration, or at its node (the pair's start: aarch64 code keeps
+    # the node in a register and addresses the registration from it).
+    for candidate in candidates:
+        for registration in (candidate, candidate + offset):
+            node = registration - offset
+            if _registration(reader, registration, kernels) and reader.memory.is_present(node):
+                nodes[node] = registration
     if not nodes:
         raise NotValid("no TfLiteRegistration on the stack runs the crashing kernel")
     results = []

@@ -9,29 +9,27 @@ from __future__ import annotations
 
 import re
 
+from coreanalyze.classify.rules import builtin_heap_messages, required_literal
+
 from . import findings as fd
 from . import limits, signals
 
 FORMAT = "abort-message"
 FORMAT_SHELL = "shell"
 
-# glibc malloc_printerr() texts and friends; each ends in abort().
+# The allocator's messages (rules data: [fault_kind] heap_messages) and glibc's other fatal
+# checks; each ends in abort().
+_HEAP_MESSAGES = builtin_heap_messages()
 _ALLOCATOR_MESSAGES = re.compile(
     r"(?:^|\s|:)("
-    r"(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc|tcache_thread_shutdown"
-    r"|malloc_check|memalign|posix_memalign|aligned_alloc|mremap_chunk|_int_realloc)\(\): [^\n]{1,200}"
-    r"|double free or corruption(?: \([^)]{1,20}\))?"
-    r"|corrupted size vs\. prev_size(?: while consolidating| in fastbins)?"
-    r"|corrupted double-linked list(?: \(not small\))?"
-    r"|corrupted top size"
+    r"(?:" + "|".join(_HEAP_MESSAGES) + r")[^\n]{0,200}"
     r"|Fatal glibc error: [^\n]{1,300}"
     r"|\*\*\* (?:stack smashing|buffer overflow|longjmp causes uninitialized stack frame) detected \*\*\*[^\n]{0,200}"
     r"|\*\*\* Error in `[^`]{1,300}': [^\n]{1,300}"
-    # macOS libmalloc: "Python(60770,0x70000fafb000) malloc: *** error for object 0x7fb8...:
-    # incorrect checksum for freed object - object was probably modified after being freed."
-    r"|malloc: \*\*\* error for object 0x[0-9a-fA-F]{1,16}: [^\n]{1,300}"
     r")"
 )
+# Text every line above contains: only lines with one of these meet the regex.
+_ALLOCATOR_ANCHORS = (*dict.fromkeys(required_literal(p) for p in _HEAP_MESSAGES), "Fatal glibc error: ", " detected ***", "*** Error in `")
 # Assertion macros other than glibc's: WebKit/Blink's ASSERT, BSD / macOS / MSVC assert(), V8's
 # CSA_ASSERT ("abort: CSA_ASSERT failed: ...").
 _ASSERTION = re.compile(r"^(?:ASSERTION FAILED: |Assertion failed: |abort: \w*ASSERT\w* failed: )\S")
@@ -90,7 +88,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 pending_terminate = m.group(0)
                 pending_line = i
                 hit = True
-        elif "(" in s or ":" in s or "***" in s or "corrupted" in s or "double free" in s:
+        else:
             m = _ALLOCATOR_MESSAGES.search(s) if _maybe_allocator(s) else None
             if m:
                 messages.add_message(fd.MESSAGE_ALLOCATOR, m.group(1).strip())
@@ -143,10 +141,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
 
 
 def _maybe_allocator(s: str) -> bool:
-    return any(
-        k in s
-        for k in ("free", "malloc", "alloc", "munmap", "corrupted", "glibc", "detected ***", "*** Error in", "_int_")
-    )
+    return any(anchor in s for anchor in _ALLOCATOR_ANCHORS)
 
 
 def _shell_signal(s: str) -> str | None:

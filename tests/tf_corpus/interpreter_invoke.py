@@ -1,4 +1,4 @@
-"""A tiny dense model converted to TFLite and run by tf.lite.Interpreter.
+"""A tiny dense model (dense_model.py) converted to TFLite and run by tf.lite.Interpreter.
 
 The builtin kernels are used without the default XNNPACK delegate, so Invoke runs
 tflite::ops::builtin::fully_connected::Eval. The test harness arms a fault injection at the
@@ -14,17 +14,9 @@ import sys
 
 import numpy as np
 import tensorflow as tf
+from dense_model import dense_tflite_model
 
-weights = tf.constant(np.arange(32, dtype=np.float32).reshape(8, 4) / 32.0)
-
-
-@tf.function(input_signature=[tf.TensorSpec([1, 8], tf.float32)])
-def dense(x):
-    return tf.nn.relu(tf.matmul(x, weights) + 1.0)
-
-
-converter = tf.lite.TFLiteConverter.from_concrete_functions([dense.get_concrete_function()], dense)
-model = converter.convert()
+model = dense_tflite_model()
 resolver = (
     tf.lite.experimental.OpResolverType.AUTO
     if "--xnnpack" in sys.argv[1:]

@@ -6,13 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from coregen import require_module
+from support.require import require
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_ruff_check_is_clean():
-    require_module("ruff", "ruff (the `test` extra)")
+    require(module="ruff", what="ruff (the `test` extra)")
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", str(REPO)],
         capture_output=True,

@@ -1,10 +1,16 @@
-"""Thread roles and the launched-from markers are rules data."""
+"""Thread roles, the launched-from markers and the allocator's messages are rules data."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from coreanalyze import model
-from coreanalyze.classify.rules import default_rules, load_rules
+from coreanalyze.abortmsg import _COMBINED, _PATTERNS
+from coreanalyze.classify.rules import builtin_heap_messages, default_rules, load_rules, required_literal
 from coreanalyze.pystacks import thread_role
+from coreanalyze.triage.abort_messages import _ALLOCATOR_MESSAGES, _maybe_allocator
 
 
 def pool_thread(name: str | None, *functions: str) -> model.Thread:
@@ -37,3 +43,47 @@ def test_a_rules_file_role_reaches_the_threads(tmp_path):
     decoder = pool_thread(None, "acme::Decoder::Run()")
     assert thread_role(decoder, pid=1, has_python=False) is None
     assert thread_role(decoder, pid=1, has_python=False, rules=load_rules([extra])) == "acme-decoder"
+
+
+# --------------------------------------------------------------------------------------------
+# The allocator's messages: one list in the rules data, read by every stage
+
+
+HEAP_MESSAGE_SAMPLES = [
+    "free(): double free detected in tcache 2",
+    "double free or corruption (out)",
+    "malloc(): unaligned tcache chunk detected",
+    "corrupted size vs. prev_size while consolidating",
+    "munmap_chunk(): invalid pointer",
+    "==12==ERROR: AddressSanitizer: attempting double-free on 0x602000000010",
+    "src/tcmalloc.cc:333] Attempt to free invalid pointer 0x7f00",
+    "<jemalloc>: size mismatch detected",
+]
+
+
+@pytest.mark.parametrize("message", HEAP_MESSAGE_SAMPLES)
+def test_every_stage_reads_the_one_list_of_heap_messages(message):
+    assert any(re.search(p, message) for p in builtin_heap_messages())
+    assert any(p.search(message) for p in default_rules().fault.heap_messages)
+    (rule,) = [r for r in default_rules().rules if r.name == "malloc-abort-message"]
+    assert rule.abort_message.search(message)
+    if "Sanitizer" not in message:  # a sanitizer's report has its own parser (triage/asan.py)
+        assert _maybe_allocator(message) and _ALLOCATOR_MESSAGES.search(message)
+    m = _COMBINED.search(message.encode())
+    assert m and _PATTERNS[int(m.lastgroup[1:])][0] == "glibc-malloc"
+
+
+@pytest.mark.parametrize(
+    "pattern, literal",
+    [
+        (r"double free", "double free"),
+        (r"free\(\): (invalid|double free)", "free(): "),
+        (r"(?:free|malloc)\(\): ", "(): "),
+        (r"src/tcmalloc\.cc:\d+\] Attempt to free", "] Attempt to free"),
+        (r"ab?cd", "cd"),
+        (r"x[abc]yz", "yz"),
+        (r"ab+c", "ab"),
+    ],
+)
+def test_required_literal_is_in_every_match(pattern, literal):
+    assert required_literal(pattern) == literal

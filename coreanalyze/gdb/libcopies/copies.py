@@ -263,13 +263,20 @@ def has_debug_file(layout: ElfLayout, path: str, debug_dirs: Sequence[str]) -> b
     return any(os.path.exists(os.path.join(p, name)) for p in places)
 
 
-def _debuglink(layout: ElfLayout) -> str | None:
-    link = layout.by_name(".gnu_debuglink")
-    if link is None or not layout.has_contents(link) or link.size > 4096:
+def _section_bytes(layout: ElfLayout, name: str, limit: int = 4096) -> bytes | None:
+    """The contents of a small section on disk (a note, a link name); None when absent, empty on
+    disk or larger than `limit` (not the small section it should be)."""
+    section = layout.by_name(name)
+    if section is None or not layout.has_contents(section) or section.size > limit:
         return None
     with open(layout.path, "rb") as f:
-        f.seek(link.offset)
-        name = f.read(link.size).split(b"\0", 1)[0].decode("utf-8", "replace")
+        f.seek(section.offset)
+        return f.read(section.size)
+
+
+def _debuglink(layout: ElfLayout) -> str | None:
+    data = _section_bytes(layout, ".gnu_debuglink")
+    name = data.split(b"\0", 1)[0].decode("utf-8", "replace") if data else ""
     return name if name and "/" not in name else None
 
 
@@ -298,13 +305,8 @@ def library_key(path: str, layout: ElfLayout) -> str:
 
 
 def _build_id(layout: ElfLayout) -> str | None:
-    note = layout.by_name(".note.gnu.build-id")
-    if note is None or not layout.has_contents(note) or note.size > 4096:
-        return None
-    with open(layout.path, "rb") as f:
-        f.seek(note.offset)
-        data = f.read(note.size)
-    if len(data) < 16:
+    data = _section_bytes(layout, ".note.gnu.build-id")
+    if data is None or len(data) < 16:
         return None
     namesz, descsz, kind = struct.unpack_from("<III", data, 0)
     start = 12 + ((namesz + 3) & ~3)

@@ -1,0 +1,73 @@
+"""Fixtures of the integration tests: real crashers compiled and run once per test session,
+cores cached; TensorFlow and aarch64 cores built on first use."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from support.corecache import CoreCache
+from support.require import require
+
+
+@pytest.fixture(scope="session")
+def cores(tmp_path_factory) -> CoreCache:
+    require("gcc")
+    require("gdb")
+    return CoreCache(tmp_path_factory.mktemp("cores"))
+
+
+@pytest.fixture(scope="session")
+def python_cores(tmp_path_factory) -> CoreCache:
+    """Cores of the Python crashers, written by the kernel: neither a compiler nor gdb needed."""
+    return CoreCache(tmp_path_factory.mktemp("python-cores"))
+
+
+@pytest.fixture
+def hide_gdb(monkeypatch):
+    """Call it (once the test's cores exist) to take every gdb off PATH for the rest of the
+    test: what runs after must not need one."""
+    import shutil
+
+    def hide() -> None:
+        kept = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not os.path.exists(os.path.join(d, "gdb"))]
+        monkeypatch.setenv("PATH", os.pathsep.join(kept))
+        assert shutil.which("gdb") is None
+
+    return hide
+
+
+@pytest.fixture(scope="session")
+def in_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+@pytest.fixture(scope="session")
+def tf_cores(tmp_path_factory):
+    """Real TensorFlow crash cores (tests/tfcores.py), each built on first use.
+
+    `tf_cores.get("kernel_check_failure")` -> CrashCase. The cores (~300 MB each) live in one
+    directory of this session, removed when the session ends.
+    """
+    from support.tfcores import TFCoreCache, claim_corpus_dir, release_corpus_dir, require_tensorflow
+
+    python = require_tensorflow()
+    require("gdb")
+    require("g++")
+    root, lock = claim_corpus_dir(tmp_path_factory.getbasetemp())
+    try:
+        yield TFCoreCache(root, python)
+    finally:
+        release_corpus_dir(root, lock)
+
+
+@pytest.fixture(scope="session")
+def arm_cores(tmp_path_factory):
+    """Real aarch64 cores (tests/armcores.py): a Debian arm64 sysroot and qemu-run crashers,
+    each built on first use."""
+    from support.armcores import CROSS_GCC, QEMU, ArmCoreCache
+
+    require(QEMU)
+    require(CROSS_GCC)
+    require("gdb-multiarch")
+    return ArmCoreCache(tmp_path_factory.mktemp("arm-cores"))

@@ -1,0 +1,122 @@
+"""The op-instance tests on cores of an older TensorFlow (tests/older_tensorflow.txt: 2.16, whose
+objects and protobuf containers are laid out differently from 2.21's), installed
+once per test run into its own virtual environment from pip's cache (./setup.sh fills it):
+the layout data is chosen by the core's TensorFlow version and measured from that version's
+own headers, not tuned to one build.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.clirun import analyze_json
+from support.opchecks import (
+    check_custom_op_segv,
+    check_eager_check_failure,
+    check_graph_check_failure,
+    check_overwritten_kernel,
+    check_reproducer,
+)
+from support.require import missing, require
+from support.tfcores import TFCoreCache, claim_corpus_dir, release_corpus_dir, require_tensorflow
+
+pytestmark = pytest.mark.tf
+
+from support.paths import OLDER_TENSORFLOW as REQUIREMENT_FILE
+
+
+def older_requirement() -> str:
+    return REQUIREMENT_FILE.read_text().strip()
+
+
+def older_version() -> str:
+    return older_requirement().split("==", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def older_python(tmp_path_factory) -> Path:
+    """A virtual environment with the older TensorFlow, made from the interpreter behind the test
+    one (a venv is made from a base interpreter) and installed from pip's cache."""
+    require_tensorflow()
+    venv = tmp_path_factory.mktemp("older-tensorflow") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    made = subprocess.run([base, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=600)
+    if made.returncode != 0:
+        missing(f"cannot make a virtual environment with {base}: {made.stderr[-2000:]}")
+    python = venv / "bin" / "python"
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(REQUIREMENT_FILE)],
+        capture_output=True, text=True, timeout=3600,
+    )
+    if installed.returncode != 0:
+        missing(f"cannot install {older_requirement()} (run ./setup.sh to fill pip's cache): {installed.stderr[-2000:]}")
+    return python
+
+
+@pytest.fixture(scope="module")
+def older_cores(older_python, tmp_path_factory):
+    require("gdb")
+    require("g++")
+    root, lock = claim_corpus_dir(tmp_path_factory.mktemp("older-corpus"))
+    try:
+        yield TFCoreCache(root, older_python)
+    finally:
+        release_corpus_dir(root, lock)
+
+
+@pytest.fixture(scope="module")
+def older_reports(older_cores):
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            case = older_cores.get(name)
+            cache[name] = analyze_json(case.core, "--python", str(case.exe))
+        return cache[name]
+
+    return get
+
+
+def _layout_of_this_version(report: dict) -> None:
+    assert report["environment"]["tensorflow_version"] == older_version()
+    major_minor = ".".join(older_version().split(".")[:2])
+    assert report["classification"]["op_instance"]["layout"] == f"tensorflow-{major_minor}"
+
+
+def test_eager_check_failure(older_reports):
+    report = older_reports("kernel_check_failure")
+    check_eager_check_failure(report["classification"])
+    _layout_of_this_version(report)
+
+
+def test_graph_node(older_reports):
+    report = older_reports("graph_check_failure")
+    check_graph_check_failure(report["classification"])
+    _layout_of_this_version(report)
+
+
+def test_custom_op_segv(older_reports):
+    report = older_reports("kernel_compute_segv")
+    check_custom_op_segv(report["classification"])
+    _layout_of_this_version(report)
+
+
+def test_overwritten_kernel(older_reports):
+    check_overwritten_kernel(older_reports("kernel_overwritten")["classification"])
+
+
+def test_reproducer(older_cores, older_reports, tmp_path):
+    check_reproducer(older_cores.get("kernel_check_failure"), older_reports("kernel_check_failure")["classification"], tmp_path)
+
+
+def test_layout_data_is_what_its_headers_say(older_python):
+    from coreanalyze.opinstance.layouts import all_layouts, major_minor
+    from coreanalyze.opinstance.measure import measure
+
+    version, measured = measure(str(older_python), require("g++"))
+    assert version == older_version()
+    stored = [lay for lay in all_layouts() if major_minor(version) in lay.versions]
+    assert stored and stored[0].fields == measured

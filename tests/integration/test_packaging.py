@@ -1,0 +1,79 @@
+"""The built wheel carries the templates, gdb scripts and rules, and works outside the source tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from support.paths import REPO
+from support.pythons import SYSTEM_PYTHON
+
+PYCRASHERS = REPO / "tests" / "pycrashers"
+
+
+def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+        check=True, capture_output=True, text=True,
+    )
+    wheel = next(wheels.glob("coreanalyze-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.startswith("coreanalyze/templates/") and n.endswith(".j2") for n in names), names
+    # gdb_scripts/ and templates/ live at the repository's top level; the wheel has them inside.
+    for script in ("pystacks.py", "pywalker.py", "coreanalyze.py", "symbolfiles.py"):
+        assert f"coreanalyze/gdb_scripts/{script}" in names
+    assert any(n.startswith("coreanalyze/classify/") and n.endswith(".toml") for n in names)
+    assert {"coreanalyze/opinstance/dtypes.toml", "coreanalyze/opinstance/tflite_ops.toml",
+            "coreanalyze/opinstance/layouts/tflite.toml", "coreanalyze/opinstance/layouts/probe.cc"} <= set(names)
+    assert any(n.startswith("coreanalyze/opinstance/layouts/tensorflow-") for n in names)
+
+    venv = tmp_path / "venv"
+    # A clean environment with nothing but the wheel and what its metadata declares (from pip's
+    # cache after setup): a dependency missing from pyproject.toml fails here.
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = subprocess.run([venv / "bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                str(wheel)], capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    case = cores.c_crash("null_thread")
+    run = subprocess.run(
+        [venv / "bin/coreanalyze", str(case.core), "--python", str(case.exe), "--format", "json", "-o", "-"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert '"store_result"' in run.stdout
+    located = subprocess.run(
+        [venv / "bin/python", "-c", "import coreanalyze; print(coreanalyze.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout
+    assert str(venv) in located, "the test must exercise the installed wheel, not the source tree"
+    assert_python_frames_and_html(venv, cores, tmp_path / "wheel-run")
+
+
+def assert_python_frames_and_html(venv: Path, cores, workdir: Path) -> None:
+    """The installed tool finds its gdb scripts (Python frames) and templates (HTML)."""
+    workdir.mkdir()
+    case = cores.python_crash("three_deep-packaging", SYSTEM_PYTHON.resolve(), PYCRASHERS / "three_deep.py")
+    run = subprocess.run(
+        [venv / "bin/coreanalyze", str(case.core), "--python", str(case.exe), "-o", "report.html"],
+        cwd=workdir, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "from Python load_weights" in " ".join(run.stdout.split())
+    assert (workdir / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_editable_install_runs_from_the_source_tree(cores, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = subprocess.run([venv / "bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                "-e", str(REPO)], capture_output=True, text=True, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    shipped = subprocess.run(
+        [venv / "bin/python", "-c", "from coreanalyze import resources; print(resources.GDB_SCRIPTS, resources.TEMPLATES)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert shipped == [str(REPO / "gdb_scripts"), str(REPO / "templates")]
+    assert_python_frames_and_html(venv, cores, tmp_path / "editable-run")

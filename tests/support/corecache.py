@@ -1,0 +1,49 @@
+"""Cores of the C and Python crashers, each made at most once per test session."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from support.coregen import CrashCase, compile_c, run_to_core
+from support.paths import CRASHERS
+
+# name -> (C source, arguments, signal sent by the test once the crasher is ready)
+C_CRASHERS = {
+    "null_thread": ("null_thread.c", [], None),
+    "wild_write": ("wild_write.c", [], None),
+    "recursion": ("recursion.c", [], None),
+    "assert_fail": ("assert_fail.c", [], None),
+    "double_free": ("double_free.c", [], None),
+    "divzero": ("divzero.c", [], None),
+    "ud2": ("ud2.c", [], None),
+    "sigbus": ("sigbus.c", [], None),
+    "killed": ("wait_for_kill.c", [], signal.SIGSEGV),
+    "null_callback": ("null_callback.c", [], None),
+}
+
+class CoreCache:
+    """Builds each crash at most once per test session, on first use."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.cases: dict[str, CrashCase] = {}
+
+    def c_crash(self, name: str) -> CrashCase:
+        if name not in self.cases:
+            source, args, sig = C_CRASHERS[name]
+            workdir = self.root / name
+            workdir.mkdir(parents=True, exist_ok=True)
+            exe = compile_c(CRASHERS / source, workdir / name)
+            self.cases[name] = run_to_core(name, [str(exe), *args], workdir, kill_after_ready=sig)
+        return self.cases[name]
+
+    def python_crash(self, name: str, python: Path, script: Path, env: dict | None = None) -> CrashCase:
+        if name not in self.cases:
+            workdir = self.root / name
+            workdir.mkdir(parents=True, exist_ok=True)
+            case = run_to_core(name, [str(python), str(script)], workdir, env=env)
+            case.exe = python
+            case.extra["script"] = script
+            self.cases[name] = case
+        return self.cases[name]
