@@ -37,6 +37,7 @@ class Outcome:
     path: str
     status: str  # ok | refused | traceback | timeout
     function: str | None = None
+    frame0: str | None = None
     fault_kind: str | None = None
     detail: str | None = None
     message: str = ""
@@ -54,6 +55,12 @@ class Score:
     kind_stated: int = 0
     detail_right: int = 0
     detail_stated: int = 0
+    frame0_right: int = 0
+    frame0_stated: int = 0
+    # Of the function / fault-kind expectations, those the peer's own tests (or its own report)
+    # state, as opposed to ones this project read from the file where the peer states nothing.
+    stated_right: int = 0
+    stated: int = 0
     misses: list[str] = field(default_factory=list)
 
     @property
@@ -63,6 +70,10 @@ class Score:
     @property
     def kind_rate(self) -> float:
         return self.kind_right / self.kind_stated if self.kind_stated else 1.0
+
+    @property
+    def stated_rate(self) -> float:
+        return self.stated_right / self.stated if self.stated else 1.0
 
 
 class _Timeout(Exception):
@@ -89,7 +100,9 @@ def run_one(path: Path, rel: str) -> Outcome:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     c = report.classification
-    return Outcome(rel, "ok", function=c.culprit.function, fault_kind=c.fault_kind, detail=getattr(c, "detail", None))
+    crashed = report.crashed_thread
+    frame0 = crashed.frames[0].function if crashed is not None and crashed.frames else None
+    return Outcome(rel, "ok", function=c.culprit.function, frame0=frame0, fault_kind=c.fault_kind, detail=getattr(c, "detail", None))
 
 
 _ARGS = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
@@ -122,6 +135,17 @@ def function_matches(actual: str | None, expected: str) -> bool:
     return a.startswith(e) and (len(e) >= 12 or "<" in a)
 
 
+# (score key, label, the outcome's value, does it match the expectation); the TOML names the
+# fault kind "fault_kind".
+_CHECKS = (
+    ("function", "function", lambda o: o.function, function_matches),
+    ("frame0", "crash thread's frame #0", lambda o: o.frame0, function_matches),
+    ("kind", "fault kind", lambda o: o.fault_kind, lambda a, e: a == e),
+    ("detail", "detail", lambda o: o.detail, lambda a, e: a and e.lower() in a.lower()),
+)
+_TOML_KEY = {"function": "function", "frame0": "frame0", "kind": "fault_kind", "detail": "detail"}
+
+
 def score(corpus: Path, expectations: dict) -> tuple[Score, list[Outcome]]:
     s = Score()
     outcomes = []
@@ -148,25 +172,26 @@ def score(corpus: Path, expectations: dict) -> tuple[Score, list[Outcome]]:
                 continue
         if out_of_scope:
             continue
-        if "function" in expected:
-            s.function_stated += 1
-            if function_matches(o.function, expected["function"]):
-                s.function_right += 1
-            else:
-                s.misses.append(f"{rel}: function {o.function!r}, peer states {expected['function']!r}")
-        if "fault_kind" in expected:
-            s.kind_stated += 1
-            if o.fault_kind == expected["fault_kind"]:
-                s.kind_right += 1
-            else:
-                s.misses.append(f"{rel}: fault kind {o.fault_kind!r}, peer states {expected['fault_kind']!r}")
-        if "detail" in expected:
-            s.detail_stated += 1
-            if o.detail and expected["detail"].lower() in o.detail.lower():
-                s.detail_right += 1
-            else:
-                s.misses.append(f"{rel}: detail {o.detail!r}, peer states {expected['detail']!r}")
+        derived = set(expected.get("derived", ()))
+        for key, label, actual, matches in _CHECKS:
+            stated = expected.get(_TOML_KEY[key])
+            if stated is None:
+                continue
+            right = bool(matches(actual(o), stated))
+            setattr(s, f"{key}_stated", getattr(s, f"{key}_stated") + 1)
+            setattr(s, f"{key}_right", getattr(s, f"{key}_right") + right)
+            if key in ("function", "kind"):
+                _count_stated(s, _TOML_KEY[key] not in derived, right)
+            if not right:
+                who = "read from the file (the peer states none):" if _TOML_KEY[key] in derived else "peer states"
+                s.misses.append(f"{rel}: {label} {actual(o)!r}, {who} {stated!r}")
     return s, outcomes
+
+
+def _count_stated(s: Score, stated: bool, right: bool) -> None:
+    if stated:
+        s.stated += 1
+        s.stated_right += right
 
 
 def load_expectations(path: Path = EXPECTATIONS) -> dict:
@@ -189,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"crash function right: {s.function_right}/{s.function_stated} ({100 * s.function_rate:.0f}%)")
     print(f"fault kind right:     {s.kind_right}/{s.kind_stated} ({100 * s.kind_rate:.0f}%)")
     print(f"sanitizer/exception class as detail: {s.detail_right}/{s.detail_stated}")
+    print(f"crash thread's frame #0:             {s.frame0_right}/{s.frame0_stated}")
+    print(f"function and fault kind the peers' tests state (no reading of ours): "
+          f"{s.stated_right}/{s.stated} ({100 * s.stated_rate:.0f}%)")
     if args.show_misses:
         for line in [*s.misses, *(f"{r}: refused" for r in s.refused_in_scope)]:
             print("  " + line)

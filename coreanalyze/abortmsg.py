@@ -481,7 +481,11 @@ def _demangle_type(name: bytes) -> str:
         return text
 
 
-def _exception_at(memory: _Memory, magic_at: int, read_mapped) -> ThrownException | None:
+def _exception_at(memory: _Memory, magic_at: int, read_mapped, *, type_required: bool = True) -> ThrownException | None:
+    """The exception whose class word is at magic_at. type_required: a readable type name is
+    what tells a real header from bytes that look like one (a heap scan); an exception reached
+    through the thread's own pointers needs no such proof, and its type may sit in a library's
+    read-only data that neither the core nor a local file holds ("" then)."""
     header = memory.read(magic_at - _HEADER_BEFORE, _HEADER_BEFORE)
     if header is None:
         return None
@@ -492,13 +496,15 @@ def _exception_at(memory: _Memory, magic_at: int, read_mapped) -> ThrownExceptio
     name_ptr = _u64(memory.read(type_info + 8, 8)) or _u64(read_mapped(type_info + 8, 8) if read_mapped else None)
     raw_name = _read_string(memory, name_ptr, read_mapped, 400)
     if not raw_name or not _TYPE_NAME.fullmatch(raw_name):
-        return None
+        if type_required:
+            return None
+        raw_name = None
     obj = magic_at + _OBJECT_AFTER
     what = None
     message_ptr = _u64(memory.read(obj + 8, 8))
     if message_ptr and message_ptr >= 4096:
         what = _printable(memory.read(message_ptr, MAX_LINE) or memory.read(message_ptr, 256))
-    return ThrownException(type=_demangle_type(raw_name), what=what, address=obj, handler_count=handler_count)
+    return ThrownException(type=_demangle_type(raw_name) if raw_name else "", what=what, address=obj, handler_count=handler_count)
 
 
 def find_uncaught_exception(memory: _Memory | None, read_mapped=None, budget: int = EXCEPTION_SCAN_BUDGET) -> ThrownException | None:
@@ -535,6 +541,85 @@ def find_uncaught_exception(memory: _Memory | None, read_mapped=None, budget: in
     # The one being handled has entered its (terminating) catch; older ones are freed.
     live = [e for e in found if e.handler_count != 0]
     return (live or found)[0]
+
+
+# The exception a thread is handling right now (inside a catch block, or being terminated for)
+# is the head of libsupc++'s per-thread list, __cxa_eh_globals.caughtExceptions: a pointer to the
+# __cxa_exception (88 - 8 bytes before the "GNUCC++" class word) in the thread's TLS. libstdc++
+# loaded at start-up keeps it in static TLS, just below the thread pointer (x86-64's fs_base);
+# loaded later by dlopen (TensorFlow's case, through Python) in a block of its own that the
+# thread's DTV (thread pointer + 8) points to. Either way it is a few KiB to read, and the object
+# it names is alive: libsupc++ frees it only when the catch block ends, which abort() prevents.
+# Text elsewhere in the heap (copies the thrower made while formatting) may already be reused.
+_CXA_EXCEPTION_TO_CLASS = _HEADER_BEFORE - 8
+STATIC_TLS_SPAN = 16 * 1024
+TLS_BLOCK_SPAN = 4 * 1024
+MAX_DTV_ENTRIES = 4096
+_DTV_UNALLOCATED = (1 << 64) - 1
+
+
+def _tls_blocks(memory: _Memory, thread_pointer: int) -> list[tuple[int, int]]:
+    """(start, size) of the TLS memory of the thread whose x86-64 thread pointer is given."""
+    blocks = [(thread_pointer - STATIC_TLS_SPAN, STATIC_TLS_SPAN)]
+    dtv = _u64(memory.read(thread_pointer + 8, 8))
+    count = _u64(memory.read(dtv - 16, 8)) if dtv else None  # dtv[-1].counter: entries allocated
+    if not dtv or not count:
+        return blocks
+    table = memory.read(dtv + 16, 16 * min(count, MAX_DTV_ENTRIES)) or b""
+    for (block, _static) in struct.iter_unpack("<QQ", table[: len(table) - len(table) % 16]):
+        if block and block != _DTV_UNALLOCATED:
+            blocks.append((block, TLS_BLOCK_SPAN))
+    return blocks
+
+
+def find_handled_exception(memory: _Memory | None, thread_pointer: int | None, read_mapped=None) -> ThrownException | None:
+    """The C++ exception the thread is handling (libsupc++'s caughtExceptions of that thread),
+    read through its TLS; None when the thread handles none or its TLS cannot be read."""
+    if memory is None or not thread_pointer:
+        return None
+    try:
+        segments = [s for s in memory.segments if _writable(s)]
+    except (AttributeError, TypeError):
+        return None
+    ranges = sorted((int(s.start), _present_end(s)) for s in segments)
+    starts = [r[0] for r in ranges]
+
+    def in_writable(value: int) -> bool:
+        i = bisect.bisect_right(starts, value) - 1
+        return i >= 0 and ranges[i][0] <= value < ranges[i][1]
+
+    for start, size in _tls_blocks(memory, thread_pointer):
+        data = memory.read(start, size) or b""
+        for (value,) in struct.iter_unpack("<Q", data[: len(data) - len(data) % 8]):
+            if value % 8 or not in_writable(value) or memory.read(value + _CXA_EXCEPTION_TO_CLASS, 8) != GXX_EXCEPTION_CLASS:
+                continue
+            exc = _exception_at(memory, value + _CXA_EXCEPTION_TO_CLASS, read_mapped, type_required=False)
+            if exc is not None and exc.handler_count != 0:
+                return exc
+    return None
+
+
+def reason_in(thrown: ThrownException) -> str | None:
+    """A fatal message inside an exception's what() text (ducc0's "Assertion failure" and its
+    reason, a CHECK's "Check failed: ..."), in the words the memory scan gives it."""
+    if not thrown.what:
+        return None
+    raw = thrown.what.encode("utf-8", "replace")
+    found: list[AbortMessage] = []
+    _scan_bytes(thrown.address, raw, "stack", set(), found)
+    return sorted(found, key=lambda m: m.rank)[0].text if found else None
+
+
+def message_kind(text: str | None) -> str | None:
+    """The kind of fatal message a text is (fatal-log, check-failure, ...), or None."""
+    m = _COMBINED.search(text.encode("utf-8", "replace")) if text else None
+    return _PATTERNS[int(m.lastgroup[1:])][0] if m is not None and m.lastgroup else None
+
+
+def is_log_fatal(text: str | None) -> bool:
+    """A CHECK / LOG(FATAL) / protobuf FATAL line: the program's own last words outrank the text
+    of an exception it was handling."""
+    return _KIND_TIER.get(message_kind(text) or "", 9) == 0
 
 
 _TERMINATE_FRAME = re.compile(r"(^|::)(terminate|__terminate|__cxa_throw|__cxa_rethrow|__cxa_call_terminate|__verbose_terminate_handler|__clang_call_terminate)\b")

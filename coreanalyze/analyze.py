@@ -365,20 +365,43 @@ class _AbortMessageScan:
 
 
 def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str | None:
-    """For a death in std::terminate: the exception's type (as classification.detail) and
-    libstdc++'s own message with what(), read from the exception object in the heap."""
-    from coreanalyze.abortmsg import dying_of_terminate, find_uncaught_exception, mapped_file_reader
+    """The C++ exception the crashed thread was handling, read from the core.
+
+    Dying in std::terminate: the exception's type (as classification.detail) and libstdc++'s own
+    message with what(). Aborting inside a catch block (TensorFlow's DUCC FFT wrapper prints the
+    exception and calls abort()): the reason in its what() text is the abort message, unless the
+    program logged a CHECK / LOG(FATAL) line of its own."""
+    from coreanalyze.abortmsg import (
+        dying_of_terminate,
+        find_handled_exception,
+        find_uncaught_exception,
+        is_log_fatal,
+        mapped_file_reader,
+        reason_in,
+        searches_far_memory,
+    )
 
     crashed = report.crashed_thread
-    if crashed is None or not dying_of_terminate([f.function for f in crashed.frames]):
-        return abort_message
-    thrown = find_uncaught_exception(notes.memory, mapped_file_reader(notes, report.modules))
+    if crashed is None or not searches_far_memory(notes.signal):
+        return abort_message  # a fault of an instruction, not an abort
+    terminating = dying_of_terminate([f.function for f in crashed.frames])
+    read_mapped = mapped_file_reader(notes, report.modules)
+    thread = notes.thread(notes.crashing_tid)
+    thread_pointer = thread.registers.get("fs_base") if thread is not None else None
+    thrown = find_handled_exception(notes.memory, thread_pointer, read_mapped)
+    if terminating and (thrown is None or not thrown.type):
+        thrown = find_uncaught_exception(notes.memory, read_mapped) or thrown
     if thrown is None:
         return abort_message
-    report.classification.detail = thrown.type
-    if not abort_message or "terminate called" not in abort_message:
-        return thrown.message()
-    return abort_message
+    if thrown.type:
+        report.classification.detail = thrown.type
+    if terminating:
+        if thrown.type and (not abort_message or "terminate called" not in abort_message):
+            return thrown.message()
+        return abort_message
+    if is_log_fatal(abort_message):
+        return abort_message
+    return reason_in(thrown) or abort_message
 
 
 def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:

@@ -64,9 +64,11 @@ def decide_category(
     custom: CustomOpHit | None,
     rules: RuleSet,
     allocator_evidence: bool = True,
+    fault_kind: str | None = None,
 ) -> CategoryDecision:
     """allocator_evidence: False when the report itself names a fault that is not the heap's
-    (ASan's stack-overflow inside operator new): allocator frames on top are then incidental."""
+    (ASan's stack-overflow inside operator new): allocator frames on top are then incidental.
+    fault_kind: the crash's, for rules that apply to one fault kind only."""
     s = rules.settings
     candidates: list[Candidate] = []
 
@@ -75,7 +77,7 @@ def decide_category(
     if pick.native:
         ranked = [*(pick.allocator_frames if allocator_evidence else []), pick.view, *pick.below]
     for distance, v in enumerate(ranked):
-        rule = rules.best_native_rule(v.name, v.module_base)
+        rule = rules.best_native_rule(v.name, v.module_base, fault_kind)
         if rule is not None:
             candidates.append(Candidate(rule.category, rule.priority - s.distance_penalty * distance, distance, _describe(rule, v), rule, v))
 
@@ -92,7 +94,7 @@ def decide_category(
             )
         )
 
-    for rule in rules.message_rules(abort_message):
+    for rule in rules.message_rules(abort_message, fault_kind):
         candidates.append(Candidate(rule.category, rule.priority, 0, f"rule {rule.name} matched the abort message", rule))
 
     # Noise frames between the top and the end of the window, at a discount.
@@ -101,7 +103,7 @@ def decide_category(
         for v in views[pick.start: last + 1]:
             if v.python or v.role not in NOISE_ROLES:
                 continue
-            rule = rules.best_native_rule(v.name, v.module_base)
+            rule = rules.best_native_rule(v.name, v.module_base, fault_kind)
             if rule is not None:
                 distance = sum(1 for r in ranked if r.position < v.position)
                 candidates.append(Candidate(rule.category, rule.priority - s.noise_penalty - s.distance_penalty * distance, distance, _describe(rule, v), rule, v))
@@ -109,7 +111,7 @@ def decide_category(
     # Python frames: the only frames of a faulthandler dump, context otherwise.
     python = [v for v in views if v.python][:MAX_PYTHON_FRAMES]
     for rank, v in enumerate(python):
-        rule = rules.best_python_rule(v.name, v.frame.file or "")
+        rule = rules.best_python_rule(v.name, v.frame.file or "", fault_kind)
         if rule is not None:
             score = rule.priority - s.distance_penalty * rank - (s.noise_penalty if ranked else 0)
             candidates.append(Candidate(rule.category, score, rank, _describe(rule, v), rule, v))

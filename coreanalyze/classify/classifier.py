@@ -112,10 +112,12 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     pick = pick_culprit(views, rules)
     custom = find_custom_op(views, pick, report.modules, rules)
     reported_kind = report_class_kind(report.classification.detail, rules)
-    decision = decide_category(views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"))
     kind, kind_evidence = fault_kind_from_views(
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
         detail=report.classification.detail,
+    )
+    decision = decide_category(
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind
     )
     detail = report.classification.detail
     if detail is None and kind == "uncaught-exception":

@@ -171,6 +171,11 @@ def fault_kind(
     return fault_kind_from_views(signal, abort_message, views, pick_culprit(views, rules), registers, stack_range, pid=pid, fault_instruction=fault_instruction, rules=rules)
 
 
+def _asserted(assert_msg) -> bool:
+    """An assertion's failure message (not std::terminate's, not a stack protector's)."""
+    return assert_msg is not None and ("Assertion" in assert_msg.group(0) or "ASSERT" in assert_msg.group(0))
+
+
 def fault_kind_from_views(
     signal: SignalInfo | None,
     abort_message: str | None,
@@ -188,6 +193,9 @@ def fault_kind_from_views(
     if verdict is not None:
         # The report's own verdict (ASan's stack-overflow with operator new on top, a
         # heap-buffer-overflow read in a kernel) beats what the stack suggests.
+        address = signal.address if signal is not None else None
+        if verdict == "invalid-access" and address is not None and address < NULL_PAGE_LIMIT:
+            return "null-deref", [f"the report itself names the fault: {detail}, at 0x{address:x} in the null page"]
         return verdict, [f"the report itself names the fault: {detail}"]
     f = rules.fault
     isa_msg = _search_any(f.illegal_instruction_messages, abort_message)
@@ -251,6 +259,11 @@ def fault_kind_from_views(
         # brk), not abort(): the check failure is the cause, the trap how the process stopped.
         why = short_message(abort_message) if check_msg else logging_on_top[0].label
         return "check-failure", [f"{name} raised by a fatal check / log ({why})"]
+
+    if name in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") and _asserted(assert_msg) and not check_msg and not pick.handler_frames:
+        # WebKit's ASSERT, V8's CSA_ASSERT: the failed assertion is the cause; the trap (or the
+        # write to a poison address) after it is how the runtime chose to stop.
+        return "abort", [f"{name} right after a failed assertion ({short_message(abort_message)!r})"]
 
     if name in ("SIGABRT", "SIGIOT"):
         kind, ev = aborted()

@@ -208,6 +208,8 @@ def short_name(normalized: str) -> str:
 
 
 def basename(path: str | None) -> str:
+    """The file name of a path; for a library inside an Android package
+    (`/data/app/x/base.apk!libtensorflowlite_jni.so`), the library's."""
     if not path:
         return ""
-    return path.rstrip("/").rsplit("/", 1)[-1]
+    return path.rstrip("/").rsplit("/", 1)[-1].rsplit("!", 1)[-1]

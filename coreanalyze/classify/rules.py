@@ -50,6 +50,7 @@ class Rule:
     abort_message: re.Pattern[str] | None = None
     description: str = ""
     origin: str = "built-in"
+    fault_kind: str | None = None  # applies only to crashes of this fault kind
 
     @property
     def frame_rule(self) -> bool:
@@ -59,8 +60,8 @@ class Rule:
     def native_rule(self) -> bool:
         return self.function is not None or self.module is not None
 
-    def matches_native(self, function: str, module_base: str) -> bool:
-        if self.python_file is not None or not self.native_rule:
+    def matches_native(self, function: str, module_base: str, fault_kind: str | None = None) -> bool:
+        if self.python_file is not None or not self.native_rule or not self.applies_to(fault_kind):
             return False
         if self.function is not None and not (function and self.function.search(function)):
             return False
@@ -68,13 +69,16 @@ class Rule:
             return False
         return True
 
-    def matches_python(self, function: str, file: str) -> bool:
-        if self.python_file is None or not file or not self.python_file.search(file):
+    def applies_to(self, fault_kind: str | None) -> bool:
+        return self.fault_kind is None or self.fault_kind == fault_kind
+
+    def matches_python(self, function: str, file: str, fault_kind: str | None = None) -> bool:
+        if self.python_file is None or not file or not self.python_file.search(file) or not self.applies_to(fault_kind):
             return False
         return self.function is None or bool(function and self.function.search(function))
 
-    def matches_message(self, message: str | None) -> bool:
-        return bool(self.abort_message is not None and message and self.abort_message.search(message))
+    def matches_message(self, message: str | None, fault_kind: str | None = None) -> bool:
+        return bool(self.abort_message is not None and message and self.abort_message.search(message) and self.applies_to(fault_kind))
 
 
 @dataclass(frozen=True)
@@ -233,22 +237,22 @@ class RuleSet:
                 return cls
         return "foreign"
 
-    def best_native_rule(self, function: str, module_base: str) -> Rule | None:
+    def best_native_rule(self, function: str, module_base: str, fault_kind: str | None = None) -> Rule | None:
         best = None
         for rule in self.rules:
-            if (best is None or rule.priority > best.priority) and rule.matches_native(function, module_base):
+            if (best is None or rule.priority > best.priority) and rule.matches_native(function, module_base, fault_kind):
                 best = rule
         return best
 
-    def best_python_rule(self, function: str, file: str) -> Rule | None:
+    def best_python_rule(self, function: str, file: str, fault_kind: str | None = None) -> Rule | None:
         best = None
         for rule in self.rules:
-            if (best is None or rule.priority > best.priority) and rule.matches_python(function, file):
+            if (best is None or rule.priority > best.priority) and rule.matches_python(function, file, fault_kind):
                 best = rule
         return best
 
-    def message_rules(self, message: str | None) -> list[Rule]:
-        return [r for r in self.rules if r.matches_message(message)]
+    def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
+        return [r for r in self.rules if r.matches_message(message, fault_kind)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +303,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description", "fault_kind"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -373,12 +377,20 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         abort_message=_optional_regex(_expand_lists(t, "abort_message"), "abort_message", where),
         description=str(t.get("description", "")),
         origin=origin,
+        fault_kind=_optional_fault_kind(t, where),
     )
     if not rule.frame_rule and rule.abort_message is None:
         raise _Problem(f"{where}: needs at least one of function, module, python_file, abort_message")
     if rule.python_file is not None and rule.module is not None:
         raise _Problem(f"{where}: python_file and module cannot be combined (Python frames have no library)")
     return rule
+
+
+def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:
+    kind = t.get("fault_kind")
+    if kind is not None and kind not in FAULT_KINDS:
+        raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
+    return kind
 
 
 def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> AdviceEntry:

@@ -30,11 +30,14 @@ _ALLOCATOR_MESSAGES = re.compile(
 )
 # Text every line above contains: only lines with one of these meet the regex.
 _ALLOCATOR_ANCHORS = (*dict.fromkeys(required_literal(p) for p in _HEAP_MESSAGES), "Fatal glibc error: ", " detected ***", "*** Error in `")
+# Assertion macros other than glibc's: WebKit/Blink's ASSERT, BSD / macOS / MSVC assert(), V8's
+# CSA_ASSERT ("abort: CSA_ASSERT failed: ...").
+_ASSERTION = re.compile(r"^(?:ASSERTION FAILED: |Assertion failed: |abort: \w*ASSERT\w* failed: )\S")
 _TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']{1,300})'|without an active exception|recursively)")
 _WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
 # What a shell / IDE / job runner prints when the child died by a signal.
 _SHELL = re.compile(
-    r"(?:^|\s|:)(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception)"
+    r"(?:^|\s|:)(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception)"
     r"(?: \(core dumped\))?(?:\s|$)",
     re.IGNORECASE,
 )
@@ -43,7 +46,14 @@ _EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|kil
 # ends in "Illegal instruction" is the wheel's CPU instructions meeting an older CPU.
 _IMPORT_COMMAND = re.compile(r"\bimport (?:tensorflow|tflite_runtime|ai_edge_litert|tf_keras|keras)\b")
 IMPORT_WINDOW = 6
-_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "Bus error", "Floating", "signal", "exit code")
+# TensorFlow's own log lines (absl / TF logging, any severity) from its sources: when a shell's
+# "Segmentation fault" follows them, the last one says what the process was doing.
+_TF_LOG = re.compile(
+    r"(?:^|\s)(?:[IWE]\d{4} \d\d:\d\d:[\d.]+\s+\d+ |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: [IWE] )"
+    r"(?:external/\S+/)?(?:tensorflow(?:_core)?|tsl|xla|third_party/xla)/[\w./-]+\.(?:cc|h):\d+\] "
+)
+LOG_WINDOW = 12
+_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "Floating", "signal", "exit code")
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -53,6 +63,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     pending_terminate: str | None = None
     pending_line = -1
     import_line: tuple[int, str] | None = None
+    tf_log: tuple[int, str] | None = None
     count = 0
     for i, line in enumerate(lines):
         if claimed[i] or not line:
@@ -86,6 +97,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 # "python3: file.c:12: func: Assertion `x' failed." (glibc assert)
                 messages.add_message(fd.MESSAGE_TERMINATE, s)
                 hit = True
+            elif _ASSERTION.match(s):
+                messages.add_message(fd.MESSAGE_TERMINATE, s[:500])
+                hit = True
         if hit:
             count += 1
             claimed[i] = 1
@@ -95,6 +109,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             continue
         if "import " in s and _IMPORT_COMMAND.search(s):
             import_line = (i, s)
+        if "] " in s and _TF_LOG.search(s):
+            tf_log = (i, s)
+            continue
         if any(w in s for w in _SIGNAL_WORDS):
             name = _shell_signal(s)
             if name is not None:
@@ -106,6 +123,12 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                     # The shell's verdict right after the import is the whole report.
                     shell.substantive = True
                     shell.add_message(fd.MESSAGE_FROM_FRAME_ARGS, import_line[1][:300])
+                elif tf_log is not None and i - tf_log[0] <= LOG_WINDOW and not shell.substantive and name != "SIGABRT":
+                    # (An abort has words of its own: the F-line or message before it.)
+                    # A TensorFlow process that died right after logging this: the line is the
+                    # only clue to the subsystem (the verdict says so with low confidence).
+                    shell.substantive = True
+                    shell.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"last TensorFlow log line before the crash: {tf_log[1][:300]}")
     if pending_terminate is not None:
         messages.add_message(fd.MESSAGE_TERMINATE, pending_terminate)
     found = []

@@ -24,7 +24,17 @@ FORMAT = "android-tombstone"
 
 _LOGCAT = re.compile(
     r"^(?:\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+\s+[VDIWEFA]\s+(?:DEBUG|libc|crash_dump\d*)\s*:\s?"
-    r"|[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*)\s*\(\s*\d+\):\s?)"
+    r"|[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*)\s*\(\s*\d+\):\s?"
+    # Android Studio's logcat window: "2022-03-01 09:12:44.231 9001-9001/? A/DEBUG: "
+    r"|(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+-\d+/\S*\s+[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*):\s?"
+    r"|[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*):\s)"
+)
+# bionic's own line as the signal arrives, before debuggerd writes the tombstone (often all a
+# user pastes): "Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0 in tid 5012
+# (Thread-3), pid 4990 (ample.classify)".
+_FATAL_SIGNAL = re.compile(
+    r"^Fatal signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4})(?: \((\w{1,30})\))?, fault addr (0x[0-9a-fA-F]{1,16}|-+)"
+    r"(?: in tid (\d{1,9}) \(([^)]{0,100})\), pid (\d{1,9}))?"
 )
 _PID = re.compile(r"^pid: (\d{1,9}), tid: (\d{1,9}), name: (.{0,100}?)\s+>>> (.{0,400}?) <<<")
 _SIGNAL = re.compile(r"^signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4}) \((\w{1,30})\)(?:, fault addr (0x[0-9a-fA-F]{1,16}|-+))?")
@@ -112,4 +122,27 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         if thread.frames or finding.signal is not None:
             finding.add_thread(thread)
             found.append(finding)
+    if not found:
+        found.extend(_fatal_signal_lines(lines, claimed))
     return found
+
+
+def _fatal_signal_lines(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
+    """bionic's "Fatal signal" line when no tombstone came with it: the signal, its address
+    and the thread, without frames."""
+    for i, line in enumerate(lines):
+        if claimed[i] or "Fatal signal" not in line:
+            continue
+        m = _FATAL_SIGNAL.match(_strip(line))
+        if m is None:
+            continue
+        finding = fd.Finding(FORMAT, i)
+        address = fd.hex_int(m.group(5)) if m.group(5).startswith("0x") else None
+        finding.set_signal(signals.normalize_name(m.group(2)), fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_NAMED, address=address, code=int(m.group(3)), code_name=m.group(4))
+        thread = fd.TextThread(crashed=True)
+        if m.group(6):
+            thread.tid, thread.name, finding.pid = int(m.group(6)), m.group(7) or None, int(m.group(8))
+        finding.add_thread(thread)
+        claimed[i] = 1
+        return [finding]
+    return []

@@ -35,7 +35,9 @@ _CLASS = re.compile(r"^(.*?)(?: on (?:unknown )?address\b| on 0x| \(pid=| \(0x|$
 _LIBRARY = re.compile(r"[\w.+-]{1,200}\.so(?:\.\d+)*")
 _NO_NAME = re.compile(r"\s*\?\?(?::\?|:0)?$")
 _FILE_ONLY = re.compile(r"[\w./+-]+\.\w{1,4}:\d{1,9}(?::\d{1,6})?")
-_SIGNAL_REPORT = re.compile(r"(SEGV|BUS|FPE|ILL|ABRT|TRAP) on unknown address (0x[0-9a-fA-F]{1,16})")
+# Windows builds of the sanitizers say "access-violation" where Linux says SEGV.
+_SIGNAL_REPORT = re.compile(r"(SEGV|BUS|FPE|ILL|ABRT|TRAP|access-violation) on unknown address (0x[0-9a-fA-F]{1,16})")
+_NEAR_NULL = re.compile(r"\bon address (0x0{0,12}[0-9a-fA-F]{1,4})\b")
 _STACK_OVERFLOW = re.compile(r"stack-overflow on address (0x[0-9a-fA-F]{1,16})")
 _THREAD = re.compile(r"\b(?:thread )?T(\d{1,7})\b(?: \(([^)]*)\))?")
 _FRAME = re.compile(r"[ \t]*#(\d{1,6}) (0x[0-9a-fA-F]{1,16})(?: in)? ?(.*)")
@@ -125,13 +127,18 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         sig = _SIGNAL_REPORT.search(what)
         overflow = _STACK_OVERFLOW.search(what)
         if sig:
-            name = signals.normalize_name(sig.group(1))
+            name = "SIGSEGV" if sig.group(1) == "access-violation" else signals.normalize_name(sig.group(1))
             finding.set_signal(name, fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(sig.group(2)))
         elif overflow:
             finding.set_signal("SIGSEGV", fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(overflow.group(1)))
         elif tool != "libFuzzer" and not what.startswith("runtime error"):
             # A memory error found by the sanitizer: it reports and exits (or aborts).
             finding.add_message(fd.MESSAGE_ALLOCATOR, f"{tool}: {what}")
+            near_null = _NEAR_NULL.search(what)
+            if near_null:
+                # "unknown-crash on address 0x000000000006": the access a run without the
+                # sanitizer takes its SIGSEGV at; no allocation lives in the null page.
+                finding.set_signal("SIGSEGV", fd.SIGNAL_IMPLIED, address=fd.hex_int(near_null.group(1)))
         thread = fd.TextThread(crashed=True)
         tm = _THREAD.search(what)
         if tm:
@@ -151,6 +158,10 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 i += 1
                 continue
             if in_stack:
+                if not st and _frame_follows(lines, i, len(thread.frames)):
+                    claimed[i] = 1  # a blank line inside the stack (Android's log copies)
+                    i += 1
+                    continue
                 break
             am = _ACCESS.search(st)
             if am:
@@ -186,6 +197,16 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         finding.add_thread(thread)
         found.append(finding)
     return found
+
+
+def _frame_follows(lines: list[str], i: int, number: int, gap: int = 2) -> bool:
+    """True when, past at most `gap` blank lines from i, the stack goes on with frame #number."""
+    for j in range(i, min(len(lines), i + gap + 1)):
+        st = lines[j].strip()
+        if st:
+            fm = _FRAME.match(lines[j]) if st.startswith("#") else None
+            return fm is not None and fm.group(1) == str(number)
+    return False
 
 
 def _name_thread(thread: fd.TextThread, m: re.Match | None, pid: int | None) -> None:

@@ -12,7 +12,9 @@ SIGNAL_DESCRIPTIONS = {
     "segmentation fault": "SIGSEGV",
     "aborted": "SIGABRT",
     "abort": "SIGABRT",
+    "abort trap": "SIGABRT",  # macOS shells: "Abort trap: 6"
     "illegal instruction": "SIGILL",
+    "illegal hardware instruction": "SIGILL",  # zsh
     "bus error": "SIGBUS",
     "floating point exception": "SIGFPE",
     "floating-point exception": "SIGFPE",

@@ -30,6 +30,9 @@ _ERROR = re.compile(
 _TERMINATING = re.compile(r"^Process terminating with default action of signal (\d{1,2}) \((SIG\w{2,8})\)")
 _ACCESS = re.compile(r"^(Access not within mapped region|Bad permissions for mapped region|General Protection Fault|Non-existent physical address)(?: at address (0x[0-9A-Fa-f]{1,16}))?")
 _CODE = {"Access not within mapped region": "SEGV_MAPERR", "Bad permissions for mapped region": "SEGV_ACCERR"}
+# An invalid read/write's address that belongs to nothing the program allocated: where a run
+# without valgrind takes its SIGSEGV (valgrind itself may go on, or the paste may stop here).
+_WILD = re.compile(r"^Address (0x[0-9A-Fa-f]{1,16}) is not stack'd, malloc'd or (?:\(recently\) )?free'd")
 
 
 def _frame(pc: str, function: str, where: str | None) -> fd.model.Frame:
@@ -58,6 +61,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     first_error: fd.TextThread | None = None
     terminating: fd.TextThread | None = None
     current: fd.TextThread | None = None
+    wild: int | None = None  # the first invalid access's address, when it is nobody's memory
     for i, _pid, text in rows:
         if (m := _ERROR.match(text)) is not None:
             current = fd.TextThread(crashed=True)
@@ -67,6 +71,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         elif (m := _TERMINATING.match(text)) is not None:
             current = terminating = fd.TextThread(crashed=True)
             finding.set_signal(signals.normalize_name(m.group(2)), fd.SIGNAL_NAMED)
+        elif (m := _WILD.match(text)) is not None and current is first_error and wild is None:
+            if (finding.detail or "").startswith("Invalid"):
+                wild = fd.hex_int(m.group(1))
         elif (m := _ACCESS.match(text)) is not None and terminating is not None and finding.signal is not None:
             finding.set_signal(finding.signal.name, fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(m.group(2)), code_name=_CODE.get(m.group(1)))
         elif (m := _FRAME.match(text)) is not None and current is not None:
@@ -74,6 +81,10 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         elif not text:
             current = None if current is not None and current.frames else current
         claimed[i] = 1
+    if wild is not None and (finding.signal is None or (finding.signal.name == "SIGSEGV" and finding.signal.address is None)):
+        finding.set_signal("SIGSEGV", fd.SIGNAL_WITH_ADDRESS, address=wild)
+        if terminating is None:
+            finding.warnings.append(f"valgrind's {finding.detail} at 0x{wild:x}, an address nothing owns: taken as the SIGSEGV a run without valgrind gets there")
     thread = terminating if terminating is not None and terminating.frames else first_error
     if thread is None or not thread.frames:
         return [finding] if finding.signal is not None else []

@@ -12,7 +12,9 @@ from support.coregen import run_to_core
 from support.paths import CRASHERS
 from support.require import require
 
+from coreanalyze.abortmsg import find_handled_exception, reason_in
 from coreanalyze.analyze import analyze_core
+from coreanalyze.corefile import read_core
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +62,34 @@ def caught_then_abort(tmp_path_factory):
         capture_output=True,
         text=True,
     )
-    case = run_to_core("caught_then_abort", [str(exe)], workdir)
-    return analyze_core(str(case.core)).report
+    return run_to_core("caught_then_abort", [str(exe)], workdir)
 
 
-def test_assertion_failure_text_of_a_caught_exception_is_the_abort_message(caught_then_abort):
-    c = caught_then_abort.classification
+@pytest.fixture(scope="module")
+def caught_then_abort_report(caught_then_abort):
+    return analyze_core(str(caught_then_abort.core)).report
+
+
+def test_assertion_failure_text_of_a_caught_exception_is_the_abort_message(caught_then_abort_report):
+    c = caught_then_abort_report.classification
     assert c.abort_message == "Assertion failure: no zero-sized FFTs (plan_impl.h:2948)"
     assert c.fault_kind == "abort"  # caught, then abort(): not an uncaught exception
     assert c.culprit.function == "fftkit::c2r"
+    assert c.detail == "std::runtime_error"
+
+
+def test_the_handled_exception_is_reached_through_the_thread_s_tls(caught_then_abort):
+    """Not a search of the heap: libsupc++'s caughtExceptions of the crashed thread, found from
+    its thread pointer, names the live exception object (the copies the thrower made while
+    formatting are freed and may be reused before the core is written)."""
+    notes = read_core(str(caught_then_abort.core))
+    try:
+        thread = notes.thread(notes.crashing_tid)
+        thrown = find_handled_exception(notes.memory, thread.registers["fs_base"])
+        assert thrown is not None
+        assert thrown.handler_count == 1  # inside its catch block
+        assert "Assertion failure\nno zero-sized FFTs" in thrown.what
+        assert reason_in(thrown) == "Assertion failure: no zero-sized FFTs (plan_impl.h:2948)"
+        assert find_handled_exception(notes.memory, thread.registers["fs_base"] + 4096 * 1024) is None
+    finally:
+        notes.close()

@@ -17,6 +17,7 @@ from coreanalyze.classify import classify, fault_kind, load_rules
 from coreanalyze.classify.rules import default_rules
 from coreanalyze.errors import BadInput
 from coreanalyze.model import FAULT_KINDS, CoreInfo, Frame, Module, Report, SignalInfo, Thread
+from coreanalyze.triage.parse import triage_text
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 TF_FW = f"{SITE}/tensorflow/libtensorflow_framework.so.2"
@@ -644,8 +645,11 @@ def test_illegal_instruction_names_instruction_and_feature(instruction, feature)
 def test_only_an_abort_message():
     c = classify(Report(source="triage"), abort_message="F0000 00:00:1.0  7 lrn_op.cc:485] Check failed: in_image.dims() == 4 (1 vs. 4)")
     assert c.fault_kind == "check-failure"
-    assert c.category == "unknown" and c.confidence == "low"
+    # absl names only the file: an op kernel's source (*_op.cc) still names the subsystem.
+    assert c.category == "kernel-compute" and c.confidence == "low"
     assert c.summary and c.signature
+    c = classify(Report(source="triage"), abort_message="F0000 00:00:1.0  7 mystery.cc:12] Check failed: x")
+    assert c.category == "unknown" and c.confidence == "low"
 
 
 def test_protobuf_message_alone_gives_the_category():
@@ -742,6 +746,7 @@ def test_user_rules_add_and_override(tmp_path: Path):
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\npriority = 500\n", "priority must be"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfuncton = 'a'\n", "unknown field(s) funct"),
         ("[[advice]]\nfault_kind = 'segfault'\ntext = ['x']\n", "unknown fault_kind 'segfault'"),
+        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\nfault_kind = 'sigill'\n", "unknown fault_kind 'sigill'"),
         ("[rules]\n", "unknown table(s) rules"),
         ("this is = = not toml", "invalid TOML"),
     ],
@@ -754,6 +759,19 @@ def test_bad_rules_file_is_one_line_of_bad_input(tmp_path: Path, content, fragme
     message = str(info.value)
     assert fragment in message and str(path) in message
     assert "\n" not in message
+
+
+def test_a_rule_limited_to_a_fault_kind_applies_only_to_crashes_of_that_kind(tmp_path: Path):
+    path = tmp_path / "sigill.toml"
+    path.write_text(
+        "[[rule]]\nname = 'mylib-sigill'\ncategory = 'xla'\npriority = 99\nmodule = '^libmine'\nfault_kind = 'illegal-instruction'\n"
+    )
+    rules = load_rules([path])
+    text = "Program received signal {sig}.\n#0  0x00007f0000001000 in ?? () from /opt/libmine.so\n#1  0x00007f0000002000 in main ()\n"
+    sigill = triage_text(text.format(sig="SIGILL, Illegal instruction"), "a.txt", rules=rules).classification
+    sigsegv = triage_text(text.format(sig="SIGSEGV, Segmentation fault"), "b.txt", rules=rules).classification
+    assert (sigill.category, sigill.fault_kind) == ("xla", "illegal-instruction")
+    assert sigsegv.category != "xla"
 
 
 def test_missing_or_binary_rules_file(tmp_path: Path):

@@ -140,6 +140,15 @@ def test_peer_corpus_crash_function_and_fault_kind_reach_the_target(corpus_score
     assert corpus_score.detail_right == corpus_score.detail_stated, corpus_score.misses
 
 
+def test_peer_corpus_what_the_peers_tests_state_themselves(corpus_score):
+    """Counted apart from this project's own reading of files the peers rate only (satyr's
+    quality scores, drkonqi's usefulness): the crash threads satyr's tests find, and the
+    functions and fault kinds the peers' tests and reports name."""
+    assert corpus_score.frame0_stated >= 5
+    assert corpus_score.frame0_right == corpus_score.frame0_stated, corpus_score.misses
+    assert corpus_score.stated_rate >= TARGET, corpus_score.misses
+
+
 @pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
 def test_the_reports_own_class_is_shown_in_every_format(fmt):
     from coreanalyze.render import render
@@ -151,3 +160,46 @@ def test_the_reports_own_class_is_shown_in_every_format(fmt):
         import json
 
         assert json.loads(out)["classification"]["detail"] == "heap-buffer-overflow READ of size 128"
+
+
+def test_sanitizer_stack_with_blank_lines_between_frames_keeps_every_frame():
+    """Android's log copies of an ASan report put blank lines between frames."""
+    text = (
+        "==378==ERROR: AddressSanitizer: heap-use-after-free on address 0xac80d400 at pc 0xaf036288 bp 0xac9ff740 sp 0xac9ff30c\n\n"
+        "READ of size 2 at 0xac80d400 thread T27 (Worker)\n\n"
+        "    #0 0xaf036287 in strlen\n\n"
+        "    #1 0xaef0a307 in __strlen_chk bionic/libc/bionic/fortify.cpp:313:16\n\n"
+        "    #2 0xaf9f961d in media::Name::assign(char const*) media/name.cpp:112\n"
+        "    #3 0xaf9f9700 in media::Source::connect() media/source.cpp:69:44\n"
+    )
+    c = triage_text(text, "android_asan.txt").classification
+    assert c.culprit.function == "media::Name::assign"
+    assert c.detail.startswith("heap-use-after-free")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        # Windows builds say access-violation where Linux says SEGV.
+        "==4712==ERROR: AddressSanitizer: access-violation on unknown address 0x000000000010 (pc 0x7ff7cc4b2426 bp 0x00f6614fee60 sp 0x00f6614feb20 T4)",
+        # A memory error whose address is in the null page: no allocation lives there.
+        "==1==ERROR: AddressSanitizer: unknown-crash on address 0x000000000006 at pc 0x00000056d8b2 bp 0x7fffff869d10 sp 0x7fffff869d08\nREAD of size 8 at 0x000000000006 thread T0",
+    ],
+)
+def test_sanitizer_reports_in_the_null_page_are_null_derefs(header):
+    c = triage_text(f"{header}\n    #0 0x56d8b1 in Decoder::copy_line() src/decoder.cpp:40:3\n", "asan.txt").classification
+    assert (c.fault_kind, c.culprit.function) == ("null-deref", "Decoder::copy_line")
+
+
+@pytest.mark.parametrize(
+    "message, signal_line",
+    [
+        ("ASSERTION FAILED: start.compareTo(end) <= 0", "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x00009f7537dd (pc 0x7f162ddcf25d bp 0x7ffdac2cfda0 sp 0x7ffdac2cfc00 T0)"),
+        ("abort: CSA_ASSERT failed: IsFastElementsKind(kind) [../../src/csa.cc:1567]", "==9==ERROR: AddressSanitizer: ILL on unknown address 0x7f28948306d8 (pc 0x7f28948306d8 bp 0x7ffd868ade30 sp 0x7ffd868ade30 T0)"),
+    ],
+)
+def test_a_failed_assertion_ended_by_a_trap_or_poison_write_is_an_abort(message, signal_line):
+    text = f"{message}\n{signal_line}\n    #0 0x7f28948306d7 in engine::Run() src/engine.cc:395:5\n"
+    c = triage_text(text, "assert.txt").classification
+    assert c.fault_kind == "abort"
+    assert message in (c.abort_message or "")
