@@ -77,7 +77,7 @@ def decide_category(
     if pick.native:
         ranked = [*(pick.allocator_frames if allocator_evidence else []), pick.view, *pick.below]
     for distance, v in enumerate(ranked):
-        rule = rules.best_native_rule(v.name, v.module_base, fault_kind)
+        rule = rules.best_native_rule(v.name, v.module_base, fault_kind, v.frame.file or "")
         if rule is not None:
             candidates.append(Candidate(rule.category, rule.priority - s.distance_penalty * distance, distance, _describe(rule, v), rule, v))
 

@@ -105,6 +105,10 @@ def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None 
             pick.skipped.append(v)
             if v.role == "allocator":
                 pick.allocator_frames.append(v)
+        if pick.view.role == "allocator":
+            # Nothing but the allocator under raise/abort (a core's bt cut at _int_free): the
+            # allocator stopped the process, as when it sits above a named caller.
+            pick.allocator_frames.append(pick.view)
     if pick.view is None:
         python = [v for v in views if v.python]
         pick.view = python[0] if python else None

@@ -190,6 +190,10 @@ def fault_kind_from_views(
     detail: str | None = None,
 ) -> tuple[str, list[str]]:
     verdict = report_class_kind(detail, rules)
+    if verdict == "invalid-access" and signal is not None and signal.address is not None and signal.name == "SIGSEGV":
+        # The report names an invalid access and the signal says where: the address tells
+        # more (the null page, the stack guard, an unmapped page) than the class does.
+        verdict = None
     if verdict is not None:
         # The report's own verdict (ASan's stack-overflow with operator new on top, a
         # heap-buffer-overflow read in a kernel) beats what the stack suggests.

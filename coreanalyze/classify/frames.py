@@ -38,6 +38,9 @@ class FrameView:
             return self.name
         if self.python:
             return "<python>"
+        if not self.module_base and self.frame.file:
+            # A stack of file:line only: the source location is all there is to name.
+            return f"{self.file_base}:{self.frame.line}" if self.frame.line is not None else self.file_base
         return self.module_base or "??"
 
     @property

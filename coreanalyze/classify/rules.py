@@ -47,6 +47,9 @@ class Rule:
     function: re.Pattern[str] | None = None
     module: re.Pattern[str] | None = None
     python_file: re.Pattern[str] | None = None
+    # Searched in the source path of a native frame that has no function name (stacks that
+    # name only file:line); such a frame has nothing else a rule could read.
+    source_file: re.Pattern[str] | None = None
     abort_message: re.Pattern[str] | None = None
     description: str = ""
     origin: str = "built-in"
@@ -54,13 +57,15 @@ class Rule:
 
     @property
     def frame_rule(self) -> bool:
-        return any(p is not None for p in (self.function, self.module, self.python_file))
+        return any(p is not None for p in (self.function, self.module, self.python_file, self.source_file))
 
     @property
     def native_rule(self) -> bool:
         return self.function is not None or self.module is not None
 
-    def matches_native(self, function: str, module_base: str, fault_kind: str | None = None) -> bool:
+    def matches_native(self, function: str, module_base: str, fault_kind: str | None = None, file: str = "") -> bool:
+        if self.source_file is not None:
+            return not function and bool(file) and self.source_file.search(file) is not None and self.applies_to(fault_kind)
         if self.python_file is not None or not self.native_rule or not self.applies_to(fault_kind):
             return False
         if self.function is not None and not (function and self.function.search(function)):
@@ -237,10 +242,10 @@ class RuleSet:
                 return cls
         return "foreign"
 
-    def best_native_rule(self, function: str, module_base: str, fault_kind: str | None = None) -> Rule | None:
+    def best_native_rule(self, function: str, module_base: str, fault_kind: str | None = None, file: str = "") -> Rule | None:
         best = None
         for rule in self.rules:
-            if (best is None or rule.priority > best.priority) and rule.matches_native(function, module_base, fault_kind):
+            if (best is None or rule.priority > best.priority) and rule.matches_native(function, module_base, fault_kind, file):
                 best = rule
         return best
 
@@ -303,7 +308,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "abort_message", "description", "fault_kind"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -374,15 +379,18 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         function=_optional_regex(t, "function", where),
         module=_optional_regex(t, "module", where),
         python_file=_optional_regex(t, "python_file", where),
+        source_file=_optional_regex(t, "source_file", where),
         abort_message=_optional_regex(_expand_lists(t, "abort_message"), "abort_message", where),
         description=str(t.get("description", "")),
         origin=origin,
         fault_kind=_optional_fault_kind(t, where),
     )
     if not rule.frame_rule and rule.abort_message is None:
-        raise _Problem(f"{where}: needs at least one of function, module, python_file, abort_message")
+        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message")
     if rule.python_file is not None and rule.module is not None:
         raise _Problem(f"{where}: python_file and module cannot be combined (Python frames have no library)")
+    if rule.source_file is not None and (rule.function is not None or rule.module is not None or rule.python_file is not None):
+        raise _Problem(f"{where}: source_file stands alone (it reads frames that have nothing else)")
     return rule
 
 

@@ -46,6 +46,11 @@ _EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|kil
 # ends in "Illegal instruction" is the wheel's CPU instructions meeting an older CPU.
 _IMPORT_COMMAND = re.compile(r"\bimport (?:tensorflow|tflite_runtime|ai_edge_litert|tf_keras|keras)\b")
 IMPORT_WINDOW = 6
+# A Python command line ("$ python server.py", "python3 -m app"): a SIGILL right after it, before
+# the program printed anything, is the same import-time death of a wheel built for newer CPUs.
+_PYTHON_COMMAND = re.compile(r"^(?:\S{0,80}[$#%>]\s+)?(?:\S{0,200}/)?python[\d.]{0,5}(?:\s+-\S+)*\s+\S")
+PYTHON_COMMAND_WINDOW = 1
+PYTHON_COMMAND_MESSAGE = "illegal instruction right after the Python command"
 # TensorFlow's own log lines (absl / TF logging, any severity) from its sources: when a shell's
 # "Segmentation fault" follows them, the last one says what the process was doing.
 _TF_LOG = re.compile(
@@ -63,6 +68,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     pending_terminate: str | None = None
     pending_line = -1
     import_line: tuple[int, str] | None = None
+    python_line: tuple[int, str] | None = None
     tf_log: tuple[int, str] | None = None
     count = 0
     for i, line in enumerate(lines):
@@ -109,6 +115,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             continue
         if "import " in s and _IMPORT_COMMAND.search(s):
             import_line = (i, s)
+        elif "python" in s and _PYTHON_COMMAND.match(s):
+            python_line = (i, s)
         if "] " in s and _TF_LOG.search(s):
             tf_log = (i, s)
             continue
@@ -123,6 +131,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                     # The shell's verdict right after the import is the whole report.
                     shell.substantive = True
                     shell.add_message(fd.MESSAGE_FROM_FRAME_ARGS, import_line[1][:300])
+                elif name == "SIGILL" and python_line is not None and i - python_line[0] <= PYTHON_COMMAND_WINDOW:
+                    shell.substantive = True
+                    shell.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"{PYTHON_COMMAND_MESSAGE} `{python_line[1][:300]}`")
                 elif tf_log is not None and i - tf_log[0] <= LOG_WINDOW and not shell.substantive and name != "SIGABRT":
                     # (An abort has words of its own: the F-line or message before it.)
                     # A TensorFlow process that died right after logging this: the line is the

@@ -36,10 +36,12 @@ _FATAL_SIGNAL = re.compile(
     r"^Fatal signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4})(?: \((\w{1,30})\))?, fault addr (0x[0-9a-fA-F]{1,16}|-+)"
     r"(?: in tid (\d{1,9}) \(([^)]{0,100})\), pid (\d{1,9}))?"
 )
-_PID = re.compile(r"^pid: (\d{1,9}), tid: (\d{1,9}), name: (.{0,100}?)\s+>>> (.{0,400}?) <<<")
+# Crash reporters (Play Console, Crashlytics) drop the thread's name: "pid: 0, tid: 30757 >>> app <<<".
+_PID = re.compile(r"^pid: (\d{1,9}), tid: (\d{1,9})(?:, name: (.{0,100}?))?\s+>>> (.{0,400}?) <<<")
 _SIGNAL = re.compile(r"^signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4}) \((\w{1,30})\)(?:, fault addr (0x[0-9a-fA-F]{1,16}|-+))?")
 _ABORT = re.compile(r"^Abort message: '?(.*?)'?$")
-_FRAME = re.compile(r"^#(\d{1,4}) pc ([0-9a-fA-F]{1,16})\s+(\S+)(.*)$")
+# ... and write the pc wider: "#00  pc 0x000000000005e0ac  /apex/.../libc.so (__memcpy_a15+188)".
+_FRAME = re.compile(r"^#(\d{1,4})\s+pc\s+(?:0x)?([0-9a-fA-F]{1,16})\s+(\S+)(.*)$")
 # The same backtrace symbolized by a sanitizer's symbolizer: "#0 0x00084fe6 in tgkill /bionic/..".
 _SYMBOLIZED = re.compile(r"^#(\d{1,4}) (0x[0-9a-fA-F]{1,16}) in (.*)$")
 # Other processes' log lines that logcat interleaves with a backtrace.
@@ -95,7 +97,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             if (m := _PID.match(s)) is not None:
                 if thread.tid is not None:
                     break  # the next tombstone
-                finding.pid, thread.tid, thread.name = int(m.group(1)), int(m.group(2)), m.group(3).strip() or None
+                finding.pid, thread.tid, thread.name = int(m.group(1)), int(m.group(2)), (m.group(3) or "").strip() or None
                 finding.cmdline = m.group(4)
             elif (m := _SIGNAL.match(s)) is not None:
                 address = fd.hex_int(m.group(5)) if m.group(5) and m.group(5).startswith("0x") else None
