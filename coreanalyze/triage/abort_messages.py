@@ -42,6 +42,8 @@ _SHELL = re.compile(
     re.IGNORECASE,
 )
 _EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|killed by signal (\d{1,2})|exit code (1[3-5]\d)\b")
+# Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
+_EXIT_NTSTATUS = re.compile(r"exit (?:code|status)\s*:?\s*(?:(-?\d{9,10})\b|\(?(0x[89ABCabc][0-9A-Fa-f]{7})\b)(?:\s*\((0x[0-9A-Fa-f]{8})\))?")
 # The command a user ran, when the process died right after it: an `import tensorflow` that
 # ends in "Illegal instruction" is the wheel's CPU instructions meeting an older CPU.
 _IMPORT_COMMAND = re.compile(r"\bimport (?:tensorflow|tflite_runtime|ai_edge_litert|tf_keras|keras)\b")
@@ -56,6 +58,8 @@ PYTHON_COMMAND_MESSAGE = "illegal instruction right after the Python command"
 _TF_LOG = re.compile(
     r"(?:^|\s)(?:[IWE]\d{4} \d\d:\d\d:[\d.]+\s+\d+ |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: [IWE] )"
     r"(?:external/\S+/)?(?:tensorflow(?:_core)?|tsl|xla|third_party/xla)/[\w./-]+\.(?:cc|h):\d+\] "
+    # TensorFlow's Python logger (estimator, TF 1.x training loops): "INFO:tensorflow:Calling model_fn."
+    r"|^(?:INFO|WARNING|ERROR):tensorflow:"
 )
 LOG_WINDOW = 12
 _SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "Floating", "signal", "exit code")
@@ -117,7 +121,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             import_line = (i, s)
         elif "python" in s and _PYTHON_COMMAND.match(s):
             python_line = (i, s)
-        if "] " in s and _TF_LOG.search(s):
+        if ("] " in s or ":tensorflow:" in s) and _TF_LOG.search(s):
             tf_log = (i, s)
             continue
         if any(w in s for w in _SIGNAL_WORDS):
@@ -127,8 +131,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 if first_shell is None:
                     first_shell = i
                     shell.line = i
-                if name == "SIGILL" and import_line is not None and i - import_line[0] <= IMPORT_WINDOW:
-                    # The shell's verdict right after the import is the whole report.
+                if name != "SIGABRT" and import_line is not None and i - import_line[0] <= IMPORT_WINDOW:
+                    # The shell's verdict right after the import is the whole report: an
+                    # illegal instruction or an access violation while the library loads.
                     shell.substantive = True
                     shell.add_message(fd.MESSAGE_FROM_FRAME_ARGS, import_line[1][:300])
                 elif name == "SIGILL" and python_line is not None and i - python_line[0] <= PYTHON_COMMAND_WINDOW:
@@ -156,6 +161,10 @@ def _maybe_allocator(s: str) -> bool:
 
 
 def _shell_signal(s: str) -> str | None:
+    m = _EXIT_NTSTATUS.search(s)
+    if m:
+        code = m.group(3) or m.group(2)
+        return signals.from_ntstatus(int(code, 16) if code else int(m.group(1)))
     m = _EXIT_SIGNAL.search(s)
     if m:
         if m.group(2):

@@ -27,6 +27,25 @@ SIGNAL_DESCRIPTIONS = {
 }
 
 
+# Windows processes end with an NTSTATUS exit code instead of a signal (PyCharm: "Process finished
+# with exit code -1073741819 (0xC0000005)"): the POSIX signal each exception corresponds to.
+NTSTATUS_SIGNALS = {
+    0xC0000005: "SIGSEGV",  # STATUS_ACCESS_VIOLATION
+    0xC0000006: "SIGBUS",  # STATUS_IN_PAGE_ERROR (a mapped file went away)
+    0xC000001D: "SIGILL",  # STATUS_ILLEGAL_INSTRUCTION
+    0xC0000096: "SIGILL",  # STATUS_PRIVILEGED_INSTRUCTION
+    0xC0000094: "SIGFPE",  # STATUS_INTEGER_DIVIDE_BY_ZERO
+    0xC00000FD: "SIGSEGV",  # STATUS_STACK_OVERFLOW
+    0xC0000409: "SIGABRT",  # STATUS_STACK_BUFFER_OVERRUN: __fastfail, what abort() and std::terminate use
+    0x80000003: "SIGTRAP",  # STATUS_BREAKPOINT
+}
+
+
+def from_ntstatus(code: int) -> str | None:
+    """0xC0000005 (or its signed form -1073741819) -> 'SIGSEGV'."""
+    return NTSTATUS_SIGNALS.get(code & 0xFFFFFFFF)
+
+
 def normalize_name(token: str) -> str | None:
     """'SIGSEGV', 'SEGV', 'sigsegv', '11' -> 'SIGSEGV'; None when it names no signal."""
     token = token.strip().upper()

@@ -10,7 +10,7 @@ from coreanalyze import signals
 from coreanalyze.classify.faultkind import code_name as classified_code_name
 from coreanalyze.corefile import signal_code_name
 from coreanalyze.model import SignalInfo
-from coreanalyze.triage.signals import normalize_name
+from coreanalyze.triage.signals import from_ntstatus, normalize_name
 
 
 def test_linux_numbers_agree_with_this_linux_host():
@@ -44,3 +44,9 @@ def test_names_of_numbers_linux_has_and_has_not():
     assert normalize_name("11") == "SIGSEGV" and normalize_name("iot") == "SIGABRT"
     assert signals.code_number("SI_TKILL") == -6 and signals.code_number("SEGV_MAPERR") is None
     assert signal_code_name(signal.SIGSEGV, 77) == "code 77" and signal_code_name(signal.SIGSEGV, -99) == "SI_CODE(-99)"
+
+
+@pytest.mark.parametrize(("code", "name"), [(-1073741819, "SIGSEGV"), (0xC0000005, "SIGSEGV"), (0xC000001D, "SIGILL"), (-1073740791, "SIGABRT"), (0xC0000135, None)])
+def test_windows_exit_codes_read_as_the_signal_they_stand_for(code, name):
+    """An NTSTATUS exit code in signed or hex form; a DLL-not-found status is no crash signal."""
+    assert from_ntstatus(code) == name

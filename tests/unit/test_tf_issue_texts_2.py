@@ -307,6 +307,28 @@ from /usr/lib/python3/dist-packages/tflite_runtime/_pywrap_tensorflow_interprete
 from /usr/lib/python3/dist-packages/tflite_runtime/_pywrap_tensorflow_interpreter_wrapper.cpython-37m-aarch64-linux-gnu.so
 """, "tensorflow#59604")
 
+# A later blind pass (4 labelled, 1 right; 2 refused for the Windows exit code, one more bare
+# "exit code 0xC0000409" sentence with no context left out: a verdict alone is not a report).
+case("win_import_access_violation", "library-load", "invalid-access", """import tensorflow as tf
+print("Hi");
+
+output
+Process finished with exit code -1073741819 (0xC0000005)
+""", "tensorflow#26853")
+case("win_after_python_logging", "unknown", "invalid-access", """INFO:tensorflow:  name = segment_ids, shape = (?, 320)
+INFO:tensorflow:  name = token_label_ids, shape = (?, 320)
+WARNING:tensorflow:From E:\\LACO\\ie\\src\\bert\\modeling.py:171: The name tf.variable_scope is deprecated. Please use tf.compat.v1.variable_scope instead.
+
+Process finished with exit code -1073741819 (0xC0000005)
+""", "EiraZhang/LACO#4")
+case("startup_logs_then_segv", "unknown", "invalid-access", """(tf2.10) user@host:~$ python 59415.py
+2023-02-08 09:38:16.564689: I tensorflow/core/platform/cpu_feature_guard.cc:193] This TensorFlow binary is optimized with oneAPI Deep Neural Network Library (oneDNN) to use the following CPU instructions in performance-critical operations:  AVX2 AVX512F AVX512_VNNI FMA
+To enable them in other operations, rebuild TensorFlow with the appropriate compiler flags.
+2023-02-08 09:38:17.335082: I tensorflow/core/util/util.cc:169] oneDNN custom operations are on. You may see slightly different numerical results due to floating-point round-off errors from different computation orders. To turn them off, set the environment variable `TF_ENABLE_ONEDNN_OPTS=0`.
+2023-02-08 09:38:17.722850: E tensorflow/stream_executor/cuda/cuda_blas.cc:2981] Unable to register cuBLAS factory: Attempting to register factory for plugin cuBLAS when one has already been registered
+2023-02-08 09:38:19.791230: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or directory
+Segmentation fault (core dumped)
+""", "tensorflow#59415")
 
 @pytest.mark.parametrize(("name", "c"), sorted(CASES.items()))
 def test_category_and_fault_kind(name, c):
@@ -314,4 +336,4 @@ def test_category_and_fault_kind(name, c):
 
 
 def test_the_blind_batch_is_large_enough():
-    assert len(CASES) >= 30
+    assert len(CASES) >= 35
