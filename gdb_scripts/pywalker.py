@@ -1250,29 +1250,45 @@ class Imports:
         return False
 
     def top_level(self, interp: int) -> list[dict]:
+        """Top-level modules, and the first-level modules of a namespace package (google has no
+        __file__ and no version: google.protobuf has both, and it is what was installed)."""
         modules = self.find_modules_dict(interp)
         if modules is None:
             self.warnings.append("sys.modules not found in the interpreter state")
             return []
         out: list[dict] = []
+        inner: list[tuple[str, int]] = []  # (name, module) of "a.b" modules, read if a is a namespace
         for key, module in self.dict_items(modules):
             if len(out) >= MAX_IMPORTS:
                 self.warnings.append(f"more than {MAX_IMPORTS} top-level modules; the rest were skipped")
                 break
             try:
                 name = self.obj.unicode(key, 200)
-                if "." in name or self.obj.type_name(module) != "module":
+                if name.count(".") > 1 or self.obj.type_name(module) != "module":
                     continue
-                entry = {"name": name, "file": None, "version": None}
-                for k, v in self.dict_items(self.mem.ptr(module + self.L["module.dict"])):
-                    attribute = self.short_name(k, (8, 11))
-                    if attribute in ("__file__", "__version__") and self.obj.type_name(v) == "str":
-                        limit = MAX_NAME_CHARS if attribute == "__file__" else MAX_VERSION_CHARS
-                        entry["file" if attribute == "__file__" else "version"] = self.obj.unicode(v, limit)
-                out.append(entry)
+                if "." in name:
+                    inner.append((name, module))
+                    continue
+                out.append(self._module_entry(name, module))
             except ReadError as e:
                 self.warnings.append(f"an entry of sys.modules is unreadable: {e}")
+        namespaces = {e["name"] for e in out if e["file"] is None}
+        for name, module in inner:
+            if name.split(".", 1)[0] in namespaces and len(out) < MAX_IMPORTS:
+                try:
+                    out.append(self._module_entry(name, module))
+                except ReadError as e:
+                    self.warnings.append(f"an entry of sys.modules is unreadable: {e}")
         return out
+
+    def _module_entry(self, name: str, module: int) -> dict:
+        entry = {"name": name, "file": None, "version": None}
+        for k, v in self.dict_items(self.mem.ptr(module + self.L["module.dict"])):
+            attribute = self.short_name(k, (8, 11))
+            if attribute in ("__file__", "__version__") and self.obj.type_name(v) == "str":
+                limit = MAX_NAME_CHARS if attribute == "__file__" else MAX_VERSION_CHARS
+                entry["file" if attribute == "__file__" else "version"] = self.obj.unicode(v, limit)
+        return entry
 
 
 # --------------------------------------------------------------------------- entry point

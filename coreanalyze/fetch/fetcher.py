@@ -59,7 +59,8 @@ def _top_level(member: str) -> str:
 def _distributions(top: str, packages: list[dict[str, Any]]) -> tuple[list[str], str | None]:
     """Distributions to try for a top-level folder, in order, and the process's version."""
     for p in packages:
-        if p.get("module") == top or normalize(p.get("name", "")) == normalize(top):
+        # google.protobuf is what a namespace package's folder (google/) was installed by.
+        if (p.get("module") or "").split(".", 1)[0] == top or normalize(p.get("name", "")) == normalize(top):
             names = [p["name"]] if p.get("version_from") == "dist-info" or p["name"] != top else []
             names += [d for d in candidate_distributions(p.get("module") or top) if d not in names]
             return names, p.get("version")

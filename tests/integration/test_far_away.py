@@ -132,10 +132,11 @@ def test_venv_gone_fetch_gives_the_local_analysis(far_away, monkeypatch):
     assert far["environment"]["python_version"].split(".")[:2] == local["environment"]["python_version"].split(".")[:2]
     # The packages and versions are the dead process's. Here a package is named by its
     # installed dist-info; far away by the wheel's name. A version only the local files tell
-    # (protobuf, imported as the namespace `google`) may be missing far away, none may differ.
+    # may be missing far away, none may differ; protobuf (imported as the namespace package
+    # `google`) is known by its module google.protobuf.
     far_packages, local_packages = packages(far), packages(local)
     assert far_packages.items() <= local_packages.items()
-    assert {"tensorflow-cpu", "numpy", "keras"} <= set(far_packages)
+    assert {"tensorflow-cpu", "numpy", "keras", "protobuf"} <= set(far_packages)
     tf_modules = [m for m in far["modules"] if "/site-packages/tensorflow/" in m["path"]]
     assert tf_modules and all(m["status"] == "ok" for m in tf_modules), [
         (m["path"], m["status"], m.get("source")) for m in tf_modules if m["status"] != "ok"

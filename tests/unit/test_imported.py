@@ -53,3 +53,14 @@ def test_module_versions_from_version_attribute_then_dist_info():
 
 def test_normalize():
     assert normalize("Tensorflow.CPU") == normalize("tensorflow-cpu") == "tensorflow_cpu"
+
+
+def test_a_namespace_package_is_known_by_its_modules():
+    # The walker gives google (a namespace package: no __file__) and, because of that, its
+    # first-level modules; google.protobuf is protobuf's.
+    imports = [
+        {"name": "google", "file": None, "version": None},
+        {"name": "google.protobuf", "file": f"{SITE}/google/protobuf/__init__.py", "version": "5.28.3"},
+    ]
+    (package,) = imported_packages(imports, [InMemoryDistribution("protobuf", "5.28.3", SITE)])
+    assert (package.name, package.version, package.module) == ("protobuf", "5.28.3", "google.protobuf")
