@@ -138,6 +138,21 @@ def _writable(seg: Any) -> bool:
     return bool(int(getattr(seg, "flags", 0)) & PF_W)
 
 
+class _DumpedRanges:
+    """The dumped part of some segments, asked by bisection whether a word points into it."""
+
+    def __init__(self, segments: Sequence[Any]) -> None:
+        self.ranges = sorted((int(s.start), _present_end(s)) for s in segments)
+        self.starts = [r[0] for r in self.ranges]
+
+    def __bool__(self) -> bool:
+        return bool(self.ranges)
+
+    def __contains__(self, value: int) -> bool:
+        i = bisect.bisect_right(self.starts, value) - 1
+        return i >= 0 and self.ranges[i][0] <= value < self.ranges[i][1]
+
+
 def _segment_at(segments: Sequence[Any], address: int) -> Any | None:
     for seg in segments:
         if seg.start <= address < seg.end:
@@ -291,17 +306,13 @@ def _take_line(base: int, data: bytes, offset: int, line: bytes, where: str, see
 
 def _stack_pointers(data: bytes, targets: Sequence[Any], stack_seg: Any | None) -> list[int]:
     """Distinct page-aligned targets of stack words that point into writable, dumped memory."""
-    ranges = sorted((int(s.start), _present_end(s)) for s in targets if s is not stack_seg)
-    if not ranges:
+    dumped = _DumpedRanges([s for s in targets if s is not stack_seg])
+    if not dumped:
         return []
-    starts = [r[0] for r in ranges]
     pages: list[int] = []
     seen: set[int] = set()
     for (value,) in struct.iter_unpack("<Q", data[: len(data) - len(data) % 8]):
-        if value < 4096:
-            continue
-        i = bisect.bisect_right(starts, value) - 1
-        if i < 0 or not (ranges[i][0] <= value < ranges[i][1]):
+        if value < 4096 or value not in dumped:
             continue
         page = value & ~0xFFF
         if page in seen:
@@ -578,20 +589,13 @@ def find_handled_exception(memory: _Memory | None, thread_pointer: int | None, r
     if memory is None or not thread_pointer:
         return None
     try:
-        segments = [s for s in memory.segments if _writable(s)]
+        writable = _DumpedRanges([s for s in memory.segments if _writable(s)])
     except (AttributeError, TypeError):
         return None
-    ranges = sorted((int(s.start), _present_end(s)) for s in segments)
-    starts = [r[0] for r in ranges]
-
-    def in_writable(value: int) -> bool:
-        i = bisect.bisect_right(starts, value) - 1
-        return i >= 0 and ranges[i][0] <= value < ranges[i][1]
-
     for start, size in _tls_blocks(memory, thread_pointer):
         data = memory.read(start, size) or b""
         for (value,) in struct.iter_unpack("<Q", data[: len(data) - len(data) % 8]):
-            if value % 8 or not in_writable(value) or memory.read(value + _CXA_EXCEPTION_TO_CLASS, 8) != GXX_EXCEPTION_CLASS:
+            if value % 8 or value not in writable or memory.read(value + _CXA_EXCEPTION_TO_CLASS, 8) != GXX_EXCEPTION_CLASS:
                 continue
             exc = _exception_at(memory, value + _CXA_EXCEPTION_TO_CLASS, read_mapped, type_required=False)
             if exc is not None and exc.handler_count != 0:
