@@ -22,13 +22,12 @@ import struct
 from dataclasses import dataclass
 
 from coreanalyze.corefile import CoreNotes
+from coreanalyze.coretarget import INTERPRETER_PREFIXES, has_runtime_symbol
 from coreanalyze.memory import Segment
 from coreanalyze.resources import gdb_script_module
 
 pywalker = gdb_script_module("pywalker")
 
-# Files that may hold the interpreter, besides the executable: a shared interpreter's library.
-INTERPRETER_PREFIXES = ("libpython",)
 # Layouts tried for a file whose name gives no version: the cross-pointer versions.
 CROSS_POINTER_VERSIONS = tuple(v for v in sorted(pywalker.TABLES, reverse=True) if "interp.runtime" in pywalker.TABLES[v])
 MAX_SCAN_BYTES = 64 << 20  # of one interpreter's writable data; a real one has a few MiB
@@ -70,8 +69,6 @@ def runtime_unless_symbols(notes: CoreNotes, modules) -> FoundRuntime | None:
     """The runtime located in the core when no interpreter file of the crashed build here
     names `_PyRuntime` (missing, or another build); None when the symbol serves, or when the
     core holds no runtime (not a Python process)."""
-    from coreanalyze.coretarget import has_runtime_symbol
-
     if has_runtime_symbol(notes, modules):
         return None
     return locate_runtime(notes)
