@@ -460,6 +460,7 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
+    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
 
     walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
     packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
@@ -481,7 +482,7 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
     # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
-    debug = os.path.join(options.sysroot, "usr", "lib", "debug") if options.sysroot else None
+    debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
     extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
     return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
 

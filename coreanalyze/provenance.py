@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 
 from coreanalyze import model
-from coreanalyze.symbols.paths import debuginfod_cache_dirs
-
-DELETED_SUFFIX = " (deleted)"
-SYSTEM_DEBUG_DIR = "/usr/lib/debug"
+from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, debuginfod_cache_dirs
 
 
 def mark_sources(

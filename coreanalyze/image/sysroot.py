@@ -25,11 +25,10 @@ from coreanalyze.image.extract import extract
 from coreanalyze.image.index import ImageIndex
 from coreanalyze.image.manifest import ImageManifest, read_manifest
 from coreanalyze.image.store import DirStore, TarStore
-from coreanalyze.symbols.paths import build_id_relpath, cache_dir, valid_build_id
+from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, cache_dir, valid_build_id
 
 INDEX_VERSION = 1
-SYSTEM_DEBUG_DIR = "/usr/lib/debug"
-DELETED_SUFFIX = " (deleted)"
 
 
 def is_image(path: str) -> bool:

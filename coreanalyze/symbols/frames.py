@@ -26,7 +26,7 @@ from typing import Sequence
 from coreanalyze import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.symbols.bias import load_bias
-from coreanalyze.symbols.paths import build_id_relpath, valid_build_id
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, valid_build_id
 from coreanalyze.symbols.symbolizer import Symbolizer
 from coreanalyze.vocabulary import ModuleStatus
 
@@ -35,7 +35,6 @@ UNNAMED = (None, "", "??")
 GDB_SPECIAL_FRAMES = ("<signal handler called>", "<function called from gdb>")
 # What reading a damaged file here can raise; one module's bad file must not stop the report.
 READ_ERRORS = (*PARSE_ERRORS, zlib.error)
-SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 LINKS_DIR = "debug-links"
 
 

@@ -25,11 +25,10 @@ from typing import Callable, Iterator, Sequence
 from coreanalyze import model
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.filecache import PerFileCache, is_regular_file
-from coreanalyze.modules import elf_build_id
-from coreanalyze.symbols.paths import build_id_relpath, debuginfod_cache_dirs, under, valid_build_id
+from coreanalyze.modules import DELETED_SUFFIX, elf_build_id
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, debuginfod_cache_dirs, under, valid_build_id
 from coreanalyze.vocabulary import ModuleStatus
 
-SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 MAX_DEBUGLINK_BYTES = 4096
 MAX_SECTIONS_SCANNED = 4096
 
@@ -215,7 +214,7 @@ def _debuglink_places(module: model.Module, name: str, debug_dirs: Sequence[str]
     own_dirs: list[str] = []
     if module.local_path:
         own_dirs.append(os.path.dirname(os.path.abspath(module.local_path)))
-    if module.path.startswith("/") and not module.path.endswith(" (deleted)"):
+    if module.path.startswith("/") and not module.path.endswith(DELETED_SUFFIX):
         own = os.path.dirname(module.path)
         if sysroot:
             own = under(sysroot, own) or ""

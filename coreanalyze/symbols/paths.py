@@ -10,6 +10,8 @@ import os
 import re
 from pathlib import Path
 
+# Where a distribution installs separate debug files (.build-id/xx/yyyy.debug, and by path).
+SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 # A GNU build-id is a hash (SHA-1 by default: 40 hex digits); anything else is not used in a path.
 _BUILD_ID = re.compile(r"^[0-9a-f]{4,128}$")
 

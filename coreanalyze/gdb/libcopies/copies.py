@@ -56,7 +56,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     sort_symbols,
 )  # fmt: skip
 from coreanalyze.gdb.linkmap import read_link_map
-from coreanalyze.symbols.paths import cache_dir, under, valid_build_id
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, cache_dir, under, valid_build_id
 
 FORMAT = 1
 LIBRARIES_DIR = f"fastlibs-v{FORMAT}"
@@ -72,7 +72,6 @@ DEBUG_SECTION_PREFIXES = (".debug_", ".zdebug_", ".gnu_debugdata", ".ctf", ".sta
 DEFAULT_CACHE_LIMIT_MB = 8192
 CACHE_LIMIT_VARIABLE = "COREANALYZE_FASTLIBS_MAX_MB"
 IN_USE_SECONDS = 3600
-SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 SYSROOTS_KEPT = 32
 MAX_PATHS = 20_000
 PT_LOAD = 1
