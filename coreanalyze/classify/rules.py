@@ -403,11 +403,10 @@ def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:
 
 def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> AdviceEntry:
     where = f"advice #{i + 1}"
-    category, kind = t.get("category"), t.get("fault_kind")
+    category = t.get("category")
     if category is not None and category not in categories:
         raise _Problem(f"{where}: unknown category {category!r} (one of: {', '.join(categories)})")
-    if kind is not None and kind not in FAULT_KINDS:
-        raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
+    kind = _optional_fault_kind(t, where)
     custom_op = t.get("custom_op")
     if custom_op is not None and not isinstance(custom_op, bool):
         raise _Problem(f"{where}: custom_op must be true or false")
