@@ -49,16 +49,10 @@ def tf_cores(tmp_path_factory):
     `tf_cores.get("kernel_check_failure")` -> CrashCase. The cores (~300 MB each) live in one
     directory of this session, removed when the session ends.
     """
-    from support.tfcores import TFCoreCache, claim_corpus_dir, release_corpus_dir, require_tensorflow
+    from support.tfcores import require_tensorflow, tf_core_cache
 
-    python = require_tensorflow()
-    require("gdb")
-    require("g++")
-    root, lock = claim_corpus_dir(tmp_path_factory.getbasetemp())
-    try:
-        yield TFCoreCache(root, python)
-    finally:
-        release_corpus_dir(root, lock)
+    with tf_core_cache(require_tensorflow(), tmp_path_factory.getbasetemp()) as cache:
+        yield cache
 
 
 @pytest.fixture(scope="session")

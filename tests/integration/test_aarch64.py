@@ -3,6 +3,7 @@ with a sysroot made of Debian's arm64 packages (tests/support/armcores.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -30,14 +31,10 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def reports(arm_cores):
-    cache = {}
-
+    @functools.cache
     def get(name):
-        if name not in cache:
-            case = arm_cores.c_crash(name)
-            report = analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
-            cache[name] = (case, report)
-        return cache[name]
+        case = arm_cores.c_crash(name)
+        return case, analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
 
     return get
 

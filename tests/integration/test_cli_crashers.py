@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -30,13 +31,10 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def reports(cores):
     """Each crasher's JSON report, produced once through the CLI."""
-    cache = {}
-
+    @functools.cache
     def get(name):
-        if name not in cache:
-            case = cores.c_crash(name)
-            cache[name] = (case, analyze_json(case.core, "--python", str(case.exe)))
-        return cache[name]
+        case = cores.c_crash(name)
+        return case, analyze_json(case.core, "--python", str(case.exe))
 
     return get
 

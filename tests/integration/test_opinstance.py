@@ -6,6 +6,7 @@ the node names their graphs have. A kernel object overwritten on purpose gives n
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -92,13 +93,10 @@ pytestmark_tf = pytest.mark.tf
 
 @pytest.fixture(scope="module")
 def op_reports(tf_cores):
-    cache: dict[str, dict] = {}
-
+    @functools.cache
     def get(name: str) -> dict:
-        if name not in cache:
-            case = tf_cores.get(name)
-            cache[name] = analyze_json(case.core, "--python", str(case.exe))
-        return cache[name]
+        case = tf_cores.get(name)
+        return analyze_json(case.core, "--python", str(case.exe))
 
     return get
 

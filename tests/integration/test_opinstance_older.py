@@ -7,6 +7,7 @@ own headers, not tuned to one build.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from support.opchecks import (
     check_reproducer,
 )
 from support.require import missing, require
-from support.tfcores import TFCoreCache, claim_corpus_dir, release_corpus_dir, require_tensorflow
+from support.tfcores import require_tensorflow, tf_core_cache
 
 pytestmark = pytest.mark.tf
 
@@ -58,24 +59,16 @@ def older_python(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def older_cores(older_python, tmp_path_factory):
-    require("gdb")
-    require("g++")
-    root, lock = claim_corpus_dir(tmp_path_factory.mktemp("older-corpus"))
-    try:
-        yield TFCoreCache(root, older_python)
-    finally:
-        release_corpus_dir(root, lock)
+    with tf_core_cache(older_python, tmp_path_factory.mktemp("older-corpus")) as cache:
+        yield cache
 
 
 @pytest.fixture(scope="module")
 def older_reports(older_cores):
-    cache: dict[str, dict] = {}
-
+    @functools.cache
     def get(name: str) -> dict:
-        if name not in cache:
-            case = older_cores.get(name)
-            cache[name] = analyze_json(case.core, "--python", str(case.exe))
-        return cache[name]
+        case = older_cores.get(name)
+        return analyze_json(case.core, "--python", str(case.exe))
 
     return get
 

@@ -7,6 +7,7 @@ it. TestVerdicts runs the command line on each core and checks the classificatio
 
 from __future__ import annotations
 
+import functools
 import re
 import signal
 import subprocess
@@ -178,13 +179,10 @@ def gdb_view(exe: Path, core: Path) -> GdbView:
 
 @pytest.fixture(scope="module")
 def views(tf_cores):
-    cache: dict[str, GdbView] = {}
-
+    @functools.cache
     def get(name: str):
         case = tf_cores.get(name)
-        if name not in cache:
-            cache[name] = gdb_view(case.exe, case.core)
-        return case, cache[name]
+        return case, gdb_view(case.exe, case.core)
 
     return get
 
@@ -316,13 +314,10 @@ def test_every_scenario_has_a_verdict():
 
 @pytest.fixture(scope="module")
 def reports(tf_cores):
-    cache: dict[str, dict] = {}
-
+    @functools.cache
     def get(name: str):
         case = tf_cores.get(name)
-        if name not in cache:
-            cache[name] = analyze_json(case.core, "--python", str(case.exe))
-        return case, cache[name]
+        return case, analyze_json(case.core, "--python", str(case.exe))
 
     return get
 

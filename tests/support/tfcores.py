@@ -32,8 +32,10 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterator
 
 from support.coregen import CrashCase, kernel_writes_cores_here, raise_core_limit, run_to_core, wait_for_core_file
 from support.paths import TF_CORPUS
@@ -432,7 +434,21 @@ class TFCoreCache:
         return case
 
 
-def claim_corpus_dir(base: Path) -> tuple[Path, int]:
+@contextmanager
+def tf_core_cache(python: Path, base: Path) -> Iterator[TFCoreCache]:
+    """A TFCoreCache of `python`'s cores in a fresh corpus directory under `base`, locked while
+    it is in use and removed after."""
+    require("gdb")
+    require("g++")
+    root, lock = _claim_corpus_dir(base)
+    try:
+        yield TFCoreCache(root, python)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        os.close(lock)
+
+
+def _claim_corpus_dir(base: Path) -> tuple[Path, int]:
     """A fresh corpus directory for this session, locked while the session runs.
 
     Removes corpus directories of earlier sessions (under pytest's other numbered basetemps)
@@ -446,11 +462,6 @@ def claim_corpus_dir(base: Path) -> tuple[Path, int]:
     fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     return root, fd
-
-
-def release_corpus_dir(root: Path, fd: int) -> None:
-    shutil.rmtree(root, ignore_errors=True)
-    os.close(fd)
 
 
 def _locked(directory: Path) -> bool:
