@@ -35,6 +35,10 @@ class SignalInfo:
     sender_pid: int | None = None  # for signals sent by kill/tgkill/sigqueue
     sender_uid: int | None = None
     errno: int | None = None
+    # A handler (faulthandler, absl's failure signal handler, a crash reporter) caught the signal
+    # and raised it again: this names that handler, and the fields above are the original
+    # signal, read from the signal frame on the stack.
+    reraised_by: str | None = None
 
 
 @dataclass
@@ -194,10 +198,44 @@ class HangInfo:
     rule: str | None = None  # the TensorFlow hang rule that matched (hang_rules.toml)
 
 
-# classification.hang.threads[].state vocabulary.
+# classification.hang.threads[].state vocabulary ("gpu": waiting for the GPU in a synchronize,
+# stream/event wait or collective call).
 WAIT_STATES = (
-    "running", "mutex", "condition", "futex", "gil", "join", "io", "sleep", "signal", "other-syscall", "unknown",
+    "running", "mutex", "condition", "futex", "gil", "join", "io", "sleep", "signal", "gpu", "other-syscall",
+    "unknown",
 )
+
+
+@dataclass
+class GpuFault:
+    """classification.gpu: what the GPU did, from the GPU core dump or the host thread's call."""
+
+    exception: str | None = None  # "Warp Illegal Address", "Device-side assert", ...
+    kernel: str | None = None  # the faulting kernel's name (demangled)
+    device: int | None = None
+    sm: int | None = None
+    warp: int | None = None
+    lane: int | None = None
+    pc: int | None = None  # the first faulting lane's PC (virtual, in the kernel's module)
+    grid: int | None = None  # grid id
+    block: list[int] | None = None  # (x, y, z)
+    thread: list[int] | None = None  # (x, y, z)
+    api: str | None = None  # the host call that waited on or launched the work ("cuCtxSynchronize_v2")
+    gpu_core: str | None = None  # the GPU core dump that was read, or where it should be
+    device_name: str | None = None  # "NVIDIA H100 80GB HBM3"
+    sm_arch: str | None = None  # "sm_90"
+    address: int | None = None  # the faulting memory address, where the GPU core says
+    kernel_offset: int | None = None  # pc - kernel's start
+
+
+@dataclass
+class OomInfo:
+    """classification.oom: the allocation that failed."""
+
+    allocator: str | None = None  # "BFC (GPU_0_bfc)", "cudaMalloc", "std::bad_alloc", "cgroup", ...
+    requested: int | None = None  # bytes asked for
+    in_use: int | None = None  # bytes in use when it failed, where the core or log says
+    limit: int | None = None  # the allocator's or cgroup's limit
 
 
 @dataclass
@@ -221,6 +259,8 @@ class Classification:
     op_instance: OpInstance | None = None  # the node being run, when memory could tell
     op_instance_unread: str | None = None  # why a running kernel's op instance could not be read
     hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle
+    gpu: GpuFault | None = None  # what the GPU did (fault_kind gpu-exception, or a GPU wait)
+    oom: OomInfo | None = None  # fault_kind out-of-memory
 
 
 @dataclass
@@ -354,8 +394,15 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         )
     c = d.get("classification") or {}
     cls = Classification(
-        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "op_instance", "hang")}
+        **{k: v for k, v in c.items() if k not in ("culprit", "suspect", "op_instance", "hang", "gpu", "oom")}
     )
+    if c.get("gpu"):
+        gpu = dict(c["gpu"])
+        for name in ("pc", "address"):
+            gpu[name] = _int(gpu.get(name))
+        cls.gpu = GpuFault(**{k: v for k, v in gpu.items() if k in {f.name for f in dataclasses.fields(GpuFault)}})
+    if c.get("oom"):
+        cls.oom = OomInfo(**{k: v for k, v in c["oom"].items() if k in {f.name for f in dataclasses.fields(OomInfo)}})
     if c.get("op_instance"):
         cls.op_instance = op_instance_from_dict(c["op_instance"])
     if c.get("hang"):

@@ -70,6 +70,11 @@ class FaultKind(StrEnum):
     BUS_ERROR = "bus-error"
     SENT_SIGNAL = "sent-signal"
     HANG = "hang"  # no crash: a snapshot of a process whose threads wait (classification.hang)
+    # The GPU faulted (illegal address, device-side assert, ...) and the driver or the framework
+    # ended the process (classification.gpu).
+    GPU_EXCEPTION = "gpu-exception"
+    # An allocation failed and the process ended because of it (classification.oom).
+    OUT_OF_MEMORY = "out-of-memory"
     UNKNOWN = "unknown"
 
 
