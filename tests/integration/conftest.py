@@ -65,3 +65,11 @@ def arm_cores(tmp_path_factory):
     require(CROSS_GCC)
     require("gdb-multiarch")
     return ArmCoreCache(tmp_path_factory.mktemp("arm-cores"))
+
+
+@pytest.fixture(scope="session")
+def gpu_crash(tmp_path_factory):
+    """The real H100 GPU fault of ../shared/data/gpu, unpacked once (support/gpudata.py)."""
+    from support.gpudata import unpack_gpu_crash
+
+    return unpack_gpu_crash(tmp_path_factory.mktemp("gpu-crash"))

@@ -1,5 +1,6 @@
 """Where the tests' inputs live; everything else names them through here."""
 
+import os
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -10,3 +11,8 @@ HANGS = TESTS / "hangs"  # programs that hang (deadlocks, GIL cycles)
 TF_CORPUS = TESTS / "tf_corpus"  # TensorFlow crash scenarios
 DATA = TESTS / "data"  # crash texts: traces/, triage/, peer/
 OLDER_TENSORFLOW = TESTS / "older_tensorflow.txt"
+
+# Data kept beside the repository (not in it): real GPU crash data whose files are NVIDIA's.
+# COREANALYZE_SHARED_DATA points elsewhere when the clone does not sit beside it.
+SHARED_DATA = Path(os.environ.get("COREANALYZE_SHARED_DATA") or REPO.parent / "shared" / "data")
+GPU_DATA = SHARED_DATA / "gpu"
