@@ -1,26 +1,30 @@
 #!/usr/bin/env python3
 """How fast coreanalyze reads TensorFlow cores, next to gdb and pystack on the same cores.
 
-    .venv/bin/python bench/run.py [--cores 10] [--workdir DIR] [--keep] [--json results.json]
+    .venv/bin/python bench/run.py [--cores 4] [--scenario NAME] [--repeat 5] [--reference REV]
+                                  [--workdir DIR] [--keep] [--json results.json]
 
-1. Makes N+1 TensorFlow cores: bench/tf_crasher.py (import tensorflow, run an op, read through
-   a null pointer) is run N+1 times, so each core is a different process of the same build.
-2. Times, each in a fresh process, with wall time and peak memory (resident memory of the whole
-   process tree, sampled every 10 ms, so gdb is counted with the tool; and the largest single
-   process):
-   - `gdb -batch -ex 'thread apply all bt'` on one core;
-   - `pystack core CORE --native-all` on every core (per-core mean);
-   - coreanalyze on one core, full HTML report: cold (empty cache directory), warm (the same
-     core again), and the plain path (huge libraries read by gdb itself) for reference;
-   - `coreanalyze batch --jobs 1` (and --jobs CPUs) on 1 core and on N cores: the cost of
-     each additional core;
-   - the same N cores through one GdbPool in one process (per-core times).
+1. Makes N+1 TensorFlow cores, each a different process of the same build: bench/tf_crasher.py
+   (import tensorflow, run an op, read through a null pointer), or with --scenario one of the
+   tests' TensorFlow crashes (tests/support/tfcores.py: `allocator_heap_corruption` is a heap
+   overflow that glibc's malloc catches). A kept --workdir keeps its cores for the next run.
+2. Times, each in a fresh process, the median of --repeat runs, with wall time and peak memory
+   (resident memory of the whole process tree, sampled every 10 ms, so gdb is counted with the
+   tool; and the largest single process):
+   - `gdb -batch -ex 'thread apply all bt'` and `pystack core CORE PY --native-all` on one core;
+   - coreanalyze on that core, full HTML report: cold (empty cache directory), then warm (the
+     same core again); with --plain also the plain path (huge libraries read by gdb itself);
+   - `coreanalyze batch --jobs 1` on 1 core and on N cores: the cost of each additional core;
+   - where each stage's time goes on a warm core: cProfile of one in-process analysis, and the
+     time spent waiting for gdb's answers (by MI command).
+   With --reference REV, the coreanalyze figures are taken for that revision of this project
+   too (a `git worktree` in a temporary directory, run by the same interpreter), in the same run.
    coreanalyze's bytecode is compiled once first (into the work directory), as pip would.
-3. Prints every figure and the ratios, and the targets they are held against.
+3. Prints every figure, the ratios against gdb and pystack, and the targets they are held against.
 
 Needs tensorflow for the interpreter that runs it (.venv/bin/python after ./setup.sh), gdb and
-pystack. Nothing is written outside --workdir
-(a temporary directory unless given); it is removed at the end unless --keep.
+pystack. Nothing is written outside --workdir (a temporary directory unless given; removed at the
+end unless --keep or --workdir).
 """
 
 from __future__ import annotations
@@ -30,13 +34,16 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -44,20 +51,18 @@ sys.path.insert(0, str(ROOT))
 
 CRASHER = Path(__file__).resolve().parent / "tf_crasher.py"
 SAMPLE_EVERY = 0.01
-TARGETS = {
-    "cold": ("coreanalyze, one core, nothing cached", 3.0, 1024),
-    "warm": ("coreanalyze, the same core again", 1.0, None),
-    "batch": ("coreanalyze batch, per additional core", 0.3, None),
-}
+# Ratios against pystack on the same core, in the same run (issue: "speed is a feature").
+TARGETS = {"cold": 5.0, "warm": 2.0, "batch": 0.6}
 
 
 @dataclass
 class Measurement:
     name: str
-    wall: float  # seconds
-    peak_tree_mb: float  # resident memory of the process and all its descendants, summed
+    wall: float  # seconds (the median of the runs)
+    peak_tree_mb: float  # resident memory of the process and all its descendants, summed (max of the runs)
     peak_process_mb: float  # the largest single process
     exit_code: int
+    walls: tuple[float, ...] = ()
 
 
 # --------------------------------------------------------------------------- measuring
@@ -85,7 +90,7 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def measure(name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> Measurement:
+def measure_once(name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> Measurement:
     """Run argv once; wall time, peak tree RSS (sampled), largest process (from the kernel)."""
     wrapper = (
         "import json, resource, subprocess, sys\n"
@@ -111,7 +116,25 @@ def measure(name: str, argv: list[str], env: dict | None = None, cwd: Path | Non
         code, maxrss_kb = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         code, maxrss_kb = proc.returncode, 0
-    return Measurement(name, wall, peak, maxrss_kb / 1024, code)
+    return Measurement(name, wall, peak, maxrss_kb / 1024, code, (wall,))
+
+
+def measure(name: str, argv: list[str], repeat: int, env: dict | None = None, before=None) -> Measurement:
+    """The median wall time of `repeat` runs (before() is called ahead of each), the peaks' maximum."""
+    runs = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        runs.append(measure_once(name, argv, env))
+    walls = tuple(m.wall for m in runs)
+    return Measurement(
+        name,
+        statistics.median(walls),
+        max(m.peak_tree_mb for m in runs),
+        max(m.peak_process_mb for m in runs),
+        max(m.exit_code for m in runs),
+        walls,
+    )
 
 
 # --------------------------------------------------------------------------- cores
@@ -130,44 +153,182 @@ def tf_python() -> str:
     return sys.executable
 
 
-def make_cores(python: str, count: int, workdir: Path) -> list[Path]:
+def _kept_core(directory: Path) -> Path | None:
+    found = sorted(p for p in directory.glob("core*") if p.is_file()) if directory.is_dir() else []
+    return found[0] if found else None
+
+
+def make_cores(python: str, count: int, workdir: Path, scenario: str | None) -> list[Path]:
+    """count cores of one crash, each a different process; cores a kept work directory already
+    holds are used again."""
     from support.coregen import run_to_core
 
+    if scenario is not None:
+        from support.tfcores import SCENARIOS, TF_CORPUS, build_op_library, inject_fault, quiet_env
+
+        chosen = SCENARIOS[scenario]
+        argv = [python, str(TF_CORPUS / chosen.script)]
+        if chosen.uses_op_library:
+            argv.append(str(build_op_library(Path(python), workdir)))
+        argv += chosen.args
+        env = quiet_env()
+    else:
+        chosen, argv, env = None, [python, str(CRASHER)], {"TF_CPP_MIN_LOG_LEVEL": "3"}
     cores = []
     for i in range(count):
-        case = run_to_core(f"tf-{i}", [python, str(CRASHER)], workdir / f"run-{i}", env={"TF_CPP_MIN_LOG_LEVEL": "3"})
-        target = workdir / "cores" / case.core.name
-        target.parent.mkdir(exist_ok=True)
-        shutil.move(str(case.core), target)
-        cores.append(target)
-        print(f"  core {i + 1}/{count}: {target.name} ({target.stat().st_size / 2**20:.0f} MiB)", flush=True)
+        directory = workdir / f"{scenario or 'tf'}-{i}"
+        core = _kept_core(directory)
+        if core is None:
+            if chosen is not None and chosen.injection is not None:
+                case = inject_fault(f"{scenario}-{i}", argv, directory, chosen.injection, env=env)
+            else:
+                case = run_to_core(f"{scenario or 'tf'}-{i}", argv, directory, env=env, timeout=600)
+            core = case.core
+        cores.append(core)
+        print(f"  core {i + 1}/{count}: {core} ({core.stat().st_size / 2**20:.0f} MiB)", flush=True)
     return cores
 
 
-# --------------------------------------------------------------------------- runs
+# --------------------------------------------------------------------------- revisions
 
-POOL_LOOP = r"""
-import json, sys, time
+
+@contextmanager
+def revision_tree(rev: str | None) -> Iterator[Path]:
+    """This source tree, or a `git worktree` of rev in a temporary directory (removed after)."""
+    if rev is None:
+        yield ROOT
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="coreanalyze-reference-"))
+    tree = tmp / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Runs inside one revision's tree: one in-process analysis of a core, profiled, with the time
+# spent waiting for gdb's answers summed per MI command (the command's first word).
+PROFILE_ONE = r"""
+import cProfile, json, pstats, sys, time
+from coreanalyze.gdb.session import GdbSession
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
-from coreanalyze.gdb.pool import GdbPool
 from coreanalyze.render import render
-times = []
-with GdbPool(size=1) as pool:
-    for core in sys.argv[1:]:
-        started = time.monotonic()
-        result = analyze_core(core, AnalyzeOptions(), gdb_pool=pool)
-        render(result.report, "html")
-        times.append(time.monotonic() - started)
-print(json.dumps(times))
+
+waits = {}
+original = GdbSession.mi
+
+def timed_mi(self, command, timeout=None):
+    started = time.perf_counter()
+    try:
+        return original(self, command, timeout)
+    finally:
+        word = command.split()[0] if command.split() else "?"
+        if word == "-interpreter-exec":
+            word = "console " + " ".join(command.split()[2:3]).strip('"')
+        total, count = waits.get(word, (0.0, 0))
+        waits[word] = (total + time.perf_counter() - started, count + 1)
+
+GdbSession.mi = timed_mi
+core, python, out = sys.argv[1:4]
+profile = cProfile.Profile()
+started = time.perf_counter()
+profile.enable()
+result = analyze_core(core, AnalyzeOptions(python=python))
+render(result.report, "html")
+profile.disable()
+wall = time.perf_counter() - started
+stats = pstats.Stats(profile).stats
+functions = []
+for (path, line, name), (calls, _, tottime, cumtime, _) in stats.items():
+    functions.append({"file": path, "line": line, "function": name, "calls": calls, "tottime": tottime, "cumtime": cumtime})
+json.dump({"wall": wall, "gdb_waits": waits, "functions": functions}, open(out, "w"))
 """
+
+
+def profile_stages(tree: Path, core: Path, python: str, env: dict, out: Path) -> dict | None:
+    done = subprocess.run([sys.executable, "-c", PROFILE_ONE, str(core), python, str(out)], env={**env, "PYTHONPATH": str(tree)},
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        print(f"  profile failed: {done.stderr[-2000:]}")
+        return None
+    return json.loads(out.read_text())
+
+
+def print_profile(label: str, profile: dict, top: int = 12) -> None:
+    """The orchestrator's own stages (functions of coreanalyze/analyze.py and the stages it
+    declares), the time waiting on gdb, and the functions that spend the most time themselves."""
+    functions = profile["functions"]
+    waits = profile["gdb_waits"]
+    gdb_total = sum(t for t, _ in waits.values())
+    print(f"  {label}: {profile['wall']:.2f} s in-process (profiled), of which waiting on gdb {gdb_total:.2f} s")
+    stages = [f for f in functions if f["file"].endswith(("coreanalyze/analyze.py", "coreanalyze/stages.py")) and not f["function"].startswith("<")]
+    for f in sorted(stages, key=lambda f: -f["cumtime"])[:top]:
+        print(f"    stage {f['function']:<36} {f['cumtime']:7.3f} s cumulative  ({f['calls']} calls)")
+    for word, (total, count) in sorted(waits.items(), key=lambda kv: -kv[1][0])[:8]:
+        print(f"    gdb   {word:<36} {total:7.3f} s  ({count} commands)")
+    own = [f for f in functions if "coreanalyze" in f["file"] or "site-packages" in f["file"] or f["file"] == "~"]
+    for f in sorted(own, key=lambda f: -f["tottime"])[:top]:
+        where = f["file"].split("/coreanalyze/")[-1] if "/coreanalyze/" in f["file"] else os.path.basename(f["file"])
+        print(f"    self  {f['function'][:36]:<36} {f['tottime']:7.3f} s  ({f['calls']} calls) {where}:{f['line']}")
+
+
+# --------------------------------------------------------------------------- runs
 
 PLAIN_ONE = r"""
 import sys
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.render import render
-result = analyze_core(sys.argv[1], AnalyzeOptions(fast_libraries=False))
+result = analyze_core(sys.argv[1], AnalyzeOptions(python=sys.argv[3], fast_libraries=False))
 open(sys.argv[2], "w").write(render(result.report, "html"))
 """
+
+
+def coreanalyze_figures(label: str, tree: Path, cores: list[Path], python: str, workdir: Path, args, record) -> dict:
+    """cold, warm, batch per additional core (and the plain path) of the revision at tree."""
+    work = workdir / f"out-{label}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    cache = work / "cache"
+    env = {**os.environ, "COREANALYZE_CACHE_DIR": str(cache), "PYTHONPATH": str(tree)}
+    # As installed by pip: the package's bytecode compiled once (here into the work directory),
+    # not recompiled from source at every start.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "coreanalyze")], env=env, stdout=subprocess.DEVNULL, check=False)
+    tool = [sys.executable, "-m", "coreanalyze"]
+    single, batch_cores = cores[0], cores[1:] if len(cores) > 2 else cores
+    figures: dict = {}
+
+    def empty_cache() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    one = [*tool, str(single), "--python", python, "-o", str(work / "report.html")]
+    figures["cold"] = record(measure(f"{label}: coreanalyze cold", one, args.repeat, env, before=empty_cache))
+    figures["warm"] = record(measure(f"{label}: coreanalyze warm", one, args.repeat, env))
+    if args.plain:
+        figures["plain"] = record(measure(f"{label}: coreanalyze plain gdb path", [sys.executable, "-c", PLAIN_ONE, str(single), str(work / "plain.html"), python], args.repeat, env))
+
+    one_dir, all_dir = work / "batch-1", work / "batch-n"
+    for directory, members in ((one_dir, batch_cores[:1]), (all_dir, batch_cores)):
+        directory.mkdir()
+        for core in members:
+            os.symlink(core, directory / f"{core.parent.name}-{core.name}")
+
+    def batch(directory: Path, name: str) -> Measurement:
+        out = work / f"{directory.name}-out"
+        argv = [*tool, "batch", str(directory), "--out", str(out), "--jobs", "1"]
+        return record(measure(f"{label}: coreanalyze batch, {name}", argv, args.repeat, env, before=lambda: shutil.rmtree(out, ignore_errors=True)))
+
+    batch_one = batch(one_dir, "1 core")
+    batch_all = batch(all_dir, f"{len(batch_cores)} cores")
+    figures["batch"] = (batch_all.wall - batch_one.wall) / max(1, len(batch_cores) - 1)
+    print(f"  {label + ': batch, per additional core':<44} {figures['batch']:7.2f} s", flush=True)
+    figures["batch_peak_tree_mb"] = batch_all.peak_tree_mb
+    if args.profile:
+        figures["profile"] = profile_stages(tree, single, python, env, work / "profile.json")
+    return figures
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -178,88 +339,61 @@ def run(args: argparse.Namespace) -> dict:
     pystack = str(beside) if beside.exists() else shutil.which("pystack") or sys.exit("bench: pystack is not installed")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="coreanalyze-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    results: dict = {"date": date.today().isoformat(), "machine": machine(), "cores": args.cores, "runs": {}}
+    results: dict = {"date": date.today().isoformat(), "machine": machine(), "cores": args.cores, "scenario": args.scenario,
+                     "repeat": args.repeat, "runs": {}, "revisions": {}}  # fmt: skip
     try:
         print(f"making {args.cores + 1} TensorFlow cores in {workdir} ...", flush=True)
-        cores = make_cores(python, args.cores + 1, workdir)
-        single, batch_cores = cores[0], cores[1:]
-        cache = workdir / "cache"
-        env = {**os.environ, "COREANALYZE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-        # As installed by pip: the package's bytecode compiled once (here into the work directory),
-        # not recompiled from source at every start.
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "coreanalyze")], env=env, stdout=subprocess.DEVNULL, check=False)
-        coreanalyze = [sys.executable, "-m", "coreanalyze"]
+        cores = make_cores(python, args.cores + 1, workdir, args.scenario)
+        # The cores name the interpreter's real binary; a venv's bin/python is given as it is.
+        single = cores[0]
         runs = results["runs"]
 
         def record(m: Measurement) -> Measurement:
             runs[m.name] = asdict(m)
             status = "" if m.exit_code == 0 else f"  (exit {m.exit_code})"
-            print(f"  {m.name:<34} {m.wall:7.2f} s  {m.peak_tree_mb:7.0f} MiB tree  {m.peak_process_mb:7.0f} MiB largest{status}", flush=True)
+            spread = f"  [{min(m.walls):.2f}-{max(m.walls):.2f}]" if len(m.walls) > 1 else ""
+            print(f"  {m.name:<44} {m.wall:7.2f} s  {m.peak_tree_mb:7.0f} MiB tree  {m.peak_process_mb:7.0f} MiB largest{spread}{status}", flush=True)
             return m
 
-        print("timing ...", flush=True)
-        gdb_bt = record(measure("gdb -batch 'thread apply all bt'", [gdb, "-nx", "-batch", "-ex", "thread apply all bt", python, str(single)]))
-        pystack_runs = [measure("pystack", [pystack, "core", str(c), "--native-all"]) for c in batch_cores]
-        pystack_mean = record(Measurement(
-            f"pystack --native-all (mean of {len(batch_cores)})",
-            sum(m.wall for m in pystack_runs) / len(pystack_runs),
-            max(m.peak_tree_mb for m in pystack_runs),
-            max(m.peak_process_mb for m in pystack_runs),
-            max(m.exit_code for m in pystack_runs),
-        ))
-        shutil.rmtree(cache, ignore_errors=True)
-        cold = record(measure("coreanalyze cold", [*coreanalyze, str(single), "-o", str(workdir / "cold.html")], env=env))
-        warm = record(measure("coreanalyze warm", [*coreanalyze, str(single), "-o", str(workdir / "warm.html")], env=env))
-        plain = record(measure("coreanalyze, plain gdb path", [sys.executable, "-c", PLAIN_ONE, str(single), str(workdir / "plain.html")], env=env))
-
-        one_dir, all_dir = workdir / "batch-1", workdir / "batch-n"
-        one_dir.mkdir(exist_ok=True)
-        os.link(batch_cores[0], one_dir / batch_cores[0].name)
-        batch_one = record(measure("coreanalyze batch, 1 core", [*coreanalyze, "batch", str(one_dir), "--out", str(workdir / "out-1"), "--jobs", "1"], env=env))
-        all_dir.mkdir(exist_ok=True)
-        for c in batch_cores:
-            os.link(c, all_dir / c.name)
-        batch_all = record(measure(f"coreanalyze batch, {len(batch_cores)} cores", [*coreanalyze, "batch", str(all_dir), "--out", str(workdir / "out-n"), "--jobs", "1"], env=env))
-        per_core = (batch_all.wall - batch_one.wall) / max(1, len(batch_cores) - 1)
-        runs["batch per additional core"] = per_core
-        print(f"  {'batch --jobs 1, per additional core':<34} {per_core:7.2f} s", flush=True)
-        jobs = os.cpu_count() or 1
-        if jobs > 1:
-            parallel_one = record(measure(f"coreanalyze batch -j{jobs}, 1 core", [*coreanalyze, "batch", str(one_dir), "--out", str(workdir / "out-p1"), "--jobs", str(jobs)], env=env))
-            parallel_all = record(measure(f"coreanalyze batch -j{jobs}, {len(batch_cores)} cores", [*coreanalyze, "batch", str(all_dir), "--out", str(workdir / "out-pn"), "--jobs", str(jobs)], env=env))
-            per_core_parallel = (parallel_all.wall - parallel_one.wall) / max(1, len(batch_cores) - 1)
-            runs[f"batch -j{jobs} per additional core"] = per_core_parallel
-            print(f"  {f'batch -j{jobs}, per additional core':<34} {per_core_parallel:7.2f} s", flush=True)
-        else:
-            per_core_parallel = per_core
-
-        loop = subprocess.run([sys.executable, "-c", POOL_LOOP, *map(str, batch_cores)], env=env, capture_output=True, text=True)
-        if loop.returncode == 0:
-            times = json.loads(loop.stdout.strip().splitlines()[-1])
-            runs["pool loop per core"] = times
-            later = times[1:] or times
-            print(f"  {'one GdbPool, first core':<34} {times[0]:7.2f} s")
-            print(f"  {'one GdbPool, each further core':<34} {sum(later) / len(later):7.2f} s (mean; min {min(later):.2f}, max {max(later):.2f})", flush=True)
-        else:
-            print(f"  pool loop failed: {loop.stderr[-2000:]}")
+        print(f"timing (median of {args.repeat}) ...", flush=True)
+        gdb_bt = record(measure("gdb -batch 'thread apply all bt'", [gdb, "-nx", "-batch", "-ex", "thread apply all bt", python, str(single)], args.gdb_repeat))
+        pystack_one = record(measure("pystack core CORE PY --native-all", [pystack, "core", str(single), python, "--native-all"], args.repeat))
+        revisions = {"this tree": None}
+        if args.reference:
+            revisions[f"reference {args.reference}"] = args.reference
+        for label, rev in revisions.items():
+            with revision_tree(rev) as tree:
+                results["revisions"][label] = coreanalyze_figures(label.split()[0], tree, cores, python, workdir, args, record)
 
         print()
-        print("ratios")
-        ratio("coreanalyze cold vs gdb -batch", gdb_bt.wall, cold.wall)
-        ratio("coreanalyze warm vs gdb -batch", gdb_bt.wall, warm.wall)
-        ratio("coreanalyze plain path vs gdb -batch", gdb_bt.wall, plain.wall)
-        ratio("batch --jobs 1 per additional core vs pystack", pystack_mean.wall, per_core)
-        ratio(f"batch -j{jobs} per additional core vs pystack", pystack_mean.wall, per_core_parallel)
-        ratio("peak memory: gdb -batch vs coreanalyze cold (tree)", gdb_bt.peak_tree_mb, cold.peak_tree_mb, unit="x less")
+        for label, figures in results["revisions"].items():
+            if figures.get("profile"):
+                print_profile(label, figures["profile"])
         print()
-        print("targets")
-        check("cold ≤ 3 s, ≤ 1 GiB", cold.wall <= 3.0 and cold.peak_tree_mb <= 1024, f"{cold.wall:.2f} s, {cold.peak_tree_mb:.0f} MiB")
-        check("warm ≤ 1 s", warm.wall <= 1.0, f"{warm.wall:.2f} s")
-        best = min(per_core, per_core_parallel)
-        check("batch ≤ 0.3 s per additional core, faster than pystack", best <= 0.3 and best < pystack_mean.wall, f"{best:.2f} s vs pystack {pystack_mean.wall:.2f} s")
+        print("ratios (coreanalyze time / other tool's time, on the same core in this run)")
+        for label, figures in results["revisions"].items():
+            for key in ("cold", "warm"):
+                print(f"  {label}, {key:<5}  {figures[key].wall / pystack_one.wall:6.2f}x pystack   {figures[key].wall / gdb_bt.wall:6.3f}x gdb -batch")
+            print(f"  {label}, batch per additional core  {figures['batch'] / pystack_one.wall:6.2f}x pystack")
+        if args.reference:
+            ours, theirs = results["revisions"]["this tree"], results["revisions"][f"reference {args.reference}"]
+            print()
+            print(f"this tree vs {args.reference} (time here / time there)")
+            for key in ("cold", "warm"):
+                print(f"  {key:<5} {ours[key].wall:6.2f} s vs {theirs[key].wall:6.2f} s  {ours[key].wall / theirs[key].wall:5.2f}x;"
+                      f"  peak {ours[key].peak_tree_mb:.0f} vs {theirs[key].peak_tree_mb:.0f} MiB")  # fmt: skip
+            print(f"  batch {ours['batch']:6.2f} s vs {theirs['batch']:6.2f} s per additional core")
+        print()
+        print("targets (this tree, against pystack)")
+        ours = results["revisions"]["this tree"]
+        for key, limit in TARGETS.items():
+            value = ours[key].wall if key != "batch" else ours[key]
+            check(f"{key} ≤ {limit}x pystack", value <= limit * pystack_one.wall, f"{value:.2f} s vs pystack {pystack_one.wall:.2f} s")
     finally:
+        for figures in results["revisions"].values():
+            for key, value in list(figures.items()):
+                if isinstance(value, Measurement):
+                    figures[key] = asdict(value)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2))
         if not args.keep and not args.workdir:
@@ -267,11 +401,6 @@ def run(args: argparse.Namespace) -> dict:
         elif args.keep:
             print(f"kept {workdir}")
     return results
-
-
-def ratio(label: str, reference: float, ours: float, unit: str = "x faster") -> None:
-    if ours > 0:
-        print(f"  {label:<52} {reference / ours:6.1f}{unit}")
 
 
 def check(label: str, ok: bool, detail: str) -> None:
@@ -294,13 +423,21 @@ def machine() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cores", type=int, default=10, help="cores in the batch (default 10; one more is made for the single-core runs)")
-    parser.add_argument("--workdir", help="where cores and outputs go (default: a temporary directory, removed)")
+    parser.add_argument("--cores", type=int, default=4, help="cores in the batch (default 4; one more is made for the single-core runs)")
+    parser.add_argument("--scenario", help="one of the tests' TensorFlow crashes (tests/support/tfcores.py) instead of bench/tf_crasher.py")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each figure, the median is shown (default 5)")
+    parser.add_argument("--gdb-repeat", type=int, help="runs of gdb -batch (default: --repeat; it takes ~15 s a run)")
+    parser.add_argument("--reference", help="also time this git revision of the project, in the same run")
+    parser.add_argument("--plain", action="store_true", help="also time the plain gdb path (huge libraries read by gdb)")
+    parser.add_argument("--no-profile", dest="profile", action="store_false", help="leave out the per-stage profile")
+    parser.add_argument("--workdir", help="where cores and outputs go, kept (default: a temporary directory, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if args.cores < 2:
         parser.error("--cores must be at least 2")
+    if args.gdb_repeat is None:
+        args.gdb_repeat = args.repeat
     print(f"coreanalyze benchmark, {date.today().isoformat()}, {machine()}")
     run(args)
 

@@ -25,7 +25,6 @@ start, end, file_offset, filesz, flags), as coreanalyze.memory.CoreMemory provid
 from __future__ import annotations
 
 import bisect
-import os
 import re
 import struct
 from dataclasses import dataclass
@@ -635,19 +634,8 @@ def dying_of_terminate(function_names: Sequence[str | None], depth: int = 40) ->
 
 
 def mapped_file_reader(notes: Any, modules: Sequence[Any]):
-    """read(address, size) from the file mapped at address (NT_FILE), for the libraries whose
-    local copy is the crashed build (status ok / no-build-id); None where there is none."""
-    trusted = {m.path: m.local_path for m in modules if getattr(m, "local_path", None) and m.status in ("ok", "no-build-id")}
+    """read(address, size) from the file mapped at address, for the libraries whose local copy
+    is the crashed build (coreanalyze.process.Process.read_mapped_file); None where there is none."""
+    from coreanalyze.process import as_process
 
-    def read(address: int, size: int) -> bytes | None:
-        mapping = notes.mapping_containing(address)
-        local = trusted.get(mapping.path) if mapping is not None else None
-        if local is None:
-            return None
-        try:
-            with open(local, "rb") as f:
-                return os.pread(f.fileno(), max(0, min(size, mapping.end - address)), mapping.file_offset + (address - mapping.start)) or None
-        except OSError:
-            return None
-
-    return read
+    return as_process(notes, modules).read_mapped_file

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from coreanalyze import __version__, background
+from coreanalyze.arch import stack_pointer
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
-from coreanalyze.errors import EXIT_OK, BadInput, GdbError
+from coreanalyze.errors import EXIT_OK, BadInput, DebuggerError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.process import Process
 from coreanalyze.provenance import mark_debug_files, mark_sources
 from coreanalyze.vocabulary import ModuleStatus
 
@@ -184,7 +186,7 @@ class _GdbPlan:
     own_gdb: Any = None  # a gdb started early for this core alone, or None
     link_map: Any = None  # where files were loaded, for cores without NT_FILE
     while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
-    memory: Any = None  # the core's memory: the dist-info names that version the walk's imports
+    process: Any = None  # the core's Process: the dist-info names that version the walk's imports
     python_runtime: Any = None  # _PyRuntime located in the core (pyruntime.FoundRuntime), or None
 
 
@@ -193,7 +195,7 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
     from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
-    from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
+    from coreanalyze.imported import as_dicts, imported_packages
     from coreanalyze.linkmap import PlacingGdb
     from coreanalyze.pystacks import add_python_frames
 
@@ -232,7 +234,7 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
                 imports=True,
                 runtime=plan.python_runtime,
             )
-        except GdbError as e:
+        except DebuggerError as e:
             report.warnings.append(f"Python frames could not be read: {e}")
         else:
             if stacks.python_version or _looks_like_python(report):
@@ -245,7 +247,7 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
                 # The packages of the process that died; describe_environment adds the libraries
                 # each one installed, as the wheels here recorded them.
                 report.environment["packages"] = as_dicts(
-                    imported_packages(stacks.walk.imports, distributions_in_memory(plan.memory))
+                    imported_packages(stacks.walk.imports, plan.process.distributions_in_memory)
                 )
         return analysis.abort_message
 
@@ -337,11 +339,10 @@ class _AbortMessageScan:
     run in the background while gdb loads the core: the scan only reads the core file, and its
     time then costs nothing. Its answer is used only for that same stack pointer."""
 
-    def __init__(self, notes):
-        thread = notes.thread(notes.crashing_tid)
-        self.sp = (thread.registers.get("rsp") or thread.registers.get("sp")) if thread else None
-        self.signal = notes.signal
-        self._memory = notes.memory
+    def __init__(self, process):
+        self.sp = process.stack_pointer()
+        self.signal = process.signal
+        self._memory = process.memory
         self._job: background.Job | None = None
 
     def start(self) -> None:
@@ -364,7 +365,7 @@ class _AbortMessageScan:
             self._job.wait()
 
 
-def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str | None:
+def _uncaught_exception(report: Report, process, abort_message: str | None) -> str | None:
     """The C++ exception the crashed thread was handling, read from the core.
 
     Dying in std::terminate: the exception's type (as classification.detail) and libstdc++'s own
@@ -376,21 +377,18 @@ def _uncaught_exception(report: Report, notes, abort_message: str | None) -> str
         find_handled_exception,
         find_uncaught_exception,
         is_log_fatal,
-        mapped_file_reader,
         reason_in,
         searches_far_memory,
     )
 
     crashed = report.crashed_thread
-    if crashed is None or not searches_far_memory(notes.signal):
+    if crashed is None or not searches_far_memory(process.signal):
         return abort_message  # a fault of an instruction, not an abort
     terminating = dying_of_terminate([f.function for f in crashed.frames])
-    read_mapped = mapped_file_reader(notes, report.modules)
-    thread = notes.thread(notes.crashing_tid)
-    thread_pointer = thread.registers.get("fs_base") if thread is not None else None
-    thrown = find_handled_exception(notes.memory, thread_pointer, read_mapped)
+    read_mapped = process.read_mapped_file
+    thrown = find_handled_exception(process.memory, process.thread_pointer(), read_mapped)
     if terminating and (thrown is None or not thrown.type):
-        thrown = find_uncaught_exception(notes.memory, read_mapped) or thrown
+        thrown = find_uncaught_exception(process.memory, read_mapped) or thrown
     if thrown is None:
         return abort_message
     if thrown.type:
@@ -423,20 +421,24 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     report.core.executable_used = executable
     link_map = _link_map(notes, executable, options, report)
     report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
-    runtime = _python_runtime(notes, report)
+    # Every reader from here on takes the one Process: memory (the core, then the crashed
+    # build's files), threads, modules, and the facts read once.
+    process = Process(notes, report.modules)
+    runtime = _python_runtime(process, report)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
         fetched = None
         if options.fetch:
-            options, fetched = _fetch_libraries(notes, report, options, overlay, runtime)
+            options, fetched = _fetch_libraries(process, report, options, overlay, runtime)
+            process.set_modules(report.modules)
             if link_map is not None and options.sysroot == overlay:
-                link_map = _place_fetched(notes, executable, overlay, link_map, report)
+                link_map = _place_fetched(process, executable, overlay, link_map, report)
         mark_sources(
             report.modules, python=options.python, sysroot=user_sysroot, image=image,
             wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
         )  # fmt: skip
         files_from = _FilesFrom(image, user_sysroot)
         return _analyze_with_modules(
-            core_path, notes, report, executable, options, rules, gdb_pool, own_gdb, link_map, files_from, runtime
+            core_path, process, report, executable, options, rules, gdb_pool, own_gdb, link_map, files_from, runtime
         )
 
 
@@ -459,11 +461,11 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     from coreanalyze.coretarget import walk_core
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
-    from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
+    from coreanalyze.imported import as_dicts, imported_packages
     from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
 
     walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
-    packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
+    packages = as_dicts(imported_packages(walk.get("imports") or [], notes.distributions_in_memory))
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
@@ -535,10 +537,10 @@ def _analyze_with_modules(
             fast.order_in_background()
     try:
         plan = _GdbPlan(
-            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes.memory, runtime
+            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes, runtime
         )
         abort_message = _run_gdb(report, options, plan)
-    except GdbError as e:
+    except DebuggerError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
         report.threads = threads_from_notes(notes)
@@ -567,7 +569,7 @@ def _analyze_with_modules(
         symbolizer.close()
     if not abort_message:
         crashed = report.crashed_thread
-        sp = (crashed.registers.get("rsp") or crashed.registers.get("sp")) if crashed else None
+        sp = stack_pointer(crashed.registers, notes.arch) if crashed else None
         abort_message = abort_scan.result_for(notes.memory, sp)
     abort_message = _uncaught_exception(report, notes, abort_message)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))

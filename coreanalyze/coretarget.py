@@ -1,8 +1,8 @@
 """The CPython walker's Target over the core file itself, with no debugger.
 
-Memory comes from the core's own segments (coreanalyze.memory); what the kernel did not dump
-(read-only file-backed pages: type names and other strings in .rodata) is read from the local
-file mapped there, as a debugger does. Global symbols come from the dynamic and static symbol
+Memory comes from the Process (coreanalyze.process): the core's own segments, and what the
+kernel did not dump (read-only file-backed pages: type names and other strings in .rodata) from
+the crashed build's file mapped there, as a debugger does. Global symbols come from the dynamic and static symbol
 tables of the executable and libpython, shifted by their load bias. Type offsets from DWARF
 are not read here: the walker falls back to its tables and to 3.13's own `_Py_DebugOffsets`.
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
 from coreanalyze import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
+from coreanalyze.elfheaders import ElfHeaderError, defined_symbols
+from coreanalyze.filecache import PerFileCache
+from coreanalyze.process import Process, as_process
 from coreanalyze.resources import gdb_script_module
 from coreanalyze.symbols.bias import load_bias
 
@@ -57,9 +57,10 @@ class _SymbolSource:
 class CoreTarget:
     """Memory, symbols and threads of a core, read in-process (see pywalker.Target)."""
 
-    def __init__(self, notes: CoreNotes, modules: list[model.Module]) -> None:
+    def __init__(self, notes: CoreNotes | Process, modules: list[model.Module]) -> None:
         self._notes = notes
-        self._local = {m.path: m.local_path for m in modules if m.local_path}
+        # Memory: the core, then the crashed build's files mapped where it has no bytes.
+        self._process = as_process(notes, modules)
         executable = notes.executable
         interpreter = [m for m in modules if m.path == executable]
         interpreter += [m for m in modules if os.path.basename(m.path).startswith(INTERPRETER_PREFIXES)]
@@ -75,9 +76,7 @@ class CoreTarget:
     # -- Target -----------------------------------------------------------------------------
 
     def read(self, address: int, size: int) -> bytes:
-        data = self._notes.memory.read(address, size)
-        if data is None:
-            data = self._read_mapped_file(address, size)
+        data = self._process.read(address, size)
         if data is None:
             raise ReadError(f"cannot read {size} bytes at 0x{address:x}")
         return data
@@ -103,37 +102,22 @@ class CoreTarget:
     def pid(self) -> int | None:
         return self._notes.pid
 
-    # -- helpers ----------------------------------------------------------------------------
-
-    def _read_mapped_file(self, address: int, size: int) -> bytes | None:
-        mapping = self._notes.mapping_containing(address)
-        if mapping is None or address + size > mapping.end:
-            return None
-        local = self._local.get(mapping.path)
-        if local is None:
-            return None
-        try:
-            with open(local, "rb") as f:
-                data = os.pread(f.fileno(), size, mapping.file_offset + (address - mapping.start))
-        except (OSError, OverflowError, ValueError):
-            return None
-        return data if len(data) == size else None
-
 
 def _defined_symbols(path: str, section_name: str) -> dict[str, int]:
-    """Name -> value of the symbols a file's symbol table defines (the first of a name wins)."""
-    out: dict[str, int] = {}
+    """Name -> value of the symbols a file's symbol table defines (the first of a name wins),
+    read once per version of the file: the cores of a batch share their interpreter."""
+    return _SYMBOLS[section_name].get(path, lambda p: _read_symbols(p, section_name)) or {}
+
+
+def _read_symbols(path: str, section_name: str) -> dict[str, int]:
     try:
         with open(path, "rb") as f:
-            section = ELFFile(f).get_section_by_name(section_name)
-            if not isinstance(section, SymbolTableSection):
-                return out
-            for symbol in section.iter_symbols():
-                if symbol["st_shndx"] != "SHN_UNDEF" and symbol["st_value"] and symbol.name:
-                    out.setdefault(symbol.name, symbol["st_value"])
-    except (OSError, *PARSE_ERRORS):
-        return out
-    return out
+            return defined_symbols(f, os.fstat(f.fileno()).st_size, section_name)
+    except (OSError, ElfHeaderError, *PARSE_ERRORS):
+        return {}
+
+
+_SYMBOLS: dict[str, PerFileCache[dict[str, int]]] = {name: PerFileCache() for name in SYMBOL_TABLES}
 
 
 def walk_core(notes: CoreNotes, modules: list[model.Module], options: dict | None = None) -> dict:

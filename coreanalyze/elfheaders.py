@@ -190,3 +190,50 @@ class ElfHeaders:
             if p_type == PT_LOAD and vaddr <= address and address + 1 <= vaddr + filesz:
                 return address - vaddr + offset
         return None
+
+
+# ---------------------------------------------------------------------------------- symbols
+
+SHN_UNDEF = 0
+# A symbol table or its string table bigger than this is not read (a damaged size, or a huge
+# library whose symbols the caller does not search this way).
+MAX_SYMBOL_TABLE = 64 * 1024 * 1024
+
+
+def defined_symbols(f: BinaryIO, file_size: int, section_name: str) -> dict[str, int]:
+    """Name -> st_value of the symbols a section (".dynsym", ".symtab") defines: defined in a
+    section, with a value and a name; the first of a name wins (pyelftools' iteration order).
+    Empty when the file has no such section; ElfHeaderError for headers out of bounds."""
+    elf = ElfHeaders(f, file_size)
+    for i in range(min(elf.num_sections(), 1 << 16)):
+        header = elf.section(i)
+        if elf.section_name(header[0]) == section_name:
+            break
+    else:
+        return {}
+    _name, _type, _flags, _addr, offset, size, link, _info, _align, entsize = header
+    if not 0 <= link < elf.num_sections():
+        raise ElfHeaderError("a symbol table's string table is out of range")
+    strings_header = elf.section(link)
+    if size > MAX_SYMBOL_TABLE or strings_header[5] > MAX_SYMBOL_TABLE:
+        return {}
+    e = elf.e
+    layout = struct.Struct(e + ("IBBHQQ" if elf.is64 else "IIIBBH"))
+    if entsize < layout.size:
+        return {}
+    table = elf.read(offset, size)
+    strings = elf.read(strings_header[4], strings_header[5])
+    out: dict[str, int] = {}
+    for start in range(0, len(table) - layout.size + 1, entsize):
+        fields = layout.unpack_from(table, start)
+        if elf.is64:
+            st_name, _info, _other, st_shndx, st_value, _size = fields
+        else:
+            st_name, st_value, _size, _info, _other, st_shndx = fields
+        if st_shndx == SHN_UNDEF or not st_value or not 0 < st_name < len(strings):
+            continue
+        end = strings.find(b"\0", st_name)
+        name = strings[st_name:end if end >= 0 else len(strings)]
+        if name:
+            out.setdefault(name.decode("utf-8", "replace"), st_value)
+    return out

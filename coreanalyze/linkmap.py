@@ -27,11 +27,11 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from coreanalyze.corefile import CoreNotes, Mapping
+from coreanalyze.process import Process, as_process
 from coreanalyze.symbols.paths import under
 
 DT_NULL, DT_DEBUG = 0, 21
 MAX_DYNAMIC_ENTRIES = 1024
-MAX_LINK_MAP_ENTRIES = 4096
 MAX_NAME_BYTES = 4096
 MAX_PROGRAM_HEADERS = 256
 PAGE = 4096
@@ -68,7 +68,7 @@ def needs_link_map(notes: CoreNotes) -> bool:
     return headers is None or not any(headers)
 
 
-def read_link_map(notes: CoreNotes, executable: str | None, sysroot: str | None) -> LinkMap:
+def read_link_map(notes: CoreNotes | Process, executable: str | None, sysroot: str | None) -> LinkMap:
     """The objects the dynamic linker had loaded, placed by their load bias.
 
     executable: the local copy of the program (needed: its program headers are not in the core).
@@ -90,36 +90,29 @@ def read_link_map(notes: CoreNotes, executable: str | None, sysroot: str | None)
         return result  # a static program: nothing else was loaded
     fmt = "<" if notes.little_endian else ">"
     r_debug = _dynamic_value(notes, bias + dynamic, DT_DEBUG, fmt)
-    r_map = notes.memory.read_u64(r_debug + 8) if r_debug else None
-    if not r_map:
+    entries, broken_at = as_process(notes).link_map(r_debug)
+    if not entries and broken_at is None:
         result.warnings.append("the dynamic linker's list of libraries is not in the core; frames in libraries stay unnamed")
         return result
-    seen: set[int] = set()
-    node = r_map
-    while node and node not in seen and len(seen) < MAX_LINK_MAP_ENTRIES:
-        seen.add(node)
-        raw = notes.memory.read(node, 32)
-        if raw is None:
-            result.warnings.append(f"the dynamic linker's list breaks off at 0x{node:x}")
-            break
-        l_addr, l_name, _l_ld, l_next = struct.unpack(fmt + "4Q", raw)
-        name = notes.memory.read_cstring(l_name, MAX_NAME_BYTES) if l_name else None
+    for entry in entries:
+        name = notes.memory.read_cstring(entry.name_address, MAX_NAME_BYTES) if entry.name_address else None
         path = name.decode("utf-8", "backslashreplace") if name else ""
-        if name is None and l_addr == notes.auxv.get("AT_BASE"):
+        if name is None and entry.base == notes.auxv.get("AT_BASE"):
             # The loader's own name points into the program's .interp, a read-only page the
             # core may lack; the local program names the same loader.
             path = _interpreter(executable) or ""
-        node = l_next
         if not path.startswith("/"):
             continue  # the program itself ("") and the vDSO ("linux-vdso.so.1")
         local = _local(path, sysroot)
         segments = _load_segments(local) if local else None
-        loads = segments[2] if segments else _loads_in_memory(notes, l_addr, fmt)
+        loads = segments[2] if segments else _loads_in_memory(notes, entry.base, fmt)
         if segments is None:
-            result.warnings.append(f"{path} (loaded at 0x{l_addr:x}) is not here{' under the sysroot' if sysroot else ''}")
+            result.warnings.append(f"{path} (loaded at 0x{entry.base:x}) is not here{' under the sysroot' if sysroot else ''}")
             local = None
         if loads:
-            result.objects.append(PlacedObject(path, local, l_addr, _mappings(path, l_addr, loads)))
+            result.objects.append(PlacedObject(path, local, entry.base, _mappings(path, entry.base, loads)))
+    if broken_at is not None:
+        result.warnings.append(f"the dynamic linker's list breaks off at 0x{broken_at:x}")
     return result
 
 

@@ -19,6 +19,9 @@ from coreanalyze.arch import aarch64, x86_64
 class Architecture:
     name: str  # as corefile names it: "x86_64", "aarch64"
     gdb_name: str  # what `set architecture` accepts
+    pc_register: str
+    sp_register: str
+    thread_pointer: str | None  # the register holding the TLS base, when the notes keep it
     hwcap: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP bit -> feature name
     hwcap2: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP2 bit -> feature name
 
@@ -27,11 +30,18 @@ ARCHITECTURES = {
     module.NAME: Architecture(
         name=module.NAME,
         gdb_name=module.GDB_NAME,
+        pc_register=module.PC,
+        sp_register=module.SP,
+        thread_pointer=module.THREAD_POINTER,
         hwcap=MappingProxyType(module.HWCAP),
         hwcap2=MappingProxyType(module.HWCAP2),
     )
     for module in (x86_64, aarch64)
 }
+
+# Stack pointers by every name a register dump may use, for registers of an unknown
+# architecture: each architecture's own, then gdb's generic `$sp`.
+STACK_POINTER_NAMES = (*dict.fromkeys(a.sp_register for a in ARCHITECTURES.values()), "$sp")
 
 # platform.machine() spellings of the same architectures.
 _MACHINE_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
@@ -39,6 +49,31 @@ _MACHINE_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "aarch64",
 
 def architecture(name: str | None) -> Architecture | None:
     return ARCHITECTURES.get(name) if name else None
+
+
+def stack_pointer(registers: Mapping[str, int] | None, arch: str | None = None) -> int | None:
+    """The stack pointer among a thread's registers (by the architecture's name for it, else by
+    any known name); None when it is absent or zero."""
+    if not registers:
+        return None
+    known = architecture(arch)
+    for name in (known.sp_register,) if known else STACK_POINTER_NAMES:
+        value = registers.get(name)
+        if isinstance(value, int) and value:
+            return value
+    return None
+
+
+def thread_pointer(registers: Mapping[str, int] | None, arch: str | None = None) -> int | None:
+    """The thread pointer (TLS base) among a thread's registers, where the architecture's notes
+    keep it."""
+    known = architecture(arch)
+    names = (known.thread_pointer,) if known else tuple(a.thread_pointer for a in ARCHITECTURES.values())
+    for name in names:
+        value = registers.get(name) if registers and name else None
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def host_architecture() -> str:

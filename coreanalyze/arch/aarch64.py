@@ -11,6 +11,12 @@ from typing import Mapping
 NAME = "aarch64"
 GDB_NAME = "aarch64"
 
+# Registers by role, named as the core's notes and gdb name them.
+PC = "pc"
+SP = "sp"
+# tpidr_el0 is not among the general registers the notes keep.
+THREAD_POINTER = None
+
 HWCAP = dict(enumerate((
     "fp", "asimd", "evtstrm", "aes", "pmull", "sha1", "sha2", "crc32",
     "atomics", "fphp", "asimdhp", "cpuid", "asimdrdm", "jscvt", "fcma", "lrcpc",

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from coreanalyze.arch import accessed_address
+from coreanalyze.arch import accessed_address, stack_pointer
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.classify.rules import RuleSet, default_rules
@@ -141,16 +141,6 @@ def _recursion(views: Sequence[FrameView], rules: RuleSet) -> tuple[str, int] | 
     name, count = Counter(named).most_common(1)[0]
     if count >= f.recursion_min_repeats and (count * 2 >= len(named) or len(views) >= f.recursion_min_frames):
         return name, count
-    return None
-
-
-def _sp(registers: Mapping[str, int] | None) -> int | None:
-    if not registers:
-        return None
-    for key in ("rsp", "sp", "$sp"):
-        value = registers.get(key)
-        if isinstance(value, int):
-            return value
     return None
 
 
@@ -303,7 +293,7 @@ def fault_kind_from_views(
             if accessed is not None:
                 address, base = accessed
                 reraised = [*reraised, f"fault address 0x{address:x} computed from the faulting instruction `{insn}` and {base} (the core has no siginfo)"]
-        sp = _sp(registers)
+        sp = stack_pointer(registers)
         if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and signal.code != SI_KERNEL:
             side = "below" if address <= sp else "above"
             return "stack-overflow", [*reraised, f"fault address 0x{address:x} is {abs(sp - address)} bytes {side} the stack pointer 0x{sp:x}"]

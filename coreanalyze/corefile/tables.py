@@ -7,6 +7,8 @@ import struct
 from elftools.common.exceptions import ELFError
 from elftools.construct.core import ConstructError
 
+from coreanalyze.arch import ARCHITECTURES
+
 # What pyelftools and struct raise on data that does not hold together.
 # OSError: a corrupt offset makes seek() fail with EINVAL.
 PARSE_ERRORS = (
@@ -43,8 +45,8 @@ REGISTER_NAMES = {
     ),
     "aarch64": tuple(f"x{i}" for i in range(31)) + ("sp", "pc", "cpsr"),
 }
-PC_REGISTER = {"x86_64": "rip", "aarch64": "pc"}
-SP_REGISTER = {"x86_64": "rsp", "aarch64": "sp"}
+PC_REGISTER = {a.name: a.pc_register for a in ARCHITECTURES.values()}
+SP_REGISTER = {a.name: a.sp_register for a in ARCHITECTURES.values()}
 
 # struct elf_prstatus on 64-bit Linux (same on x86_64 and aarch64):
 # pr_info (12) pr_cursig (2 + 2 pad) pr_sigpend (8) pr_sighold (8) pr_pid pr_ppid pr_pgrp pr_sid

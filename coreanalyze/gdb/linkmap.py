@@ -1,120 +1,15 @@
-"""The dynamic loader's list of loaded libraries (`struct link_map`), read from a core's memory.
-
-gdb finds a process's shared libraries by the names in this list (`l_name`), which are not
-always the paths the kernel recorded for the mappings: the loader keeps names as they were
-found, e.g. `.../tensorflow/python/platform/../../libtensorflow_cc.so.2` for a library found
-through `$ORIGIN/../..`, or `/lib/x86_64-linux-gnu/libc.so.6` for `/usr/lib/...`. A directory
-meant to stand in for the root (gdb's sysroot) must answer under those names too.
-
-Everything here is read from an untrusted core: every read is bounded, the list walk stops
-after MAX_LIBRARIES entries or on a cycle, and nothing read is ever executed or opened.
-"""
+"""The dynamic loader's list of loaded libraries, as the Process reads it once per core
+(coreanalyze.corefile.loader)."""
 
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass
+from coreanalyze.corefile.loader import LoadedLibrary
+from coreanalyze.corefile.structures import CoreNotes
+from coreanalyze.process import Process, as_process
 
-from coreanalyze.corefile import CoreNotes
-
-PT_LOAD = 1
-PT_DYNAMIC = 2
-PT_PHDR = 6
-DT_NULL = 0
-DT_DEBUG = 21
-
-MAX_PROGRAM_HEADERS = 256
-MAX_DYNAMIC_ENTRIES = 4096
-MAX_LIBRARIES = 10_000
-MAX_NAME = 4096
-
-# struct r_debug { int r_version; struct link_map *r_map; ... } and
-# struct link_map { ElfW(Addr) l_addr; char *l_name; ElfW(Dyn) *l_ld; link_map *l_next, *l_prev; }
-# on the 64-bit targets the tool supports (x86_64, aarch64).
-R_MAP_OFFSET = 8
-L_ADDR_OFFSET = 0
-L_NAME_OFFSET = 8
-L_NEXT_OFFSET = 24
-PHDR_SIZE = 56
-DYN_SIZE = 16
+__all__ = ["LoadedLibrary", "read_link_map"]
 
 
-@dataclass(frozen=True)
-class LoadedLibrary:
-    name: str  # l_name as the loader kept it
-    base: int  # l_addr: the difference between run-time and link-time addresses
-
-
-def read_link_map(notes: CoreNotes) -> list[LoadedLibrary]:
-    """The loader's libraries in load order (the executable and nameless entries left out).
-
-    Empty when the core does not hold the loader's state (a static program, a crash before
-    the loader ran, a damaged core).
-    """
-    fmt = "<" if notes.little_endian else ">"
-    r_debug = _r_debug_address(notes, fmt)
-    if not r_debug:
-        return []
-    entry = _word(notes, r_debug + R_MAP_OFFSET, fmt)
-    seen: set[int] = set()
-    out: list[LoadedLibrary] = []
-    while entry and entry not in seen and len(seen) < MAX_LIBRARIES:
-        seen.add(entry)
-        base = _word(notes, entry + L_ADDR_OFFSET, fmt)
-        name_address = _word(notes, entry + L_NAME_OFFSET, fmt)
-        if base is not None and name_address:
-            raw = notes.memory.read_cstring(name_address, MAX_NAME)
-            if raw:
-                name = raw.decode("utf-8", errors="surrogateescape")
-                if name.startswith("/") and "\0" not in name:
-                    out.append(LoadedLibrary(name=name, base=base))
-        entry = _word(notes, entry + L_NEXT_OFFSET, fmt)
-    return out
-
-
-def _word(notes: CoreNotes, address: int, fmt: str) -> int | None:
-    data = notes.memory.read(address, 8)
-    if data is None or len(data) != 8:
-        return None
-    return struct.unpack(fmt + "Q", data)[0]
-
-
-def _r_debug_address(notes: CoreNotes, fmt: str) -> int | None:
-    """&r_debug from the executable's DT_DEBUG, which the loader fills in at start-up."""
-    phdr = notes.auxv.get("AT_PHDR")
-    phnum = notes.auxv.get("AT_PHNUM")
-    phent = notes.auxv.get("AT_PHENT", PHDR_SIZE)
-    if not isinstance(phdr, int) or not isinstance(phnum, int) or phent != PHDR_SIZE:
-        return None
-    phnum = min(phnum, MAX_PROGRAM_HEADERS)
-    raw = notes.memory.read(phdr, phnum * PHDR_SIZE)
-    if raw is None or len(raw) != phnum * PHDR_SIZE:
-        return None
-    headers = [struct.unpack_from(fmt + "IIQQQQQQ", raw, i * PHDR_SIZE) for i in range(phnum)]
-    bias = None
-    for p_type, _flags, _offset, vaddr, *_rest in headers:
-        if p_type == PT_PHDR:
-            bias = phdr - vaddr
-            break
-    if bias is None:
-        # No PT_PHDR: the headers sit in the first page of the segment that maps offset 0.
-        first = next((h for h in headers if h[0] == PT_LOAD and h[2] == 0), None)
-        mapping = notes.mapping_containing(phdr)
-        if first is None or mapping is None or mapping.file_offset != 0:
-            return None
-        bias = mapping.start - first[3]
-    dynamic = next((h for h in headers if h[0] == PT_DYNAMIC), None)
-    if dynamic is None:
-        return None
-    address = (bias + dynamic[3]) & 0xFFFFFFFFFFFFFFFF
-    count = min(dynamic[5] // DYN_SIZE, MAX_DYNAMIC_ENTRIES)
-    data = notes.memory.read(address, count * DYN_SIZE)
-    if data is None:
-        return None
-    for i in range(len(data) // DYN_SIZE):
-        tag, value = struct.unpack_from(fmt + "qQ", data, i * DYN_SIZE)
-        if tag == DT_NULL:
-            break
-        if tag == DT_DEBUG:
-            return value or None
-    return None
+def read_link_map(notes: CoreNotes | Process) -> list[LoadedLibrary]:
+    """The loader's libraries in load order (the executable and nameless entries left out)."""
+    return as_process(notes).loaded_libraries

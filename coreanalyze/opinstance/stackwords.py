@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 
+from coreanalyze.arch import stack_pointer
 from coreanalyze.memory import CoreMemory
 from coreanalyze.model import Thread
 
@@ -16,7 +17,7 @@ LOWEST_POINTER = 0x10000
 
 def pointer_words(memory: CoreMemory, thread: Thread) -> list[int]:
     words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
-    sp = thread.registers.get("rsp") or thread.registers.get("sp")  # x86-64, aarch64
+    sp = stack_pointer(thread.registers)
     if sp:
         stack = memory.read_available(sp, STACK_WINDOW)
         for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):

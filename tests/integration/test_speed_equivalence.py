@@ -515,6 +515,39 @@ def test_raw_elf_reads_agree_with_pyelftools_on_real_files(cores, tmp_path):
     assert sum(1 for b, _, _ in found if b) > 50 and sum(1 for _, n, _ in found if n) > 50
 
 
+def pyelftools_defined_symbols(path, section_name) -> dict[str, int]:
+    """The interpreter's symbols as the in-process walker read them with pyelftools before."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    out: dict[str, int] = {}
+    with open(path, "rb") as f:
+        section = ELFFile(f).get_section_by_name(section_name)
+        if isinstance(section, SymbolTableSection):
+            for symbol in section.iter_symbols():
+                if symbol["st_shndx"] != "SHN_UNDEF" and symbol["st_value"] and symbol.name:
+                    out.setdefault(symbol.name, symbol["st_value"])
+    return out
+
+
+def test_raw_symbol_tables_agree_with_pyelftools(cores):
+    """The symbol tables the in-process walker searches (_PyRuntime, Py_Version), read with
+    struct: the interpreters here, the crasher's libraries, each table as pyelftools reads it."""
+    from support.pythons import SYSTEM_PYTHON, pyenv_python
+
+    from coreanalyze.coretarget import _read_symbols
+
+    files = {Path(os.path.realpath(p)) for p in [SYSTEM_PYTHON, *(pyenv_python(m) for m in ("10", "11", "12", "13"))] if p}
+    with read_core(str(cores.c_crash("null_thread").core)) as notes:
+        files.update(Path(m.path) for m in notes.mappings if m.path.startswith("/") and os.path.isfile(m.path))
+    differing = [
+        (str(p), section) for p in sorted(files) for section in (".dynsym", ".symtab")
+        if _read_symbols(str(p), section) != pyelftools_defined_symbols(p, section)
+    ]  # fmt: skip
+    assert not differing
+    assert any("_PyRuntime" in _read_symbols(str(p), ".dynsym") for p in files)
+
+
 def test_raw_elf_reads_of_damaged_files_end_in_none_not_errors(cores, tmp_path):
     """A cut or corrupted library: each read answers (maybe None) without raising."""
     case = cores.c_crash("null_thread")

@@ -1,0 +1,237 @@
+"""The dead process: one object per core that every reader of the process's state takes.
+
+Built once from the core's notes (coreanalyze.corefile) and, once the module table exists, the
+files that stand for the crashed build. It answers:
+
+- memory: the core's own segments first, then the files mapped there that are the crashed build
+  (status ok / no-build-id: the local file, the sysroot's, the image's or a fetched copy, as the
+  module table placed it), with the one provenance the module table gave them. What the kernel
+  did not dump (read-only file pages: strings in .rodata, code) comes from those files, never
+  from a file of another build;
+- threads and their registers, the stack pointer and thread pointer by the architecture's names
+  (coreanalyze.arch);
+- the dynamic loader's list of loaded objects (`struct link_map`), walked once;
+- per-core facts costly to find (the dist-info names in writable memory), read once and kept.
+
+Readers that took the raw notes keep working with a Process: it answers the notes' own
+attributes (auxv, mappings, executable, ...) by delegating to them.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Sequence
+
+from coreanalyze import arch as _arch
+from coreanalyze.corefile.loader import libraries_of
+from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
+from coreanalyze.memory import CoreMemory
+
+# struct link_map { ElfW(Addr) l_addr; char *l_name; ElfW(Dyn) *l_ld; link_map *l_next, *l_prev; }
+# on the 64-bit targets the tool reads (x86_64, aarch64).
+LINK_MAP_ENTRY_SIZE = 32
+MAX_LINK_MAP_ENTRIES = 10_000
+
+
+@dataclass(frozen=True)
+class LinkMapEntry:
+    """One node of the loader's list, as the core holds it."""
+
+    address: int  # of the node
+    base: int  # l_addr: run-time minus link-time addresses
+    name_address: int  # l_name
+
+
+class Process:
+    """Memory, threads, modules and cached facts of one core's process."""
+
+    def __init__(self, notes: CoreNotes, modules: Sequence[Any] = ()) -> None:
+        self.notes = notes
+        self._trusted: dict[str, str] = {}
+        self._open_files: dict[str, int] = {}
+        self.modules: list[Any] = []
+        self.set_modules(modules)
+
+    # -- what the notes say ---------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        # The notes' own fields (auxv, mappings, executable, signal, ...) for the readers that
+        # were written against them.
+        if name == "notes":
+            raise AttributeError(name)
+        return getattr(self.notes, name)
+
+    @property
+    def memory(self) -> CoreMemory:
+        """The core's own segments only (what the kernel dumped)."""
+        return self.notes.memory
+
+    @property
+    def arch(self) -> str:
+        return self.notes.arch
+
+    # -- modules ---------------------------------------------------------------------------
+
+    def set_modules(self, modules: Sequence[Any]) -> None:
+        """The module table (again, after a fetch replaced files): which mapped files stand for
+        the crashed build and may be read where the core has no bytes."""
+        self.modules = list(modules)
+        trusted = {m.path: m.local_path for m in self.modules if getattr(m, "local_path", None) and _trusted(m)}
+        if trusted != self._trusted:
+            self._close_files()
+            self._trusted = trusted
+
+    # -- memory ----------------------------------------------------------------------------
+
+    def read(self, address: int, size: int) -> bytes | None:
+        """size bytes at address: from the core, else from the crashed build's file mapped there."""
+        data = self.notes.memory.read(address, size)
+        if data is None:
+            data = self.read_mapped_file(address, size, whole=True)
+        return data
+
+    def read_mapped_file(self, address: int, size: int, *, whole: bool = False) -> bytes | None:
+        """Bytes at address from the file mapped there when it is the crashed build (never from
+        the core). whole: all size bytes or None; else up to the mapping's end."""
+        mapping = self.notes.mapping_containing(address)
+        local = self._trusted.get(mapping.path) if mapping is not None else None
+        if local is None:
+            return None
+        if whole and address + size > mapping.end:
+            return None
+        want = size if whole else max(0, min(size, mapping.end - address))
+        fd = self._file(local)
+        if fd is None:
+            return None
+        try:
+            data = os.pread(fd, want, mapping.file_offset + (address - mapping.start))
+        except (OSError, OverflowError, ValueError):
+            return None
+        if whole:
+            return data if len(data) == size else None
+        return data or None
+
+    def _file(self, path: str) -> int | None:
+        fd = self._open_files.get(path)
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                return None
+            self._open_files[path] = fd
+        return fd
+
+    def _close_files(self) -> None:
+        for fd in self._open_files.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._open_files.clear()
+
+    def read_u64(self, address: int) -> int | None:
+        data = self.read(address, 8)
+        return None if data is None else struct.unpack(self._fmt + "Q", data)[0]
+
+    @property
+    def _fmt(self) -> str:
+        return "<" if self.notes.little_endian else ">"
+
+    # -- threads ---------------------------------------------------------------------------
+
+    @property
+    def threads(self) -> list[ThreadNotes]:
+        return self.notes.threads
+
+    def thread(self, tid: int | None) -> ThreadNotes | None:
+        return self.notes.thread(tid)
+
+    @property
+    def crashing_thread(self) -> ThreadNotes | None:
+        return self.notes.thread(self.notes.crashing_tid)
+
+    def stack_pointer(self, tid: int | None = None) -> int | None:
+        """A thread's stack pointer as the notes saved it (the crashing thread's by default)."""
+        thread = self.crashing_thread if tid is None else self.thread(tid)
+        return _arch.stack_pointer(thread.registers, self.arch) if thread is not None else None
+
+    def thread_pointer(self, tid: int | None = None) -> int | None:
+        """A thread's TLS base as the notes saved it, where the architecture keeps it there."""
+        thread = self.crashing_thread if tid is None else self.thread(tid)
+        return _arch.thread_pointer(thread.registers, self.arch) if thread is not None else None
+
+    # -- the loader's list -----------------------------------------------------------------
+
+    def link_map(self, r_debug: int | None) -> tuple[list[LinkMapEntry], int | None]:
+        """The nodes of the loader's list from `struct r_debug` at r_debug, in load order, and
+        the address of a node the core does not hold where the list breaks off (else None).
+        Bounded; a cycle ends the walk."""
+        entries: list[LinkMapEntry] = []
+        if not r_debug:
+            return entries, None
+        node = self.notes.memory.read_u64(r_debug + 8)  # r_debug.r_map, after the int r_version
+        seen: set[int] = set()
+        layout = struct.Struct(self._fmt + "4Q")
+        while node and node not in seen and len(seen) < MAX_LINK_MAP_ENTRIES:
+            seen.add(node)
+            raw = self.notes.memory.read(node, LINK_MAP_ENTRY_SIZE)
+            if raw is None:
+                return entries, node
+            l_addr, l_name, _l_ld, l_next = layout.unpack(raw)
+            entries.append(LinkMapEntry(node, l_addr, l_name))
+            node = l_next
+        return entries, None
+
+    @cached_property
+    def loaded_libraries(self) -> list:
+        """The loader's libraries in load order, found from the program headers the core kept
+        (coreanalyze.corefile.loader); read once."""
+        return libraries_of(self)
+
+    # -- costly facts, read once -----------------------------------------------------------
+
+    @cached_property
+    def distributions_in_memory(self) -> list:
+        """Every `name-version.dist-info` named in the process's writable memory."""
+        from coreanalyze.imported import distributions_in_memory
+
+        return distributions_in_memory(self.notes.memory)
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._close_files()
+        self.notes.close()
+
+    def __del__(self) -> None:
+        # A Process made for one reader is dropped without close(): its files, not the notes.
+        if "_open_files" in self.__dict__:
+            self._close_files()
+
+    def __enter__(self) -> Process:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _trusted(module: Any) -> bool:
+    status = module.status
+    trusted = getattr(status, "trusted_image", None)
+    return bool(trusted) if trusted is not None else status in ("ok", "no-build-id")
+
+
+def as_process(notes: CoreNotes | Process, modules: Sequence[Any] | None = None) -> Process:
+    """The Process of notes: a Process as it is (when it has these modules, if given), else
+    a new one over the same notes."""
+    if isinstance(notes, Process):
+        if modules is None or list(modules) == notes.modules:
+            return notes
+        return Process(notes.notes, modules)
+    return Process(notes, modules or ())
+
+
+__all__ = ["LinkMapEntry", "Mapping", "Process", "as_process"]
