@@ -187,6 +187,7 @@ class _GdbPlan:
     link_map: Any = None  # where files were loaded, for cores without NT_FILE
     while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
     process: Any = None  # the core's Process: the dist-info names that version the walk's imports
+    walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     python_runtime: Any = None  # _PyRuntime located in the core (pyruntime.FoundRuntime), or None
 
 
@@ -226,8 +227,9 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
             # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
             # A user's rules may name thread roles of their own; the built-in ones need no wait.
             user_rules = load_rules(options.rules_files) if options.rules_files else None
+            # The walker runs in-process on the Process (started while gdb loaded the core).
             stacks = add_python_frames(
-                session,
+                plan.walker,
                 report.threads,
                 with_locals=options.with_locals,
                 rules=user_rules,
@@ -515,9 +517,11 @@ def _analyze_with_modules(
     files_from: _FilesFrom, runtime=None,
 ):  # fmt: skip
     from coreanalyze.classify import classify
+    from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.environment import describe_environment
     from coreanalyze.hang import classify_hang
     from coreanalyze.opinstance import add_op_instance
+    from coreanalyze.pystacks import walker_arguments
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     failure = None
@@ -527,17 +531,23 @@ def _analyze_with_modules(
     gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
     fast = _fast_libraries(notes, report, options, gdb_debug_dirs)
     abort_scan = _AbortMessageScan(notes)
+    walker = InProcessWalker(notes, report.modules)
+    walk_arguments = walker_arguments(
+        with_locals=options.with_locals, locals_tid=notes.crashing_tid, imports=True, runtime=runtime
+    )
 
     def while_gdb_loads() -> None:
         # Python work that needs no gdb, in threads while gdb reads the core's libraries (the
         # commands before that would only be slowed down by threads wanting the interpreter).
         abort_scan.start()
+        walker.start(walk_arguments)
+        notes.scan_in_background()
         rules.read_in_background()
         if fast is not None:
             fast.order_in_background()
     try:
         plan = _GdbPlan(
-            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes, runtime
+            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes, walker, runtime
         )
         abort_message = _run_gdb(report, options, plan)
     except DebuggerError as e:
@@ -548,6 +558,8 @@ def _analyze_with_modules(
         if fast is not None:
             fast.close()
         abort_scan.wait()  # it reads the core, which the caller closes after this returns
+        walker.wait()
+        notes.wait()
     if not report.threads:
         report.threads = threads_from_notes(notes)
     if link_map is not None:

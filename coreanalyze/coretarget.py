@@ -12,14 +12,16 @@ are not read here: the walker falls back to its tables and to 3.13's own `_Py_De
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
-from coreanalyze import model
+from coreanalyze import background, model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, defined_symbols
 from coreanalyze.filecache import PerFileCache
 from coreanalyze.process import Process, as_process
+from coreanalyze.pywalk import WalkResult, parse_walk_document
 from coreanalyze.resources import gdb_script_module
 from coreanalyze.symbols.bias import load_bias
 
@@ -129,3 +131,44 @@ def walk_core(notes: CoreNotes, modules: list[model.Module], options: dict | Non
 def has_runtime_symbol(notes: CoreNotes, modules: list[model.Module]) -> bool:
     """Whether the crashed build's own interpreter files here name _PyRuntime."""
     return CoreTarget(notes, modules).symbol_address("_PyRuntime") is not None
+
+
+class InProcessWalker:
+    """The CPython walker run in-process on a Process: answers python_stacks as a Debugger does
+    (the same arguments as the walker's gdb command), with no debugger. A walk can be started in
+    the background (start) and is then waited for when the same arguments are asked for."""
+
+    def __init__(self, process: Process, modules: list[model.Module]) -> None:
+        self._target = CoreTarget(process, modules)
+        self._started: dict[tuple[str, ...], background.Job] = {}
+
+    def start(self, arguments: list[str]) -> None:
+        key = tuple(arguments)
+        if key not in self._started:
+            self._started[key] = background.start("python-walk", self._walk, arguments)
+
+    def python_stacks(self, arguments: list[str]) -> WalkResult:
+        job = self._started.pop(tuple(arguments), None)
+        if job is not None:
+            result = job.result()
+            if result is not None:
+                return result
+        return self._walk(arguments)  # not started, or it failed: here, where errors surface
+
+    def wait(self) -> None:
+        """Wait for walks started and not asked for (they read the core, which is closed after)."""
+        for job in self._started.values():
+            job.wait()
+
+    def _walk(self, arguments: list[str]) -> WalkResult:
+        try:
+            options = pywalker.parse_args(list(arguments))
+        except (pywalker.UnknownArgument, StopIteration, ValueError) as e:
+            raise ValueError(f"bad walker arguments {' '.join(arguments)!r}: {e}") from None
+        try:
+            document = walk(self._target, options)
+        except Exception as e:  # noqa: BLE001 - a broken core must not end the analysis (as in gdb)
+            document = {"format": pywalker.FORMAT, "threads": [], "warnings": [f"Python frame walk failed: {type(e).__name__}: {e}"]}
+        # The same document, round-tripped as the gdb command sends it: what is checked and
+        # typed is exactly what a walk in gdb would give.
+        return parse_walk_document(json.loads(json.dumps(document, ensure_ascii=True)))

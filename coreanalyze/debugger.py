@@ -12,7 +12,9 @@ DebuggerTimeout when it stopped answering at all (the analysis then ends).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from coreanalyze.pywalk import WalkResult
 
 
 @dataclass(frozen=True)
@@ -68,5 +70,5 @@ class Debugger(Protocol):
     def library_ranges(self) -> list[tuple[int, int, str]]:
         """(start, end, name) of the code of the libraries the debugger loaded."""
 
-    def python_stacks(self, arguments: list[str]) -> dict[str, Any]:
-        """The CPython walker's answer (gdb_scripts/pywalker.py) for this core."""
+    def python_stacks(self, arguments: list[str]) -> WalkResult:
+        """The CPython walker's answer (gdb_scripts/pywalker.py) for this core, typed."""

@@ -11,7 +11,8 @@ files that stand for the crashed build. It answers:
 - threads and their registers, the stack pointer and thread pointer by the architecture's names
   (coreanalyze.arch);
 - the dynamic loader's list of loaded objects (`struct link_map`), walked once;
-- per-core facts costly to find (the dist-info names in writable memory), read once and kept.
+- per-core facts costly to find (the dist-info names in writable memory), read once (in the
+  background while a debugger loads the core) and kept.
 
 Readers that took the raw notes keep working with a Process: it answers the notes' own
 attributes (auxv, mappings, executable, ...) by delegating to them.
@@ -26,6 +27,7 @@ from functools import cached_property
 from typing import Any, Sequence
 
 from coreanalyze import arch as _arch
+from coreanalyze import background
 from coreanalyze.corefile.loader import libraries_of
 from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
 from coreanalyze.memory import CoreMemory
@@ -53,6 +55,8 @@ class Process:
         self._trusted: dict[str, str] = {}
         self._open_files: dict[str, int] = {}
         self.modules: list[Any] = []
+        self._distributions: list | None = None
+        self._scanning: background.Job | None = None
         self.set_modules(modules)
 
     # -- what the notes say ---------------------------------------------------------------
@@ -193,16 +197,36 @@ class Process:
 
     # -- costly facts, read once -----------------------------------------------------------
 
-    @cached_property
-    def distributions_in_memory(self) -> list:
-        """Every `name-version.dist-info` named in the process's writable memory."""
-        from coreanalyze.imported import distributions_in_memory
+    def scan_in_background(self) -> None:
+        """Start the scans of the process's memory that take time (the dist-info names) in a
+        thread: they only read the core file, while a debugger loads it."""
+        if self._distributions is None and self._scanning is None:
+            from coreanalyze.imported import distributions_in_memory
 
-        return distributions_in_memory(self.notes.memory)
+            self._scanning = background.start("dist-info-scan", distributions_in_memory, self.notes.memory)
+
+    @property
+    def distributions_in_memory(self) -> list:
+        """Every `name-version.dist-info` named in the process's writable memory; read once."""
+        if self._distributions is None:
+            job, self._scanning = self._scanning, None
+            found = job.result() if job is not None else None
+            if found is None:  # not started, or it failed: here, where errors surface
+                from coreanalyze.imported import distributions_in_memory
+
+                found = distributions_in_memory(self.notes.memory)
+            self._distributions = found
+        return self._distributions
+
+    def wait(self) -> None:
+        """Wait for background scans (they read the core, which is closed after)."""
+        if self._scanning is not None:
+            self._scanning.wait()
 
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
+        self.wait()
         self._close_files()
         self.notes.close()
 

@@ -15,12 +15,11 @@ TensorFlow worker), names the Python call site that was waiting on it ("launched
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import model
 from .classify.rules import RuleSet, default_rules
@@ -28,13 +27,15 @@ from .debugger import Debugger
 from .gdb.debugger import PYSTACKS_COMMAND, PYSTACKS_SCRIPT, PYSTACKS_TIMEOUT, as_debugger
 from .gdb.session import GdbSession
 from .pyfiles import is_library_file
+from .pywalk import RESULT_FORMAT as RESULT_FORMAT
+from .pywalk import PythonThread, WalkResult
+from .pywalk import parse_walk_result as parse_walk_result
 
 if TYPE_CHECKING:
     from .pyruntime import FoundRuntime
 
 SCRIPT = PYSTACKS_SCRIPT
 MI_COMMAND = PYSTACKS_COMMAND
-RESULT_FORMAT = "coreanalyze-pystacks/1"
 WALK_TIMEOUT = PYSTACKS_TIMEOUT
 
 # Frames of the C function that runs one activation of the bytecode loop; `.cold` is the part
@@ -48,41 +49,7 @@ MAX_SOURCE_BYTES = 16 << 20  # source files bigger than this are not read for on
 MAX_SOURCE_LINE = 300
 
 
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class PythonFrame:
-    function: str
-    file: str | None
-    line: int | None
-    group: int  # index of the _PyEval_EvalFrameDefault activation running it, innermost = 0
-    name: str | None = None  # co_name (function is co_qualname where the version has it)
-    locals: dict[str, str] | None = None
-
-
-@dataclass
-class PythonThread:
-    tid: int | None
-    holds_gil: bool | None
-    frames: list[PythonFrame] = field(default_factory=list)
-
-
-@dataclass
-class WalkResult:
-    """What the in-gdb walker reported, checked and typed."""
-
-    python_version: str | None = None
-    layout: str | None = None  # "debug-offsets" | "dwarf" | "table"
-    pid: int | None = None
-    threads: list[PythonThread] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    # Top-level modules of sys.modules: {"name", "file", "version"} (asked for with imports=True)
-    imports: list[dict[str, str | None]] = field(default_factory=list)
-
-    @property
-    def gil_known(self) -> bool:
-        return any(t.holds_gil is not None for t in self.threads)
+# --------------------------------------------------------------------------- reading
 
 
 @dataclass
@@ -96,75 +63,16 @@ class PythonStacks:
 # --------------------------------------------------------------------------- reading
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-
-def _str_or_none(value: Any, limit: int = 4096) -> str | None:
-    return value[:limit] if isinstance(value, str) else None
-
-
-def parse_walk_result(payload: dict[str, Any]) -> WalkResult:
-    """The walker's MI payload -> WalkResult; anything malformed is dropped with a warning."""
-    if payload.get("format") != RESULT_FORMAT or not isinstance(payload.get("json"), str):
-        return WalkResult(warnings=["the Python frame walker answered in an unknown format"])
-    try:
-        doc = json.loads(payload["json"])
-    except ValueError as e:
-        return WalkResult(warnings=[f"the Python frame walker's answer is not JSON: {e}"])
-    if not isinstance(doc, dict):
-        return WalkResult(warnings=["the Python frame walker's answer is not an object"])
-    result = WalkResult(
-        python_version=_str_or_none(doc.get("python_version"), 32),
-        layout=_str_or_none(doc.get("layout"), 32),
-        pid=_int_or_none(doc.get("pid")),
-        warnings=[w[:1000] for w in doc.get("warnings") or [] if isinstance(w, str)],
-    )
-    for raw in doc.get("imports") or []:
-        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
-            result.imports.append(
-                {"name": raw["name"][:200], "file": _str_or_none(raw.get("file")), "version": _str_or_none(raw.get("version"), 64)}
-            )
-    for raw in doc.get("threads") or []:
-        if not isinstance(raw, dict):
-            continue
-        holds = raw.get("holds_gil")
-        thread = PythonThread(tid=_int_or_none(raw.get("tid")), holds_gil=holds if isinstance(holds, bool) else None)
-        for f in raw.get("frames") or []:
-            if not isinstance(f, dict):
-                continue
-            group = _int_or_none(f.get("group"))
-            locals_ = f.get("locals")
-            if isinstance(locals_, dict):
-                locals_ = {str(k)[:200]: str(v)[:400] for k, v in locals_.items()}
-            else:
-                locals_ = None
-            thread.frames.append(
-                PythonFrame(
-                    function=_str_or_none(f.get("function"), 1024) or "???",
-                    file=_str_or_none(f.get("file")),
-                    line=_int_or_none(f.get("line")),
-                    group=group if group is not None and group >= 0 else 0,
-                    name=_str_or_none(f.get("name"), 1024),
-                    locals=locals_,
-                )
-            )
-        result.threads.append(thread)
-    return result
-
-
-def read_python_stacks(
-    session,
+def walker_arguments(
     *,
     locals_tid: int | None = None,
     with_locals: bool = False,
     locals_frames: int = LOCALS_FRAMES,
     imports: bool = False,
     runtime: FoundRuntime | None = None,
-) -> WalkResult:
-    """Run the walker through the debugger (a Debugger, or a GdbSession with the core loaded).
-    With imports, the result also lists the top-level modules of sys.modules. runtime: where
-    _PyRuntime was located in the core, for a debugger without the interpreter's symbols."""
+) -> list[str]:
+    """The walker's arguments (its gdb command's, parsed alike in-process)."""
     args = ["--imports"] if imports else []
     if runtime is not None:
         args += runtime.walker_arguments()
@@ -173,8 +81,14 @@ def read_python_stacks(
         args += ["--locals-frames", str(int(locals_frames))]
         if locals_tid is not None:
             args += ["--locals-tid", str(int(locals_tid))]
-    payload = as_debugger(session).python_stacks(args)
-    return parse_walk_result(payload)
+    return args
+
+
+def read_python_stacks(session, **arguments) -> WalkResult:
+    """Run the walker (a Debugger, the in-process walker, or a GdbSession with the core loaded).
+    With imports, the result also lists the top-level modules of sys.modules. runtime: where
+    _PyRuntime was located in the core, for a walker without the interpreter's symbols."""
+    return as_debugger(session).python_stacks(walker_arguments(**arguments))
 
 
 # --------------------------------------------------------------------------- placing frames

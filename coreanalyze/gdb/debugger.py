@@ -8,6 +8,7 @@ from typing import Any
 from coreanalyze.debugger import Debugger, DebuggerFrame, DebuggerThread, Instruction
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.session import GdbSession, mi_quote
+from coreanalyze.pywalk import WalkResult, parse_walk_result
 from coreanalyze.resources import GDB_SCRIPTS
 
 PYSTACKS_SCRIPT = GDB_SCRIPTS / "pystacks.py"
@@ -152,18 +153,18 @@ class GdbDebugger:
                     ranges.append((lo, hi, lib.get("target-name") or lib.get("id") or ""))
         return ranges
 
-    def python_stacks(self, arguments: list[str]) -> dict[str, Any]:
+    def python_stacks(self, arguments: list[str]) -> WalkResult:
         """Run the walker in gdb, sourcing it first when this gdb does not have it yet."""
         command = " ".join([PYSTACKS_COMMAND, *arguments])
         try:
-            return self.session.mi(command, timeout=PYSTACKS_TIMEOUT)
+            return parse_walk_result(self.session.mi(command, timeout=PYSTACKS_TIMEOUT))
         except GdbTimeout:
             raise
         except GdbError as e:
             if "Undefined MI command" not in str(e):
                 raise
         self.session.source(str(PYSTACKS_SCRIPT))
-        return self.session.mi(command, timeout=PYSTACKS_TIMEOUT)
+        return parse_walk_result(self.session.mi(command, timeout=PYSTACKS_TIMEOUT))
 
 
 def _frame(raw: dict[str, Any]) -> DebuggerFrame:

@@ -9,7 +9,7 @@ the gdb-hosted target reads the very same document from the same core.
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 
 import pytest
 from support.pycrash import INTERPRETERS, LOAD_WEIGHTS_LOCALS, crash, marker_line, pystack_threads, python_minor, short_name
@@ -156,15 +156,19 @@ def test_gdb_and_in_process_targets_read_the_same(python_cores, which, script):
     (only the layout's source differs where gdb reads the interpreter's DWARF)."""
     from support.require import require
 
+    from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.gdb.debugger import GdbDebugger
     from coreanalyze.gdb.session import GdbSession
+    from coreanalyze.process import Process
 
     require("gdb")
     case = crash(python_cores, script, which)
-    ours = in_process_walk(case, locals=True, imports=True)
+    arguments = ["--locals", "--imports"]
+    with read_core(case.core) as notes:
+        ours = InProcessWalker(Process(notes), module_table(notes, executable=str(case.exe))).python_stacks(arguments)
     with GdbSession() as session:
         session.load(case.core, executable=case.exe)
-        theirs = json.loads(GdbDebugger(session).python_stacks(["--locals", "--imports"])["json"])
-    assert ours.pop("layout") == IN_PROCESS_LAYOUT[which]
-    theirs.pop("layout")
-    assert ours == theirs
+        theirs = GdbDebugger(session).python_stacks(arguments)
+    assert ours.layout == IN_PROCESS_LAYOUT[which]
+    assert replace(ours, layout=None) == replace(theirs, layout=None)
+    assert ours.threads and ours.imports
