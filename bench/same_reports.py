@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/same_reports.py --reference main          # C and Python crashers
     .venv/bin/python bench/same_reports.py --reference main --tf     # and the TensorFlow corpus
+    .venv/bin/python bench/same_reports.py --reference main --tf-scenario allocator_heap_corruption
 
 Builds the crashers' cores once (tests/support/coregen.py, tests/support/tfcores.py), then runs the CLI of the
 reference revision (exported with `git archive` into a temporary directory) and of this source
@@ -30,7 +31,7 @@ FORMATS = ("json", "html", "text", "markdown")
 PYTHON_SCRIPTS = ("three_deep.py", "broken_caller.py", "sleeper_thread.py")
 
 
-def corpus(root: Path, with_tf: bool) -> list[dict]:
+def corpus(root: Path, with_tf: bool, tf_scenarios: list[str] = ()) -> list[dict]:
     from support.corecache import C_CRASHERS, CoreCache
     from support.paths import PYCRASHERS
     from support.pythons import SYSTEM_PYTHON, pyenv_python
@@ -43,11 +44,11 @@ def corpus(root: Path, with_tf: bool) -> list[dict]:
             continue
         for script in PYTHON_SCRIPTS:
             cases.append(cache.python_crash(f"{script}-{minor}", exe, PYCRASHERS / script))
-    if with_tf:
+    if with_tf or tf_scenarios:
         from support.tfcores import SCENARIOS, TFCoreCache, require_tensorflow
 
         tf = TFCoreCache(root / "tfcores", require_tensorflow())
-        cases += [tf.get(name) for name in SCENARIOS]
+        cases += [tf.get(name) for name in (SCENARIOS if with_tf else tf_scenarios)]
     return [{"name": c.name, "core": str(c.core), "exe": str(c.exe)} for c in cases]
 
 
@@ -86,6 +87,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", required=True, help="git revision to compare with (e.g. main)")
     parser.add_argument("--tf", action="store_true", help="include the TensorFlow corpus (~300 MB per core)")
+    parser.add_argument("--tf-scenario", action="append", default=[], metavar="NAME",
+                        help="include this TensorFlow scenario (tests/support/tfcores.py); may be repeated")  # fmt: skip
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="same-reports-") as tmp:
         root = Path(tmp)
@@ -93,7 +96,7 @@ def main() -> int:
         reference.mkdir()
         archive = subprocess.run(["git", "-C", str(REPO), "archive", options.reference], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(reference)], input=archive.stdout, check=True)
-        cases = corpus(root, options.tf)
+        cases = corpus(root, options.tf, options.tf_scenario)
         reports(reference, cases, root / "reference-reports")
         reports(REPO, cases, root / "reports")
         bad = differing(root / "reference-reports", root / "reports")

@@ -1,26 +1,23 @@
-"""Orchestration of one core's analysis: notes -> gdb -> Python frames -> classify.
+"""Orchestration of one core's analysis: the core's notes -> the Process -> the declared stages
+(coreanalyze.stages: files, modules, the debugger's unwinding, Python frames, symbols, the
+crash's messages, classification), each timed.
 
-Each stage fills the one Report; when gdb breaks (missing, crashed, hung), the report is built
-from the core's notes alone and the result carries exit code 3 with the reason.
+Each stage fills the one Report; when the debugger breaks (missing, crashed, hung), the report
+is built from the core's notes alone and the result carries exit code 3 with the reason.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from dataclasses import asdict, dataclass, field, replace
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
-from coreanalyze import __version__, background
-from coreanalyze.arch import stack_pointer
-from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
-from coreanalyze.errors import EXIT_OK, BadInput, DebuggerError
-from coreanalyze.model import Report, SignalInfo
-from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.corefile import read_core
+from coreanalyze.errors import EXIT_OK
+from coreanalyze.model import Report
 from coreanalyze.process import Process
-from coreanalyze.provenance import mark_debug_files, mark_sources
-from coreanalyze.vocabulary import ModuleStatus
+from coreanalyze.stages import STAGES, Context, OpenDebugger, Rules, new_report
 
 
 @dataclass
@@ -47,234 +44,50 @@ class AnalysisResult:
     report: Report
     failure: str | None = None  # why the analysis is partial
     exit_code: int = EXIT_OK
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
 
 
-def _resolve_executable(notes, options: AnalyzeOptions, report: Report) -> str | None:
-    """The binary to give gdb: --python when given, else the core's own executable."""
-    core_exe = notes.executable
-    if options.python:
-        given = Path(options.python)
-        if not given.exists():
-            raise BadInput(f"--python {options.python}: no such file")
-        if given.is_dir():
-            raise BadInput(f"--python {options.python} is a directory, not a program")
-        with open(given, "rb") as f:
-            if f.read(4) != b"\x7fELF":
-                raise BadInput(f"--python {options.python} is not an ELF executable (a script or wrapper?)")
-        core_id = notes.build_ids.get(core_exe) if core_exe else None
-        given_id = elf_build_id(str(given))
-        if core_id and given_id and core_id != given_id:
-            report.warnings.append(
-                f"--python {options.python} is not the program that dumped this core "
-                f"(build-id {given_id} here, {core_id} in the core: {core_exe}); frames may be wrong"
-            )
-        elif core_exe and not core_id and os.path.basename(os.path.realpath(given)) != os.path.basename(core_exe):
-            report.warnings.append(f"--python {options.python} may not be the program that dumped this core ({core_exe})")
-        return str(given)
-    if not core_exe:
-        report.warnings.append("the core does not name its executable; pass --python")
-        return None
-    local = Path(options.sysroot, core_exe.lstrip("/")) if options.sysroot else Path(core_exe)
-    if local.is_file():
-        return str(local)
-    report.warnings.append(f"the core's executable {core_exe} is not on this machine; pass --python or --sysroot")
-    return None
-
-
-def _merge_signal(primary: SignalInfo, extra: SignalInfo | None) -> None:
-    """The core's own siginfo is authoritative; gdb's $_siginfo only fills gaps."""
-    if extra is None:
-        return
-    for name in ("number", "name", "code", "code_name", "address", "sender_pid", "sender_uid"):
-        if getattr(primary, name) is None and getattr(extra, name) is not None:
-            setattr(primary, name, getattr(extra, name))
-
-
-def _mark_unreliable(report: Report) -> None:
-    bad = {m.path for m in report.modules if m.status.unreliable}
-    if not bad:
-        return
-    for thread in report.threads:
-        for frame in thread.frames:
-            if frame.module in bad:
-                frame.reliable = False
-
-
-def _looks_like_python(report: Report) -> bool:
-    names = [os.path.basename(m.path) for m in report.modules]
-    if report.core and report.core.executable:
-        names.append(os.path.basename(report.core.executable))
-    return any(n.startswith(("python", "libpython")) for n in names)
-
-
-def _link_map(notes, executable: str | None, options: AnalyzeOptions, report: Report):
-    """For a core without a file list: the objects placed from the loader's list in memory,
-    which then stand in for the file list (None when the core has one, or nothing was found)."""
-    from coreanalyze.corefile.buildids import build_ids_from_memory
-    from coreanalyze.linkmap import needs_link_map, read_link_map
-
-    if not needs_link_map(notes):
-        return None
-    link_map = read_link_map(notes, executable, options.sysroot)
-    report.warnings.extend(link_map.warnings)
-    if not link_map.objects:
-        return None
-    notes.mappings = link_map.mappings
-    # The build-ids in first pages the core kept (a library whose headers sit in a read-only,
-    # non-executable segment: qemu dumps those) can be read only now that the files are placed.
-    notes.build_ids = {**build_ids_from_memory(notes), **notes.build_ids}
-    report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(link_map.objects)} objects)")
-    return link_map
-
-
-def _place_fetched(notes, executable: str | None, overlay: str, link_map, report: Report):
-    """The link map again, now that fetched libraries stand in the overlay sysroot: gdb gets
-    their files (the places are the same, read from the same list), and only what is still
-    not here is warned about."""
-    from coreanalyze.linkmap import read_link_map
-
-    placed = read_link_map(notes, executable, overlay)
-    if not placed.objects:
-        return link_map
-    report.warnings = [w for w in report.warnings if w not in link_map.warnings] + placed.warnings
-    return placed
-
-
-def _modules_of_frames(report: Report, notes) -> None:
-    """Frames' modules from the placed files: gdb, given them as symbol files rather than
-    shared libraries, names none."""
-    placed = []
-    for thread in report.threads:
-        for frame in thread.frames:
-            if frame.module is None and frame.pc is not None and frame.kind == "native":
-                mapping = notes.mapping_containing(frame.pc)
-                frame.module = mapping.path if mapping else None
-                if mapping is not None:
-                    placed.append(f"thread {thread.tid}: frame #{frame.index} ")
-    # gdb, not given the placed files' ranges, took these unnamed frames for strays.
-    report.warnings = [w for w in report.warnings if not (w.startswith(tuple(placed)) and "outside every mapped file" in w)]
-
-
-def _fast_libraries(notes, report: Report, options: AnalyzeOptions, debug_dirs: list[str]):
-    """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
-    if not options.fast_libraries or options.debuginfod:
-        return None  # with debuginfod, gdb may fetch debug info for any library
-    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
-    from coreanalyze.gdb.libcopies.errors import LibraryCopyError
-
-    try:
-        return plan_fast_libraries(
-            notes,
-            report.modules,
-            sysroot=options.sysroot,
-            debug_dirs=debug_dirs,
-            **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
-        )
-    except LibraryCopyError:
-        return None  # an optimisation only: gdb then reads every library itself
-
-
-@dataclass
-class _GdbPlan:
-    """How gdb opens this core: which files, which gdb, which speed work runs beside it."""
-
-    core_path: str
-    executable: str | None
-    debug_dirs: list[str]
-    fast: Any = None  # libcopies' plan of symbol-less library copies, or None
-    gdb_pool: Any = None  # a warm pool serving one core after another, or None
-    own_gdb: Any = None  # a gdb started early for this core alone, or None
-    link_map: Any = None  # where files were loaded, for cores without NT_FILE
-    while_gdb_loads: Callable[[], None] | None = None  # called once gdb starts reading libraries
-    process: Any = None  # the core's Process: the dist-info names that version the walk's imports
-    walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
-    python_runtime: Any = None  # _PyRuntime located in the core (pyruntime.FoundRuntime), or None
-
-
-def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
-    """gdb's view of the core into the report; returns the abort message gdb found, if any."""
-    from coreanalyze.classify import load_rules
-    from coreanalyze.gdb.libcopies.naming import collected_core
-    from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
-    from coreanalyze.imported import as_dicts, imported_packages
-    from coreanalyze.linkmap import PlacingGdb
-    from coreanalyze.pystacks import add_python_frames
-
-    index_cache = default_index_cache() if options.fast_libraries else None
-    with gdb_for_analysis(
-        plan.gdb_pool,
-        gdb_path=options.gdb,
-        timeout=options.timeout,
-        debuginfod=options.debuginfod,
-        index_cache=index_cache,
-        own=plan.own_gdb,
-    ) as gdb, collected_core(
-        gdb if plan.link_map is None else PlacingGdb(gdb, plan.link_map),
-        plan.core_path,
-        executable=plan.executable,
-        sysroot=options.sysroot,
-        debug_dirs=plan.debug_dirs,
-        fast=plan.fast,
-        before_target=plan.while_gdb_loads,
-    ) as (session, analysis):
-        report.threads = analysis.threads
-        report.warnings.extend(analysis.warnings)
-        if analysis.crashing_tid is not None:
-            report.crashing_thread = analysis.crashing_tid
-        _merge_signal(report.core.signal, analysis.siginfo)
-        report.fault_instruction = analysis.fault_instruction
-        try:
-            # The walker is sourced into gdb on first use (a pooled gdb keeps it for later cores).
-            # A user's rules may name thread roles of their own; the built-in ones need no wait.
-            user_rules = load_rules(options.rules_files) if options.rules_files else None
-            # The walker runs in-process on the Process (started while gdb loaded the core).
-            stacks = add_python_frames(
-                plan.walker,
-                report.threads,
-                with_locals=options.with_locals,
-                rules=user_rules,
-                imports=True,
-                runtime=plan.python_runtime,
-            )
-        except DebuggerError as e:
-            report.warnings.append(f"Python frames could not be read: {e}")
-        else:
-            if stacks.python_version or _looks_like_python(report):
-                # A program without an interpreter has no Python frames to miss.
-                report.warnings.extend(stacks.warnings)
-            report.launched_from = stacks.launched_from
-            if stacks.python_version:
-                report.environment["python_version"] = stacks.python_version
-            if stacks.walk is not None and stacks.walk.imports:
-                # The packages of the process that died; describe_environment adds the libraries
-                # each one installed, as the wheels here recorded them.
-                report.environment["packages"] = as_dicts(
-                    imported_packages(stacks.walk.imports, plan.process.distributions_in_memory)
-                )
-        return analysis.abort_message
-
-
-def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None) -> AnalysisResult:
+def analyze_core(
+    core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None, debugger: OpenDebugger | None = None
+) -> AnalysisResult:
     """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
-    read) serve one core after another; without one, a gdb is started for this core."""
+    read) serve one core after another; without one, a gdb is started for this core.
+    debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger)."""
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
     # A bad rules file is bad input: the user's files are read before the work. The built-in
-    # rules cannot be bad; they are read while gdb works (see _Rules).
-    rules = _Rules(load_rules(options.rules_files) if options.rules_files else None)
-    notes = read_core(core_path)
+    # rules cannot be bad; they are read while the debugger works (see stages.Rules).
+    rules = Rules(load_rules(options.rules_files) if options.rules_files else None)
+    started = time.perf_counter()
+    process = Process(read_core(core_path))
     own_gdb = None
     try:
-        options, gdb_pool = _gdb_for_architecture(notes.arch, options, gdb_pool)
-        if gdb_pool is None:
-            own_gdb = _own_gdb(options)
-            own_gdb.start_early()  # comes up while the notes and libraries are read
-        return _analyze_notes(core_path, notes, options, rules, gdb_pool, own_gdb)
+        if debugger is None:
+            options, gdb_pool = _gdb_for_architecture(process.arch, options, gdb_pool)
+            if gdb_pool is None:
+                own_gdb = _own_gdb(options)
+                own_gdb.start_early()  # comes up while the notes and libraries are read
+        with ExitStack() as cleanup:
+            ctx = Context(
+                core_path, options, rules, process, new_report(process), cleanup,
+                gdb_pool=gdb_pool, own_gdb=own_gdb, open_debugger=debugger,
+            )  # fmt: skip
+            ctx.timings["core notes"] = time.perf_counter() - started
+            run_stages(ctx)
+            return AnalysisResult(ctx.report, ctx.failure, ctx.exit_code, ctx.timings)
     finally:
         if own_gdb is not None:
             own_gdb.close()
-        notes.close()
+        process.close()
+
+
+def run_stages(ctx: Context) -> None:
+    """The declared stages in order, each timed (ctx.timings)."""
+    for stage in STAGES:
+        started = time.perf_counter()
+        stage.run(ctx)
+        ctx.timings[stage.name] = time.perf_counter() - started
 
 
 def _gdb_for_architecture(arch: str, options: AnalyzeOptions, gdb_pool):
@@ -310,285 +123,3 @@ def _own_gdb(options: AnalyzeOptions):
 
     index_cache = default_index_cache() if options.fast_libraries else None
     return OwnGdb(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod, index_cache=index_cache)
-
-
-class _Rules:
-    """The rules to classify with: given, or the built-in ones compiled in the background while
-    gdb works (their few hundred patterns then cost no time)."""
-
-    def __init__(self, given) -> None:
-        self._given = given
-        self._reading: background.Job | None = None
-
-    def read_in_background(self) -> None:
-        from coreanalyze.classify import load_rules
-
-        if self._given is None and self._reading is None:
-            self._reading = background.start("rules", load_rules)
-
-    def get(self):
-        from coreanalyze.classify import load_rules
-
-        if self._given is not None:
-            return self._given
-        if self._reading is not None:
-            self._reading.wait()  # then cached: load_rules() answers at once
-        return load_rules()
-
-
-class _AbortMessageScan:
-    """find_abort_message for the crashing thread's stack pointer as the core's notes give it,
-    run in the background while gdb loads the core: the scan only reads the core file, and its
-    time then costs nothing. Its answer is used only for that same stack pointer."""
-
-    def __init__(self, process):
-        self.sp = process.stack_pointer()
-        self.signal = process.signal
-        self._memory = process.memory
-        self._job: background.Job | None = None
-
-    def start(self) -> None:
-        from coreanalyze.abortmsg import find_abort_message
-
-        if self._job is None:
-            self._job = background.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
-
-    def result_for(self, memory, sp) -> str | None:
-        from coreanalyze.abortmsg import find_abort_message
-
-        self.wait()
-        if sp == self.sp and self._job is not None and self._job.done:
-            return self._job.result()
-        # Another stack pointer, or the scan failed: scan here, where errors surface.
-        return find_abort_message(memory, sp, self.signal)
-
-    def wait(self) -> None:
-        if self._job is not None:
-            self._job.wait()
-
-
-def _uncaught_exception(report: Report, process, abort_message: str | None) -> str | None:
-    """The C++ exception the crashed thread was handling, read from the core.
-
-    Dying in std::terminate: the exception's type (as classification.detail) and libstdc++'s own
-    message with what(). Aborting inside a catch block (TensorFlow's DUCC FFT wrapper prints the
-    exception and calls abort()): the reason in its what() text is the abort message, unless the
-    program logged a CHECK / LOG(FATAL) line of its own."""
-    from coreanalyze.abortmsg import (
-        dying_of_terminate,
-        find_handled_exception,
-        find_uncaught_exception,
-        is_log_fatal,
-        reason_in,
-        searches_far_memory,
-    )
-
-    crashed = report.crashed_thread
-    if crashed is None or not searches_far_memory(process.signal):
-        return abort_message  # a fault of an instruction, not an abort
-    terminating = dying_of_terminate([f.function for f in crashed.frames])
-    read_mapped = process.read_mapped_file
-    thrown = find_handled_exception(process.memory, process.thread_pointer(), read_mapped)
-    if terminating and (thrown is None or not thrown.type):
-        thrown = find_uncaught_exception(process.memory, read_mapped) or thrown
-    if thrown is None:
-        return abort_message
-    if thrown.type:
-        report.classification.detail = thrown.type
-    if terminating:
-        if thrown.type and (not abort_message or "terminate called" not in abort_message):
-            return thrown.message()
-        return abort_message
-    if is_log_fatal(abort_message):
-        return abort_message
-    return reason_in(thrown) or abort_message
-
-
-def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules, gdb_pool=None, own_gdb=None) -> AnalysisResult:
-    report = Report(core=to_core_info(notes), tool_version=__version__)
-    report.warnings.extend(notes.warnings)
-    report.crashing_thread = notes.crashing_tid
-    report.auxv = dict(notes.auxv)
-    image = None
-    if options.sysroot:
-        from coreanalyze.image import image_sysroot, is_image
-
-        if is_image(options.sysroot):
-            # A container image: the files this core needs, copied out once into a cache
-            # directory that then serves as the sysroot (coreanalyze.image).
-            image = image_sysroot(options.sysroot, notes)
-            options = replace(options, sysroot=image.root)
-    user_sysroot = None if image is not None else options.sysroot
-    executable = _resolve_executable(notes, options, report)
-    report.core.executable_used = executable
-    link_map = _link_map(notes, executable, options, report)
-    report.modules = module_table(notes, executable=options.python, sysroot=options.sysroot)
-    # Every reader from here on takes the one Process: memory (the core, then the crashed
-    # build's files), threads, modules, and the facts read once.
-    process = Process(notes, report.modules)
-    runtime = _python_runtime(process, report)
-    with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
-        fetched = None
-        if options.fetch:
-            options, fetched = _fetch_libraries(process, report, options, overlay, runtime)
-            process.set_modules(report.modules)
-            if link_map is not None and options.sysroot == overlay:
-                link_map = _place_fetched(process, executable, overlay, link_map, report)
-        mark_sources(
-            report.modules, python=options.python, sysroot=user_sysroot, image=image,
-            wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
-        )  # fmt: skip
-        files_from = _FilesFrom(image, user_sysroot)
-        return _analyze_with_modules(
-            core_path, process, report, executable, options, rules, gdb_pool, own_gdb, link_map, files_from, runtime
-        )
-
-
-def _python_runtime(notes, report: Report):
-    """_PyRuntime located in the core when the interpreter's own files are not here (then the
-    walker starts from it, in gdb and in-process alike); None when their symbols serve."""
-    from coreanalyze.pyruntime import runtime_unless_symbols
-
-    runtime = runtime_unless_symbols(notes, report.modules)
-    if runtime is not None:
-        report.warnings.append(runtime.note())
-        report.environment["python_runtime"] = f"located by scanning the core ({runtime.how})"
-    return runtime
-
-
-def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: str, runtime=None):
-    """Fetch what is missing (see coreanalyze.fetch); the options then use the overlay sysroot.
-    Returns (options, the FetchResult or None when nothing was tried). runtime: _PyRuntime as
-    located in the core, when the interpreter's files are not here."""
-    from coreanalyze.coretarget import walk_core
-    from coreanalyze.fetch import fetch_missing
-    from coreanalyze.fetch.overlay import build_overlay
-    from coreanalyze.imported import as_dicts, imported_packages
-    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
-
-    walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
-    packages = as_dicts(imported_packages(walk.get("imports") or [], notes.distributions_in_memory))
-    python_version = walk.get("python_version")
-    if not python_version or not report.core.arch:
-        report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
-        return options, None
-    result = fetch_missing(
-        notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
-    )
-    report.environment["fetch_attempts"] = [asdict(a) for a in result.attempts]
-    if result.unfetched:
-        report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
-    if not result.files:
-        return options, result
-    build_overlay(overlay, notes, report.modules, result.files)
-    report.modules = module_table(notes, executable=options.python, sysroot=overlay)
-    for module in report.modules:
-        if module.path in result.files:
-            module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
-    debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
-    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
-    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
-
-
-def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
-    from coreanalyze.packages import site_packages_of
-
-    if options.fetch:
-        return
-    absent = [m for m in report.modules if m.status.unreliable and site_packages_of(m.path) is not None]
-    if absent:
-        report.warnings.append(
-            f"{len(absent)} site-packages libraries of the core are missing or different here;"
-            " --fetch downloads their wheels with pip and uses those that match the core"
-        )
-
-
-@dataclass
-class _FilesFrom:
-    """Where the files given to the analysis came from, for the report (coreanalyze.provenance)."""
-
-    image: Any  # an ImageSysroot when --sysroot named an image
-    sysroot: str | None  # the user's --sysroot directory
-
-
-def _analyze_with_modules(
-    core_path: str, notes, report: Report, executable, options: AnalyzeOptions, rules, gdb_pool, own_gdb, link_map,
-    files_from: _FilesFrom, runtime=None,
-):  # fmt: skip
-    from coreanalyze.classify import classify
-    from coreanalyze.coretarget import InProcessWalker
-    from coreanalyze.environment import describe_environment
-    from coreanalyze.hang import classify_hang
-    from coreanalyze.opinstance import add_op_instance
-    from coreanalyze.pystacks import walker_arguments
-    from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
-
-    failure = None
-    exit_code = EXIT_OK
-    abort_message = None
-    symbolizer = Symbolizer(options.debug_dirs, options.sysroot)
-    gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
-    fast = _fast_libraries(notes, report, options, gdb_debug_dirs)
-    abort_scan = _AbortMessageScan(notes)
-    walker = InProcessWalker(notes, report.modules)
-    walk_arguments = walker_arguments(
-        with_locals=options.with_locals, locals_tid=notes.crashing_tid, imports=True, runtime=runtime
-    )
-
-    def while_gdb_loads() -> None:
-        # Python work that needs no gdb, in threads while gdb reads the core's libraries (the
-        # commands before that would only be slowed down by threads wanting the interpreter).
-        abort_scan.start()
-        walker.start(walk_arguments)
-        notes.scan_in_background()
-        rules.read_in_background()
-        if fast is not None:
-            fast.order_in_background()
-    try:
-        plan = _GdbPlan(
-            core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes, walker, runtime
-        )
-        abort_message = _run_gdb(report, options, plan)
-    except DebuggerError as e:
-        failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
-        report.warnings.append(failure)
-        report.threads = threads_from_notes(notes)
-    finally:
-        if fast is not None:
-            fast.close()
-        abort_scan.wait()  # it reads the core, which the caller closes after this returns
-        walker.wait()
-        notes.wait()
-    if not report.threads:
-        report.threads = threads_from_notes(notes)
-    if link_map is not None:
-        _modules_of_frames(report, notes)
-    for thread in report.threads:
-        thread.crashed = thread.tid == report.crashing_thread
-
-    _mark_unreliable(report)
-    try:
-        report.warnings.extend(
-            improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer, notes=notes)
-        )
-        in_frames = {f.module for t in report.threads for f in t.frames if f.module}
-        mark_debug_files(
-            [m for m in report.modules if m.path in in_frames], symbolizer.debug_file_for,
-            debug_dirs=options.debug_dirs, sysroot=files_from.sysroot, image=files_from.image,
-        )  # fmt: skip
-    finally:
-        symbolizer.close()
-    if not abort_message:
-        crashed = report.crashed_thread
-        sp = stack_pointer(crashed.registers, notes.arch) if crashed else None
-        abort_message = abort_scan.result_for(notes.memory, sp)
-    abort_message = _uncaught_exception(report, notes, abort_message)
-    report.environment.update(describe_environment(notes, report, include_env=options.include_env))
-    _suggest_fetch(report, options)
-    # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
-    hang = classify_hang(report, notes, rules.get())
-    report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
-    if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
-        add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
-    return AnalysisResult(report, failure, exit_code)

@@ -1,9 +1,11 @@
 """The debugger seam: what the analysis asks of a debugger that has a core open.
 
-gdb over GDB/MI (coreanalyze.gdb.debugger.GdbDebugger) is the implementation today. The stage
-that reads threads, frames and the crash (coreanalyze.gdb.collect) and the Python-frame stage
-(coreanalyze.pystacks) speak only this protocol, so another debugger (lldb, an in-process
-unwinder) can be added without touching the orchestration.
+gdb over GDB/MI (coreanalyze.gdb.debugger.GdbDebugger) is the implementation today: an unwinder
+(threads' native frames, registers per frame, disassembly, DWARF lines) with the core open. The
+stage that reads threads, frames and the crash (coreanalyze.gdb.collect) speaks only this
+protocol, in no debugger's syntax, so another debugger (lldb, an in-process unwinder) can be
+added without touching the orchestration. The CPython walker answers python_stacks in-process
+(coreanalyze.coretarget.InProcessWalker); gdb's own answer remains for tools and tests.
 
 A request the debugger cannot answer raises coreanalyze.errors.DebuggerError;
 DebuggerTimeout when it stopped answering at all (the analysis then ends).
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from coreanalyze.model import SignalInfo
 from coreanalyze.pywalk import WalkResult
 
 
@@ -60,6 +63,12 @@ class Debugger(Protocol):
 
     def evaluate(self, expression: str, thread: str | None = None) -> str | None:
         """An expression's value as the debugger prints it; None when it cannot evaluate it."""
+
+    def siginfo(self, thread: str | None = None) -> SignalInfo | None:
+        """The signal a thread received, as the debugger reads it (None when it cannot)."""
+
+    def symbol_address(self, name: str) -> int | None:
+        """The address of a global symbol in the core's process (None when it is unknown)."""
 
     def instruction_at(self, thread: str, pc: int, length: int) -> Instruction | None:
         """The instruction at pc (disassembling at most length bytes)."""

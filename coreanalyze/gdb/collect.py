@@ -10,12 +10,11 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from .. import model, signals
+from .. import model
 from ..debugger import Debugger, DebuggerFrame
 from ..demangle import demangle
 from ..errors import DebuggerError, DebuggerTimeout
 from .debugger import as_debugger
-from .debugger import to_int as _to_int
 from .session import GdbSession
 
 # General-purpose registers worth keeping per architecture; vector and x87 state is noise
@@ -33,6 +32,8 @@ GENERAL_REGISTERS = frozenset(
 
 
 MAX_ABORT_MESSAGE = 4096
+# The targets read (x86_64, aarch64) are 64-bit.
+POINTER_SIZE = 8
 # Instruction bytes disassembled at the crashing pc.
 DISASSEMBLY_BYTES = 16
 
@@ -186,25 +187,6 @@ def _registers(debugger: Debugger, ref: _ThreadRef, numbers: dict[int, str]) -> 
 # --------------------------------------------------------------------------- signal, fault
 
 
-def _siginfo(debugger: Debugger, ref: _ThreadRef | None) -> model.SignalInfo | None:
-    def field_(expr: str) -> int | None:
-        return _to_int(debugger.evaluate(expr, ref.gdb_id if ref else None))
-
-    number = field_("$_siginfo.si_signo")
-    if number is None:
-        return None
-    info = model.SignalInfo(number=number, name=signals.signal_name(number))
-    info.code = field_("$_siginfo.si_code")
-    info.errno = field_("$_siginfo.si_errno")
-    info.code_name = signals.code_name(info.name, info.code)
-    if info.code is not None and info.code <= 0:
-        info.sender_pid = field_("$_siginfo._sifields._kill.si_pid")
-        info.sender_uid = field_("$_siginfo._sifields._kill.si_uid")
-    elif info.name in signals.FAULT_ADDRESS_SIGNALS:
-        info.address = field_("$_siginfo._sifields._sigfault.si_addr")
-    return info
-
-
 def _fault_instruction(debugger: Debugger, ref: _ThreadRef, pc: int | None) -> tuple[str | None, int | None]:
     """'0x... <func+off>: insn' at the crashing pc, and the offset into its function."""
     if pc is None:
@@ -226,12 +208,11 @@ def abort_message(session: GdbSession | Debugger) -> str | None:
     msg[];}`; it is read as raw memory so that no libc debug info is needed.
     """
     debugger = as_debugger(session)
-    address = _to_int(debugger.evaluate("(unsigned long)&__abort_msg"))
+    address = debugger.symbol_address("__abort_msg")
     if not address:
         return None
-    pointer_size = _to_int(debugger.evaluate("sizeof(void *)")) or 8
-    raw_pointer = debugger.read_memory(address, pointer_size)
-    if raw_pointer is None or len(raw_pointer) != pointer_size:
+    raw_pointer = debugger.read_memory(address, POINTER_SIZE)
+    if raw_pointer is None or len(raw_pointer) != POINTER_SIZE:
         return None
     struct_address = int.from_bytes(raw_pointer, "little")
     if struct_address == 0:
@@ -292,7 +273,7 @@ def collect(session: GdbSession | Debugger, *, max_frames: int = 256, max_thread
         thread.registers = _registers(debugger, ref, register_numbers)
         result.threads.append(thread)
 
-    result.siginfo = _siginfo(debugger, crashing)
+    result.siginfo = debugger.siginfo(crashing.gdb_id)
     crashed = next(t for t in result.threads if t.crashed)
     pc = crashed.frames[0].pc if crashed.frames else crashed.registers.get("rip", crashed.registers.get("pc"))
     result.fault_instruction, offset = _fault_instruction(debugger, crashing, pc)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from coreanalyze import signals
 from coreanalyze.debugger import Debugger, DebuggerFrame, DebuggerThread, Instruction
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.session import GdbSession, mi_quote
+from coreanalyze.model import SignalInfo
 from coreanalyze.pywalk import WalkResult, parse_walk_result
 from coreanalyze.resources import GDB_SCRIPTS
 
@@ -114,6 +116,29 @@ class GdbDebugger:
         except GdbError:
             return None
         return value if isinstance(value, str) else None
+
+    def siginfo(self, thread: str | None = None) -> SignalInfo | None:
+        """gdb's `$_siginfo` of a thread (what the kernel saved with the thread's registers)."""
+
+        def field(expr: str) -> int | None:
+            return to_int(self.evaluate(f"$_siginfo.{expr}", thread))
+
+        number = field("si_signo")
+        if number is None:
+            return None
+        info = SignalInfo(number=number, name=signals.signal_name(number))
+        info.code = field("si_code")
+        info.errno = field("si_errno")
+        info.code_name = signals.code_name(info.name, info.code)
+        if info.code is not None and info.code <= 0:
+            info.sender_pid = field("_sifields._kill.si_pid")
+            info.sender_uid = field("_sifields._kill.si_uid")
+        elif info.name in signals.FAULT_ADDRESS_SIGNALS:
+            info.address = field("_sifields._sigfault.si_addr")
+        return info
+
+    def symbol_address(self, name: str) -> int | None:
+        return to_int(self.evaluate(f"(unsigned long)&{name}"))
 
     def instruction_at(self, thread: str, pc: int, length: int) -> Instruction | None:
         try:

@@ -1,0 +1,607 @@
+"""The stages of one core's analysis, declared in order over one Context.
+
+Each stage is a function of the Context: it reads what earlier stages left there and adds its
+own part (the report, the Process, the options as the image or --fetch changed them). The list
+is the pipeline; coreanalyze.analyze runs it, times each stage, and turns a debugger that broke
+(DebuggerError) into a report from the core's notes alone with exit code 3.
+
+The debugger stage unwinds through the Debugger protocol (gdb by default, any unwinder given to
+analyze_core); everything else reads the Process (coreanalyze.process).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from coreanalyze import __version__, background
+from coreanalyze.arch import stack_pointer
+from coreanalyze.corefile import threads_from_notes, to_core_info
+from coreanalyze.errors import EXIT_OK, BadInput, DebuggerError
+from coreanalyze.model import Report, SignalInfo
+from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.process import Process
+from coreanalyze.provenance import mark_debug_files, mark_sources
+from coreanalyze.vocabulary import ModuleStatus
+
+# An unwinder for a core instead of gdb: called with the Context once the Process and its
+# modules are known, it yields (Debugger, GdbAnalysis); see coreanalyze.gdb.collect.
+OpenDebugger = Callable[["Context"], Any]
+
+
+@dataclass
+class Context:
+    """What one core's analysis knows so far; each stage reads it and adds to it."""
+
+    core_path: str
+    options: Any  # coreanalyze.analyze.AnalyzeOptions; the image and --fetch replace it
+    rules: Rules
+    process: Process
+    report: Report
+    cleanup: ExitStack
+    gdb_pool: Any = None  # a warm pool serving one core after another, or None
+    own_gdb: Any = None  # a gdb started early for this core alone, or None
+    open_debugger: OpenDebugger | None = None  # an unwinder instead of gdb
+    image: Any = None  # an ImageSysroot when --sysroot named an image
+    user_sysroot: str | None = None  # the user's --sysroot directory
+    executable: str | None = None  # the program given to the debugger
+    link_map: Any = None  # where files were loaded, for cores without NT_FILE
+    runtime: Any = None  # _PyRuntime located in the core (pyruntime.FoundRuntime), or None
+    fetched: Any = None  # what --fetch found (fetch.FetchResult), or None
+    symbolizer: Any = None
+    debugger_debug_dirs: list[str] = field(default_factory=list)
+    fast: Any = None  # libcopies' plan of symbol-less library copies, or None
+    abort_scan: AbortMessageScan | None = None
+    walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
+    abort_message: str | None = None
+    failure: str | None = None  # why the analysis is partial
+    exit_code: int = EXIT_OK
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+
+    @property
+    def notes(self):
+        return self.process.notes
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Context], None]
+
+
+def new_report(process: Process) -> Report:
+    report = Report(core=to_core_info(process.notes), tool_version=__version__)
+    report.warnings.extend(process.notes.warnings)
+    report.crashing_thread = process.crashing_tid
+    report.auxv = dict(process.auxv)
+    return report
+
+
+# --------------------------------------------------------------------------- files
+
+
+def image_sysroot(ctx: Context) -> None:
+    """A container image as --sysroot: the files this core needs, copied out once into a cache
+    directory that then serves as the sysroot (coreanalyze.image)."""
+    options = ctx.options
+    if options.sysroot:
+        from coreanalyze.image import image_sysroot as unpack
+        from coreanalyze.image import is_image
+
+        if is_image(options.sysroot):
+            ctx.image = unpack(options.sysroot, ctx.notes)
+            ctx.options = replace(options, sysroot=ctx.image.root)
+    ctx.user_sysroot = None if ctx.image is not None else ctx.options.sysroot
+
+
+def executable(ctx: Context) -> None:
+    ctx.executable = resolve_executable(ctx.notes, ctx.options, ctx.report)
+    ctx.report.core.executable_used = ctx.executable
+
+
+def resolve_executable(notes, options, report: Report) -> str | None:
+    """The binary to give the debugger: --python when given, else the core's own executable."""
+    core_exe = notes.executable
+    if options.python:
+        given = Path(options.python)
+        if not given.exists():
+            raise BadInput(f"--python {options.python}: no such file")
+        if given.is_dir():
+            raise BadInput(f"--python {options.python} is a directory, not a program")
+        with open(given, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                raise BadInput(f"--python {options.python} is not an ELF executable (a script or wrapper?)")
+        core_id = notes.build_ids.get(core_exe) if core_exe else None
+        given_id = elf_build_id(str(given))
+        if core_id and given_id and core_id != given_id:
+            report.warnings.append(
+                f"--python {options.python} is not the program that dumped this core "
+                f"(build-id {given_id} here, {core_id} in the core: {core_exe}); frames may be wrong"
+            )
+        elif core_exe and not core_id and os.path.basename(os.path.realpath(given)) != os.path.basename(core_exe):
+            report.warnings.append(f"--python {options.python} may not be the program that dumped this core ({core_exe})")
+        return str(given)
+    if not core_exe:
+        report.warnings.append("the core does not name its executable; pass --python")
+        return None
+    local = Path(options.sysroot, core_exe.lstrip("/")) if options.sysroot else Path(core_exe)
+    if local.is_file():
+        return str(local)
+    report.warnings.append(f"the core's executable {core_exe} is not on this machine; pass --python or --sysroot")
+    return None
+
+
+def link_map(ctx: Context) -> None:
+    """For a core without a file list: the objects placed from the loader's list in memory,
+    which then stand in for the file list (none when the core has one, or nothing was found)."""
+    from coreanalyze.corefile.buildids import build_ids_from_memory
+    from coreanalyze.linkmap import needs_link_map, read_link_map
+
+    notes, report = ctx.notes, ctx.report
+    if not needs_link_map(notes):
+        return
+    placed = read_link_map(ctx.process, ctx.executable, ctx.options.sysroot)
+    report.warnings.extend(placed.warnings)
+    if not placed.objects:
+        return
+    notes.mappings = placed.mappings
+    # The build-ids in first pages the core kept (a library whose headers sit in a read-only,
+    # non-executable segment: qemu dumps those) can be read only now that the files are placed.
+    notes.build_ids = {**build_ids_from_memory(notes), **notes.build_ids}
+    report.warnings.append(f"the files' places were read from the dynamic linker's list in memory ({len(placed.objects)} objects)")
+    ctx.link_map = placed
+
+
+def modules(ctx: Context) -> None:
+    """The module table; from here on the Process reads the crashed build's files it names."""
+    ctx.report.modules = module_table(ctx.notes, executable=ctx.options.python, sysroot=ctx.options.sysroot)
+    ctx.process.set_modules(ctx.report.modules)
+
+
+def python_runtime(ctx: Context) -> None:
+    """_PyRuntime located in the core when the interpreter's own files are not here (then the
+    walker starts from it); none when their symbols serve."""
+    from coreanalyze.pyruntime import runtime_unless_symbols
+
+    ctx.runtime = runtime_unless_symbols(ctx.process, ctx.report.modules)
+    if ctx.runtime is not None:
+        ctx.report.warnings.append(ctx.runtime.note())
+        ctx.report.environment["python_runtime"] = f"located by scanning the core ({ctx.runtime.how})"
+
+
+def fetch(ctx: Context) -> None:
+    """--fetch: the missing site-packages libraries, downloaded and verified, in an overlay
+    sysroot that the options then name (coreanalyze.fetch)."""
+    if not ctx.options.fetch:
+        return
+    import tempfile
+
+    overlay = ctx.cleanup.enter_context(tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-"))
+    ctx.options, ctx.fetched = fetch_libraries(ctx.process, ctx.report, ctx.options, overlay, ctx.runtime)
+    ctx.process.set_modules(ctx.report.modules)
+    if ctx.link_map is not None and ctx.options.sysroot == overlay:
+        ctx.link_map = place_fetched(ctx.process, ctx.executable, overlay, ctx.link_map, ctx.report)
+
+
+def fetch_libraries(process: Process, report: Report, options, overlay: str, runtime=None):
+    """Fetch what is missing; the options then use the overlay sysroot. Returns (options, the
+    FetchResult or None when nothing was tried)."""
+    from coreanalyze.coretarget import walk_core
+    from coreanalyze.fetch import fetch_missing
+    from coreanalyze.fetch.overlay import build_overlay
+    from coreanalyze.imported import as_dicts, imported_packages
+    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
+
+    walk = walk_core(process, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
+    packages = as_dicts(imported_packages(walk.get("imports") or [], process.distributions_in_memory))
+    python_version = walk.get("python_version")
+    if not python_version or not report.core.arch:
+        report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
+        return options, None
+    result = fetch_missing(
+        process, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
+    )
+    report.environment["fetch_attempts"] = [asdict(a) for a in result.attempts]
+    if result.unfetched:
+        report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
+    if not result.files:
+        return options, result
+    build_overlay(overlay, process, report.modules, result.files)
+    report.modules = module_table(process, executable=options.python, sysroot=overlay)
+    for module in report.modules:
+        if module.path in result.files:
+            module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
+    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
+    debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
+    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
+
+
+def place_fetched(process: Process, executable: str | None, overlay: str, placed, report: Report):
+    """The link map again, now that fetched libraries stand in the overlay sysroot: the debugger
+    gets their files (the places are the same, read from the same list), and only what is
+    still not here is warned about."""
+    from coreanalyze.linkmap import read_link_map
+
+    again = read_link_map(process, executable, overlay)
+    if not again.objects:
+        return placed
+    report.warnings = [w for w in report.warnings if w not in placed.warnings] + again.warnings
+    return again
+
+
+def provenance(ctx: Context) -> None:
+    fetched = ctx.fetched
+    mark_sources(
+        ctx.report.modules, python=ctx.options.python, sysroot=ctx.user_sysroot, image=ctx.image,
+        wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the debugger
+
+
+def prepare_debugger(ctx: Context) -> None:
+    """What the debugger is given (debug directories, symbol-less copies of huge libraries) and
+    the work that runs beside it while it loads the core."""
+    from coreanalyze.coretarget import InProcessWalker
+    from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb
+
+    options = ctx.options
+    ctx.symbolizer = ctx.cleanup.enter_context(Symbolizer(options.debug_dirs, options.sysroot))
+    ctx.debugger_debug_dirs = debug_dirs_for_gdb(ctx.report, options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer)
+    ctx.fast = fast_libraries(ctx)
+    ctx.abort_scan = AbortMessageScan(ctx.process)
+    ctx.walker = InProcessWalker(ctx.process, ctx.report.modules)
+
+
+def while_debugger_loads(ctx: Context) -> Callable[[], None]:
+    def start() -> None:
+        # Python work that needs no debugger, in threads while it reads the core's libraries
+        # (the commands before that would only be slowed down by threads wanting the interpreter).
+        from coreanalyze.pystacks import walker_arguments
+
+        ctx.abort_scan.start()
+        ctx.walker.start(_walk_arguments(ctx, walker_arguments))
+        ctx.process.scan_in_background()
+        ctx.rules.read_in_background()
+        if ctx.fast is not None:
+            ctx.fast.order_in_background()
+
+    return start
+
+
+def _walk_arguments(ctx: Context, walker_arguments, locals_tid: int | None = None) -> list[str]:
+    tid = ctx.process.crashing_tid if locals_tid is None else locals_tid
+    return walker_arguments(with_locals=ctx.options.with_locals, locals_tid=tid, imports=True, runtime=ctx.runtime)
+
+
+def fast_libraries(ctx: Context):
+    """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
+    options = ctx.options
+    if ctx.open_debugger is not None or not options.fast_libraries or options.debuginfod:
+        return None  # with debuginfod, gdb may fetch debug info for any library
+    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
+    from coreanalyze.gdb.libcopies.errors import LibraryCopyError
+
+    try:
+        return plan_fast_libraries(
+            ctx.process,
+            ctx.report.modules,
+            sysroot=options.sysroot,
+            debug_dirs=ctx.debugger_debug_dirs,
+            **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
+        )
+    except LibraryCopyError:
+        return None  # an optimisation only: gdb then reads every library itself
+
+
+def debugger(ctx: Context) -> None:
+    """The unwinder's view of the core into the report: threads, native frames, registers, the
+    faulting instruction; then the Python frames, placed among them. A debugger that breaks
+    leaves the report to the core's notes (exit code 3)."""
+    try:
+        with ExitStack() as stack:
+            if ctx.fast is not None:
+                stack.callback(ctx.fast.close)
+            stack.callback(ctx.process.wait)
+            stack.callback(ctx.walker.wait)
+            stack.callback(ctx.abort_scan.wait)  # they read the core, which is closed after
+            with _opened_debugger(ctx) as (unwinder, analysis):
+                _take_analysis(ctx, analysis)
+                _python_frames(ctx)
+    except DebuggerError as e:
+        ctx.failure, ctx.exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
+        ctx.report.warnings.append(ctx.failure)
+        ctx.report.threads = threads_from_notes(ctx.notes)
+
+
+def _opened_debugger(ctx: Context):
+    if ctx.open_debugger is not None:
+        return ctx.open_debugger(ctx)
+    return _opened_gdb(ctx)
+
+
+@contextmanager
+def _opened_gdb(ctx: Context) -> Iterator:
+    from coreanalyze.gdb.libcopies.naming import collected_core
+    from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
+    from coreanalyze.linkmap import PlacingGdb
+
+    options = ctx.options
+    index_cache = default_index_cache() if options.fast_libraries else None
+    with gdb_for_analysis(
+        ctx.gdb_pool, gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod,
+        index_cache=index_cache, own=ctx.own_gdb,
+    ) as gdb, collected_core(
+        gdb if ctx.link_map is None else PlacingGdb(gdb, ctx.link_map), ctx.core_path, executable=ctx.executable,
+        sysroot=options.sysroot, debug_dirs=ctx.debugger_debug_dirs, fast=ctx.fast,
+        before_target=while_debugger_loads(ctx),
+    ) as opened:  # fmt: skip
+        yield opened
+
+
+def _take_analysis(ctx: Context, analysis) -> None:
+    report = ctx.report
+    report.threads = analysis.threads
+    report.warnings.extend(analysis.warnings)
+    if analysis.crashing_tid is not None:
+        report.crashing_thread = analysis.crashing_tid
+    merge_signal(report.core.signal, analysis.siginfo)
+    report.fault_instruction = analysis.fault_instruction
+    ctx.abort_message = analysis.abort_message
+
+
+def _python_frames(ctx: Context) -> None:
+    """Python frames from the in-process walker (started while the debugger loaded the core)."""
+    from coreanalyze.classify import load_rules
+    from coreanalyze.imported import as_dicts, imported_packages
+    from coreanalyze.pystacks import add_python_frames
+
+    report, options = ctx.report, ctx.options
+    # A user's rules may name thread roles of their own; the built-in ones need no wait.
+    user_rules = load_rules(options.rules_files) if options.rules_files else None
+    stacks = add_python_frames(
+        ctx.walker, report.threads, with_locals=options.with_locals, rules=user_rules, imports=True, runtime=ctx.runtime
+    )
+    if stacks.python_version or looks_like_python(report):
+        # A program without an interpreter has no Python frames to miss.
+        report.warnings.extend(stacks.warnings)
+    report.launched_from = stacks.launched_from
+    if stacks.python_version:
+        report.environment["python_version"] = stacks.python_version
+    if stacks.walk is not None and stacks.walk.imports:
+        # The packages of the process that died; describe_environment adds the libraries
+        # each one installed, as the wheels here recorded them.
+        report.environment["packages"] = as_dicts(imported_packages(stacks.walk.imports, ctx.process.distributions_in_memory))
+
+
+def merge_signal(primary: SignalInfo, extra: SignalInfo | None) -> None:
+    """The core's own siginfo is authoritative; the debugger's only fills gaps."""
+    if extra is None:
+        return
+    for name in ("number", "name", "code", "code_name", "address", "sender_pid", "sender_uid"):
+        if getattr(primary, name) is None and getattr(extra, name) is not None:
+            setattr(primary, name, getattr(extra, name))
+
+
+def looks_like_python(report: Report) -> bool:
+    names = [os.path.basename(m.path) for m in report.modules]
+    if report.core and report.core.executable:
+        names.append(os.path.basename(report.core.executable))
+    return any(n.startswith(("python", "libpython")) for n in names)
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def threads(ctx: Context) -> None:
+    """Threads from the notes where the debugger gave none; frames' modules; the crashed one."""
+    report = ctx.report
+    if not report.threads:
+        report.threads = threads_from_notes(ctx.notes)
+    if ctx.link_map is not None:
+        modules_of_frames(report, ctx.notes)
+    for thread in report.threads:
+        thread.crashed = thread.tid == report.crashing_thread
+    mark_unreliable(report)
+
+
+def modules_of_frames(report: Report, notes) -> None:
+    """Frames' modules from the placed files: gdb, given them as symbol files rather than
+    shared libraries, names none."""
+    placed = []
+    for thread in report.threads:
+        for frame in thread.frames:
+            if frame.module is None and frame.pc is not None and frame.kind == "native":
+                mapping = notes.mapping_containing(frame.pc)
+                frame.module = mapping.path if mapping else None
+                if mapping is not None:
+                    placed.append(f"thread {thread.tid}: frame #{frame.index} ")
+    # gdb, not given the placed files' ranges, took these unnamed frames for strays.
+    report.warnings = [w for w in report.warnings if not (w.startswith(tuple(placed)) and "outside every mapped file" in w)]
+
+
+def mark_unreliable(report: Report) -> None:
+    bad = {m.path for m in report.modules if m.status.unreliable}
+    if not bad:
+        return
+    for thread in report.threads:
+        for frame in thread.frames:
+            if frame.module in bad:
+                frame.reliable = False
+
+
+def symbols(ctx: Context) -> None:
+    """Names and lines for frames the debugger could not name; which debug files were used."""
+    from coreanalyze.symbols import improve_frames
+
+    report, options = ctx.report, ctx.options
+    report.warnings.extend(
+        improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process)
+    )
+    in_frames = {f.module for t in report.threads for f in t.frames if f.module}
+    mark_debug_files(
+        [m for m in report.modules if m.path in in_frames], ctx.symbolizer.debug_file_for,
+        debug_dirs=options.debug_dirs, sysroot=ctx.user_sysroot, image=ctx.image,
+    )  # fmt: skip
+    ctx.symbolizer.close()  # its indexes are large: not kept for the stages after
+
+
+# --------------------------------------------------------------------------- the crash
+
+
+def abort_message(ctx: Context) -> None:
+    """The message the process left before it aborted: the debugger's (glibc's __abort_msg),
+    else the scan of the memory near the crash."""
+    if ctx.abort_message:
+        return
+    crashed = ctx.report.crashed_thread
+    sp = stack_pointer(crashed.registers, ctx.process.arch) if crashed else None
+    ctx.abort_message = ctx.abort_scan.result_for(ctx.process.memory, sp)
+
+
+def uncaught_exception(ctx: Context) -> None:
+    """The C++ exception the crashed thread was handling, read from the core.
+
+    Dying in std::terminate: the exception's type (as classification.detail) and libstdc++'s own
+    message with what(). Aborting inside a catch block (TensorFlow's DUCC FFT wrapper prints the
+    exception and calls abort()): the reason in its what() text is the abort message, unless the
+    program logged a CHECK / LOG(FATAL) line of its own."""
+    from coreanalyze.abortmsg import (
+        dying_of_terminate,
+        find_handled_exception,
+        find_uncaught_exception,
+        is_log_fatal,
+        reason_in,
+        searches_far_memory,
+    )
+
+    report, process, message = ctx.report, ctx.process, ctx.abort_message
+    crashed = report.crashed_thread
+    if crashed is None or not searches_far_memory(process.signal):
+        return  # a fault of an instruction, not an abort
+    terminating = dying_of_terminate([f.function for f in crashed.frames])
+    read_mapped = process.read_mapped_file
+    thrown = find_handled_exception(process.memory, process.thread_pointer(), read_mapped)
+    if terminating and (thrown is None or not thrown.type):
+        thrown = find_uncaught_exception(process.memory, read_mapped) or thrown
+    if thrown is None:
+        return
+    if thrown.type:
+        report.classification.detail = thrown.type
+    if terminating:
+        if thrown.type and (not message or "terminate called" not in message):
+            ctx.abort_message = thrown.message()
+    elif not is_log_fatal(message):
+        ctx.abort_message = reason_in(thrown) or message
+
+
+def environment(ctx: Context) -> None:
+    from coreanalyze.environment import describe_environment
+    from coreanalyze.packages import site_packages_of
+
+    report, options = ctx.report, ctx.options
+    report.environment.update(describe_environment(ctx.process, report, include_env=options.include_env))
+    if options.fetch:
+        return
+    absent = [m for m in report.modules if m.status.unreliable and site_packages_of(m.path) is not None]
+    if absent:
+        report.warnings.append(
+            f"{len(absent)} site-packages libraries of the core are missing or different here;"
+            " --fetch downloads their wheels with pip and uses those that match the core"
+        )
+
+
+def classification(ctx: Context) -> None:
+    """A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash;
+    a crash's classification gets the op instance its kernel was running."""
+    from coreanalyze.classify import classify
+    from coreanalyze.hang import classify_hang
+    from coreanalyze.opinstance import add_op_instance
+
+    report, options = ctx.report, ctx.options
+    hang = classify_hang(report, ctx.process, ctx.rules.get())
+    report.classification = hang or classify(report, abort_message=ctx.abort_message, rules=ctx.rules.get())
+    if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
+        add_op_instance(report, ctx.process, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("image", image_sysroot),
+    Stage("executable", executable),
+    Stage("link map", link_map),
+    Stage("modules", modules),
+    Stage("python runtime", python_runtime),
+    Stage("fetch", fetch),
+    Stage("provenance", provenance),
+    Stage("prepare debugger", prepare_debugger),
+    Stage("debugger", debugger),
+    Stage("threads", threads),
+    Stage("symbols", symbols),
+    Stage("abort message", abort_message),
+    Stage("uncaught exception", uncaught_exception),
+    Stage("environment", environment),
+    Stage("classification", classification),
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class Rules:
+    """The rules to classify with: given, or the built-in ones compiled in the background while
+    the debugger works (their few hundred patterns then cost no time)."""
+
+    def __init__(self, given) -> None:
+        self._given = given
+        self._reading: background.Job | None = None
+
+    def read_in_background(self) -> None:
+        from coreanalyze.classify import load_rules
+
+        if self._given is None and self._reading is None:
+            self._reading = background.start("rules", load_rules)
+
+    def get(self):
+        from coreanalyze.classify import load_rules
+
+        if self._given is not None:
+            return self._given
+        if self._reading is not None:
+            self._reading.wait()  # then cached: load_rules() answers at once
+        return load_rules()
+
+
+class AbortMessageScan:
+    """find_abort_message for the crashing thread's stack pointer as the core's notes give it,
+    run in the background while the debugger loads the core: the scan only reads the core
+    file, and its time then costs nothing. Its answer is used only for that same stack pointer."""
+
+    def __init__(self, process: Process):
+        self.sp = process.stack_pointer()
+        self.signal = process.signal
+        self._memory = process.memory
+        self._job: background.Job | None = None
+
+    def start(self) -> None:
+        from coreanalyze.abortmsg import find_abort_message
+
+        if self._job is None:
+            self._job = background.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
+
+    def result_for(self, memory, sp) -> str | None:
+        from coreanalyze.abortmsg import find_abort_message
+
+        self.wait()
+        if sp == self.sp and self._job is not None and self._job.done:
+            return self._job.result()
+        # Another stack pointer, or the scan failed: scan here, where errors surface.
+        return find_abort_message(memory, sp, self.signal)
+
+    def wait(self) -> None:
+        if self._job is not None:
+            self._job.wait()
