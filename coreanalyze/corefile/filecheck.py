@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from typing import Any, Iterator
 
+from elftools.elf import enums
 from elftools.elf.elffile import ELFFile
 
 from coreanalyze.corefile.tables import (
@@ -83,7 +85,10 @@ def _bounded_segments(elf: ELFFile, limit: int) -> Iterator[Any]:
 
 
 def program_headers(elf: ELFFile, warnings: list[str]) -> list[dict[str, Any]]:
-    """Program headers as plain dicts; a damaged table yields the headers before the damage."""
+    """Program headers as plain dicts; a damaged table yields the headers before the damage.
+
+    A TensorFlow process's core has a thousand of them: the table is read in one go and
+    unpacked with struct (as pyelftools reads each entry, with its names for the types)."""
     headers: list[dict[str, Any]] = []
     try:
         count = elf.num_segments()
@@ -93,27 +98,44 @@ def program_headers(elf: ELFFile, warnings: list[str]) -> list[dict[str, Any]]:
     if count > MAX_SEGMENTS:
         warnings.append(f"core claims {count} program headers; reading the first {MAX_SEGMENTS}")
         count = MAX_SEGMENTS
+    layout = struct.Struct(("<" if elf.little_endian else ">") + ("IIQQQQQQ" if elf.elfclass == 64 else "IIIIIIII"))
+    stride = elf["e_phentsize"]
+    try:
+        elf.stream.seek(elf["e_phoff"])
+        table = elf.stream.read(max(0, (count - 1) * stride + layout.size) if count else 0)
+    except (OSError, OverflowError, ValueError):
+        table = b""
+    names = _segment_type_names(elf["e_machine"])
     unknown_type_seen = False
     for i in range(count):
-        try:
-            h = elf.get_segment(i).header
-            if h["p_type"] not in CORE_SEGMENT_TYPES and not unknown_type_seen:
-                unknown_type_seen = True
-                warnings.append(f"program header {i} has type {h['p_type']}, which a core does not use; it is left out")
-            headers.append(
-                {
-                    "p_type": h["p_type"],
-                    "p_offset": int(h["p_offset"]),
-                    "p_vaddr": int(h["p_vaddr"]),
-                    "p_filesz": int(h["p_filesz"]),
-                    "p_memsz": int(h["p_memsz"]),
-                    "p_flags": int(h["p_flags"]),
-                }
-            )
-        except PARSE_ERRORS:
+        start = i * stride
+        if start + layout.size > len(table):
             warnings.append(f"program headers are unreadable from entry {i} of {count}")
             break
+        if elf.elfclass == 64:
+            p_type, p_flags, p_offset, p_vaddr, _paddr, p_filesz, p_memsz, _align = layout.unpack_from(table, start)
+        else:
+            p_type, p_offset, p_vaddr, _paddr, p_filesz, p_memsz, p_flags, _align = layout.unpack_from(table, start)
+        p_type = names.get(p_type, p_type)
+        if p_type not in CORE_SEGMENT_TYPES and not unknown_type_seen:
+            unknown_type_seen = True
+            warnings.append(f"program header {i} has type {p_type}, which a core does not use; it is left out")
+        headers.append(
+            {"p_type": p_type, "p_offset": p_offset, "p_vaddr": p_vaddr, "p_filesz": p_filesz, "p_memsz": p_memsz, "p_flags": p_flags}
+        )
     return headers
+
+
+def _segment_type_names(e_machine: Any) -> dict[int, str]:
+    """p_type value -> name, as pyelftools names them for the machine (the last name of a value
+    wins, as in its tables' decoding)."""
+    table = {
+        "EM_ARM": enums.ENUM_P_TYPE_ARM,
+        "EM_AARCH64": enums.ENUM_P_TYPE_AARCH64,
+        "EM_MIPS": enums.ENUM_P_TYPE_MIPS,
+        "EM_RISCV": enums.ENUM_P_TYPE_RISCV,
+    }.get(e_machine, enums.ENUM_P_TYPE_BASE)
+    return {value: name for name, value in table.items() if isinstance(value, int)}
 
 
 def expected_size(elf: ELFFile, headers: list[dict[str, Any]]) -> int:

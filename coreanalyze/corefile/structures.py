@@ -79,11 +79,21 @@ class CoreNotes:
     def mapping_containing(self, address: int | None) -> Mapping | None:
         if address is None:
             return None
-        starts = [m.start for m in self.mappings]
+        starts = self._mapping_starts()
         i = bisect.bisect_right(starts, address) - 1
         if i >= 0 and self.mappings[i].start <= address < self.mappings[i].end:
             return self.mappings[i]
         return None
+
+    def _mapping_starts(self) -> list[int]:
+        # Asked for every frame and every read that falls back to a file: the starts are kept
+        # until the mappings are replaced (a core without NT_FILE gets them from the link map).
+        key = (id(self.mappings), len(self.mappings))
+        cached = self.__dict__.get("_starts")
+        if cached is None or cached[0] != key:
+            cached = (key, [m.start for m in self.mappings])
+            self.__dict__["_starts"] = cached
+        return cached[1]
 
     def close(self) -> None:
         self.memory.close()
