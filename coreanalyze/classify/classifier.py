@@ -30,6 +30,7 @@ from coreanalyze.classify.signature import make_signature
 from coreanalyze.classify.summary import SummaryFacts, summarize
 from coreanalyze.model import Classification, Culprit, Report, SignalInfo, Thread
 from coreanalyze.pyfiles import is_library_file
+from coreanalyze.vocabulary import Confidence, FaultKind
 
 ROLE_WORDS = {
     "trampoline": "signal handler",
@@ -88,14 +89,14 @@ def _skipped_evidence(pick: CulpritPick) -> str | None:
     return f"skipped frames {span} ({', '.join(roles)}) above the culprit"
 
 
-def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int | None, signal: str | None) -> str:
+def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int | None, signal: str | None) -> Confidence:
     if category == "unknown" or pick.view is None:
-        return "low"
+        return Confidence.LOW
     reliable = all(v.frame.reliable for v in [pick.view, *pick.below[:3]])
     strong = decision_score is not None and decision_score >= 40
-    if signal and kind != "unknown" and pick.native and pick.view.name and strong and reliable and not pick.fallback:
-        return "high"
-    return "medium"
+    if signal and kind != FaultKind.UNKNOWN and pick.native and pick.view.name and strong and reliable and not pick.fallback:
+        return Confidence.HIGH
+    return Confidence.MEDIUM
 
 
 def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
@@ -117,10 +118,10 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         detail=report.classification.detail,
     )
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, FaultKind.HEAP_CORRUPTION), fault_kind=kind
     )
     detail = report.classification.detail
-    if detail is None and kind == "uncaught-exception":
+    if detail is None and kind == FaultKind.UNCAUGHT_EXCEPTION:
         detail = exception_type(abort_message) or thrown_exception(views, rules)
     op = find_op(views, pick, custom, rules)
 
@@ -197,7 +198,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         "feature": feature[0] if feature and not feature[1] else None,
         "address": f"0x{signal.address:x}" if signal.address is not None else None,
         "signal": sig,
-        "exception": (detail if kind == "uncaught-exception" else None) or thrown_exception(views, rules),
+        "exception": (detail if kind == FaultKind.UNCAUGHT_EXCEPTION else None) or thrown_exception(views, rules),
         "loaded_custom_ops": ", ".join(loaded_custom_libraries(report.modules, rules)) or None,
     }
     advice = advise(decision.category, kind, custom is not None, values, rules)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
 from coreanalyze.arch import accessed_address, stack_pointer
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
@@ -18,6 +18,7 @@ from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.model import Frame, SignalInfo
 from coreanalyze.signals import SI_KERNEL, SIGNAL_NAMES, code_number
 from coreanalyze.signals import code_name as _code_name
+from coreanalyze.vocabulary import FaultKind
 
 NULL_PAGE_LIMIT = 64 * 1024
 # The main thread's stack guard gap (stack_guard_gap, 256 pages) is the widest guard we expect.
@@ -166,6 +167,66 @@ def _asserted(assert_msg) -> bool:
     return assert_msg is not None and ("Assertion" in assert_msg.group(0) or "ASSERT" in assert_msg.group(0))
 
 
+Verdict = tuple[FaultKind, list[str]]
+
+
+@dataclass
+class Crash:
+    """What a fault kind is decided from: the signal, the abort message, the top of the stack."""
+
+    signal: SignalInfo  # as the core (or the report) gives it
+    name: str | None  # the signal's name
+    cname: str | None  # its si_code's name
+    abort_message: str | None
+    views: Sequence[FrameView]
+    pick: CulpritPick
+    registers: Mapping[str, int] | None
+    stack_range: tuple[int, int] | None
+    pid: int | None
+    fault_instruction: str | None
+    rules: RuleSet
+    detail: str | None
+    origin: Origin = field(init=False)
+    # After a re-raise by a signal handler, the re-raise's siginfo says nothing about the fault:
+    # the rules about faults read these (fault / fault_cname) and say so (reraised).
+    fault: SignalInfo = field(init=False)
+    fault_cname: str | None = field(init=False)
+    reraised: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        f = self.rules.fault
+        top = [*self.pick.handler_frames, *self.pick.skipped]
+        self.abort_on_stack = any(v.role == "abort" for v in top)
+        self.malloc_on_top = list(self.pick.allocator_frames)
+        self.logging_on_top = [v for v in top if v.role == "logging"]
+        self.terminate_on_top = _matching(top, f.terminate_frames)
+        self.assert_on_top = _matching(top, f.assert_frames)
+        self.protector_on_top = _matching(top, f.stack_protector_frames)
+        self.heap_msg = _search_any(f.heap_messages, self.abort_message)
+        self.check_msg = _search_any(f.check_messages, self.abort_message)
+        self.assert_msg = _search_any(f.assert_messages, self.abort_message)
+        self.origin = signal_origin(self.signal, self.pid, self.abort_on_stack)
+        self.fault, self.fault_cname, self.reraised = self.signal, self.cname, []
+        if self.origin.by_self and self.pick.handler_frames:
+            labels = [v.label for v in self.pick.handler_frames]
+            handler = next((label for label in labels if "faulthandler" in label or "Stacktrace" in label), None)
+            who = f"the signal handler {handler}" if handler else "a signal handler in the process (Python's faulthandler or similar)"
+            self.reraised = [f"{self.name} re-raised by {who}; the original fault address is lost"]
+            self.fault, self.fault_cname = SignalInfo(number=self.signal.number, name=self.name), None
+
+    @property
+    def any_abort_evidence(self) -> bool:
+        return bool(self.heap_msg or self.check_msg or self.assert_msg or self.abort_on_stack or self.malloc_on_top or self.logging_on_top)
+
+    def thrown(self) -> str:
+        thrown = exception_type(self.abort_message) or thrown_exception(self.views, self.rules)
+        return f" (uncaught {thrown})" if thrown else ""
+
+
+def _matching(views: Sequence[FrameView], pattern: re.Pattern[str] | None) -> list[FrameView]:
+    return [v for v in views if pattern is not None and pattern.search(v.name)]
+
+
 def fault_kind_from_views(
     signal: SignalInfo | None,
     abort_message: str | None,
@@ -178,176 +239,267 @@ def fault_kind_from_views(
     fault_instruction: str | None = None,
     rules: RuleSet,
     detail: str | None = None,
-) -> tuple[str, list[str]]:
+) -> Verdict:
+    """The first of FAULT_RULES that decides, with its evidence."""
+    verdict = _report_verdict(signal, detail, rules) or _instruction_set_check(abort_message, rules)
+    if verdict is not None:
+        return verdict
+    signal = signal or SignalInfo()
+    crash = Crash(
+        signal, signal_name(signal), code_name(signal), abort_message, views, pick, registers, stack_range, pid,
+        fault_instruction, rules, detail,
+    )  # fmt: skip
+    for rule in FAULT_RULES:
+        verdict = rule(crash)
+        if verdict is not None:
+            return verdict
+    return FaultKind.UNKNOWN, [f"{crash.name} ({crash.fault_cname or 'no si_code'}) is not a fault signal this tool knows"]
+
+
+# --------------------------------------------------------------------------- the rules, in order
+
+
+def _report_verdict(signal: SignalInfo | None, detail: str | None, rules: RuleSet) -> Verdict | None:
+    """The report's own verdict (ASan's stack-overflow with operator new on top, a
+    heap-buffer-overflow read in a kernel) beats what the stack suggests."""
     verdict = report_class_kind(detail, rules)
-    if verdict == "invalid-access" and signal is not None and signal.address is not None and signal.name == "SIGSEGV":
+    address = signal.address if signal is not None else None
+    if verdict == FaultKind.INVALID_ACCESS and address is not None and signal.name == "SIGSEGV":
         # The report names an invalid access and the signal says where: the address tells
         # more (the null page, the stack guard, an unmapped page) than the class does.
-        verdict = None
-    if verdict is not None:
-        # The report's own verdict (ASan's stack-overflow with operator new on top, a
-        # heap-buffer-overflow read in a kernel) beats what the stack suggests.
-        address = signal.address if signal is not None else None
-        if verdict == "invalid-access" and address is not None and address < NULL_PAGE_LIMIT:
-            return "null-deref", [f"the report itself names the fault: {detail}, at 0x{address:x} in the null page"]
-        return verdict, [f"the report itself names the fault: {detail}"]
-    f = rules.fault
-    isa_msg = _search_any(f.illegal_instruction_messages, abort_message)
-    if isa_msg is not None:
-        return "illegal-instruction", [f"the process stopped at its CPU-instruction check ({short_message(abort_message)!r}): this machine lacks an instruction set the binary was built for"]
-    signal = signal or SignalInfo()
-    name = signal_name(signal)
-    cname = code_name(signal)
-    top = [*pick.handler_frames, *pick.skipped]
-    abort_on_stack = any(v.role == "abort" for v in top)
-    malloc_on_top = [v for v in pick.allocator_frames]
-    logging_on_top = [v for v in top if v.role == "logging"]
-    terminate_on_top = [v for v in top if f.terminate_frames is not None and f.terminate_frames.search(v.name)]
-    assert_on_top = [v for v in top if f.assert_frames is not None and f.assert_frames.search(v.name)]
-    protector_on_top = [v for v in top if f.stack_protector_frames is not None and f.stack_protector_frames.search(v.name)]
-    heap_msg = _search_any(f.heap_messages, abort_message)
-    check_msg = _search_any(f.check_messages, abort_message)
-    assert_msg = _search_any(f.assert_messages, abort_message)
+        return None
+    if verdict is None:
+        return None
+    if verdict == FaultKind.INVALID_ACCESS and address is not None and address < NULL_PAGE_LIMIT:
+        return FaultKind.NULL_DEREF, [f"the report itself names the fault: {detail}, at 0x{address:x} in the null page"]
+    return _fault_kind(verdict), [f"the report itself names the fault: {detail}"]
 
-    def aborted() -> tuple[str, list[str]]:
-        label = name or "abort"
-        if heap_msg:
-            return "heap-corruption", [f"{label} after the allocator reported {short_message(abort_message)!r}"]
-        if terminate_on_top and not (malloc_on_top and malloc_on_top[0].position < terminate_on_top[0].position):
-            # operator new throwing bad_alloc leaves allocator frames under std::terminate:
-            # the uncaught exception, not the heap, ended the process.
-            thrown = exception_type(abort_message) or thrown_exception(views, rules)
-            what = f" (uncaught {thrown})" if thrown else ""
-            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
-        if malloc_on_top:
-            return "heap-corruption", [f"{label} raised from inside the allocator ({', '.join(v.label for v in malloc_on_top[:3])})"]
-        if check_msg:
-            return "check-failure", [f"{label} after a fatal check / log message ({short_message(abort_message)!r})"]
-        if logging_on_top:
-            return "check-failure", [f"{label} raised by fatal logging ({logging_on_top[0].label})"]
-        if protector_on_top:
-            return "abort", [f"{label} from the stack protector / fortify check ({protector_on_top[0].label}): a buffer overflow on the stack"]
-        if assert_on_top or (assert_msg and "Assertion" in assert_msg.group(0)):
-            return "abort", [f"{label} from a failed assert()"]
-        if terminate_on_top or (assert_msg and "terminate" in assert_msg.group(0)):
-            thrown = exception_type(abort_message) or thrown_exception(views, rules)
-            what = f" (uncaught {thrown})" if thrown else ""
-            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
-        return "abort", [f"{label} with no allocator or check-failure evidence"]
 
-    if name is None:
-        if heap_msg or check_msg or assert_msg or abort_on_stack or malloc_on_top or logging_on_top:
-            kind, ev = aborted()
-            return kind, ["no signal information", *ev]
-        return "unknown", ["no signal information and no abort evidence"]
+def _fault_kind(word: str) -> FaultKind | str:
+    """The vocabulary's member for a word (a user's rules may name one the vocabulary lacks)."""
+    try:
+        return FaultKind(word)
+    except ValueError:
+        return word
 
-    origin = signal_origin(signal, pid, abort_on_stack)
-    if origin.sent and not origin.by_self:
-        ev = f"{name} was sent by {origin.sender}"
-        if cname:
-            ev += f" ({cname})"
-        return "sent-signal", [ev]
 
-    if name in ("SIGILL", "SIGTRAP") and (check_msg or logging_on_top) and not pick.handler_frames:
-        # CHECK / LOG(FATAL) in Chromium, V8, absl builds end in a trap instruction (ud2, int3,
-        # brk), not abort(): the check failure is the cause, the trap how the process stopped.
-        why = short_message(abort_message) if check_msg else logging_on_top[0].label
-        return "check-failure", [f"{name} raised by a fatal check / log ({why})"]
+def _instruction_set_check(abort_message: str | None, rules: RuleSet) -> Verdict | None:
+    if _search_any(rules.fault.illegal_instruction_messages, abort_message) is None:
+        return None
+    return FaultKind.ILLEGAL_INSTRUCTION, [
+        f"the process stopped at its CPU-instruction check ({short_message(abort_message)!r}): this machine lacks an instruction set the binary was built for"
+    ]
 
-    if name in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") and _asserted(assert_msg) and not check_msg and not pick.handler_frames:
-        # WebKit's ASSERT, V8's CSA_ASSERT: the failed assertion is the cause; the trap (or the
-        # write to a poison address) after it is how the runtime chose to stop.
-        return "abort", [f"{name} right after a failed assertion ({short_message(abort_message)!r})"]
 
-    if name in ("SIGABRT", "SIGIOT"):
-        kind, ev = aborted()
-        if origin.by_self:
-            ev.insert(0, f"SIGABRT raised by the process itself ({cname or 'tgkill'})")
-        return kind, ev
+def _aborted(c: Crash) -> Verdict:
+    """What ended a process that aborted: the allocator, an uncaught exception, a check, ..."""
+    label = c.name or "abort"
+    if c.heap_msg:
+        return FaultKind.HEAP_CORRUPTION, [f"{label} after the allocator reported {short_message(c.abort_message)!r}"]
+    if c.terminate_on_top and not (c.malloc_on_top and c.malloc_on_top[0].position < c.terminate_on_top[0].position):
+        # operator new throwing bad_alloc leaves allocator frames under std::terminate:
+        # the uncaught exception, not the heap, ended the process.
+        return FaultKind.UNCAUGHT_EXCEPTION, [f"{label} from std::terminate{c.thrown()}: an uncaught C++ exception"]
+    if c.malloc_on_top:
+        return FaultKind.HEAP_CORRUPTION, [f"{label} raised from inside the allocator ({', '.join(v.label for v in c.malloc_on_top[:3])})"]
+    if c.check_msg:
+        return FaultKind.CHECK_FAILURE, [f"{label} after a fatal check / log message ({short_message(c.abort_message)!r})"]
+    if c.logging_on_top:
+        return FaultKind.CHECK_FAILURE, [f"{label} raised by fatal logging ({c.logging_on_top[0].label})"]
+    if c.protector_on_top:
+        return FaultKind.ABORT, [f"{label} from the stack protector / fortify check ({c.protector_on_top[0].label}): a buffer overflow on the stack"]
+    if c.assert_on_top or (c.assert_msg and "Assertion" in c.assert_msg.group(0)):
+        return FaultKind.ABORT, [f"{label} from a failed assert()"]
+    if c.terminate_on_top or (c.assert_msg and "terminate" in c.assert_msg.group(0)):
+        return FaultKind.UNCAUGHT_EXCEPTION, [f"{label} from std::terminate{c.thrown()}: an uncaught C++ exception"]
+    return FaultKind.ABORT, [f"{label} with no allocator or check-failure evidence"]
 
-    if origin.by_self and name in FAULT_SIGNALS and not pick.handler_frames:
-        return "sent-signal", [f"{name} was raised by the process itself (raise/kill on its own pid, {cname or 'no si_code'}), not by a fault"]
-    reraised = []
-    if origin.by_self and pick.handler_frames:
-        handler = next((v.label for v in pick.handler_frames if "faulthandler" in v.label or "Stacktrace" in v.label), None)
-        who = f"the signal handler {handler}" if handler else "a signal handler in the process (Python's faulthandler or similar)"
-        reraised = [f"{name} re-raised by {who}; the original fault address is lost"]
-        signal = SignalInfo(number=signal.number, name=name)  # the re-raise's siginfo says nothing about the fault
-        cname = None
 
-    if name in ("SIGSEGV", "SIGBUS") and malloc_on_top:
-        return "heap-corruption", [*reraised, f"{name} inside the allocator ({', '.join(v.label for v in malloc_on_top[:3])}): its metadata is damaged"]
+def _no_signal(c: Crash) -> Verdict | None:
+    if c.name is not None:
+        return None
+    if c.any_abort_evidence:
+        kind, evidence = _aborted(c)
+        return kind, ["no signal information", *evidence]
+    return FaultKind.UNKNOWN, ["no signal information and no abort evidence"]
 
-    if name == "SIGSEGV":
-        address = signal.address
-        if pick.bad_jump is not None:
-            # The CPU faulted fetching the instruction: the fault address is the pc itself.
-            pc = pick.bad_jump.frame.pc
-            reraised = [*reraised, f"the crashing thread jumped to 0x{pc:x}, where there is no code: a call through a null or corrupt function pointer (or a damaged vtable / return address)"]
-            if address is None:
-                address = pc
+
+def _sent_from_outside(c: Crash) -> Verdict | None:
+    if not c.origin.sent or c.origin.by_self:
+        return None
+    evidence = f"{c.name} was sent by {c.origin.sender}" + (f" ({c.cname})" if c.cname else "")
+    return FaultKind.SENT_SIGNAL, [evidence]
+
+
+def _trapped_check(c: Crash) -> Verdict | None:
+    """CHECK / LOG(FATAL) in Chromium, V8, absl builds end in a trap instruction (ud2, int3,
+    brk), not abort(): the check failure is the cause, the trap how the process stopped."""
+    if c.name not in ("SIGILL", "SIGTRAP") or not (c.check_msg or c.logging_on_top) or c.pick.handler_frames:
+        return None
+    why = short_message(c.abort_message) if c.check_msg else c.logging_on_top[0].label
+    return FaultKind.CHECK_FAILURE, [f"{c.name} raised by a fatal check / log ({why})"]
+
+
+def _trapped_assert(c: Crash) -> Verdict | None:
+    """WebKit's ASSERT, V8's CSA_ASSERT: the failed assertion is the cause; the trap (or the
+    write to a poison address) after it is how the runtime chose to stop."""
+    if c.name not in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") or not _asserted(c.assert_msg) or c.check_msg or c.pick.handler_frames:
+        return None
+    return FaultKind.ABORT, [f"{c.name} right after a failed assertion ({short_message(c.abort_message)!r})"]
+
+
+def _abort_signal(c: Crash) -> Verdict | None:
+    if c.name not in ("SIGABRT", "SIGIOT"):
+        return None
+    kind, evidence = _aborted(c)
+    if c.origin.by_self:
+        evidence.insert(0, f"SIGABRT raised by the process itself ({c.cname or 'tgkill'})")
+    return kind, evidence
+
+
+def _raised_by_self(c: Crash) -> Verdict | None:
+    if not c.origin.by_self or c.name not in FAULT_SIGNALS or c.pick.handler_frames:
+        return None
+    return FaultKind.SENT_SIGNAL, [f"{c.name} was raised by the process itself (raise/kill on its own pid, {c.cname or 'no si_code'}), not by a fault"]
+
+
+def _allocator_fault(c: Crash) -> Verdict | None:
+    if c.name not in ("SIGSEGV", "SIGBUS") or not c.malloc_on_top:
+        return None
+    where = ", ".join(v.label for v in c.malloc_on_top[:3])
+    return FaultKind.HEAP_CORRUPTION, [*c.reraised, f"{c.name} inside the allocator ({where}): its metadata is damaged"]
+
+
+def _segmentation_fault(c: Crash) -> Verdict | None:
+    if c.name != "SIGSEGV":
+        return None
+    address, evidence = _fault_address(c)
+    f = c.rules.fault
+    sp = stack_pointer(c.registers)
+    if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and c.fault.code != SI_KERNEL:
+        side = "below" if address <= sp else "above"
+        return FaultKind.STACK_OVERFLOW, [*evidence, f"fault address 0x{address:x} is {abs(sp - address)} bytes {side} the stack pointer 0x{sp:x}"]
+    if address is not None and c.stack_range is not None:
+        lo, _hi = c.stack_range
+        if lo - STACK_GUARD_REACH <= address < lo:
+            return FaultKind.STACK_OVERFLOW, [*evidence, f"fault address 0x{address:x} is in the guard area below the thread's stack (starts 0x{lo:x})"]
+    recursion = _recursion(c.views, c.rules)
+    if recursion is not None:
+        return FaultKind.STACK_OVERFLOW, [*evidence, f"{recursion[1]} frames of {recursion[0]}: runaway recursion"]
+    if c.fault.code == SI_KERNEL:
+        return FaultKind.INVALID_ACCESS, [*evidence, "SIGSEGV with SI_KERNEL: a general-protection fault (non-canonical address, typically a corrupted or uninitialized pointer); si_addr is not meaningful"]
+    if address is None:
+        return FaultKind.INVALID_ACCESS, [*evidence, "SIGSEGV but the fault address is not known, so a null pointer cannot be told from any other bad address"]
+    cname = c.fault_cname
+    if address < NULL_PAGE_LIMIT:
+        return FaultKind.NULL_DEREF, [*evidence, f"fault address 0x{address:x} is below 64 KiB ({cname or 'SIGSEGV'}): a null pointer plus a small offset"]
+    detail = SEGV_CODES.get(cname or "", "not accessible")
+    return FaultKind.INVALID_ACCESS, [*evidence, f"fault address 0x{address:x} is {detail} ({cname or 'SIGSEGV'})"]
+
+
+def _fault_address(c: Crash) -> tuple[int | None, list[str]]:
+    """The address a SIGSEGV faulted at, and how it was found where the signal does not say."""
+    address, evidence = c.fault.address, list(c.reraised)
+    if c.pick.bad_jump is not None:
+        # The CPU faulted fetching the instruction: the fault address is the pc itself.
+        pc = c.pick.bad_jump.frame.pc
+        evidence.append(f"the crashing thread jumped to 0x{pc:x}, where there is no code: a call through a null or corrupt function pointer (or a damaged vtable / return address)")
         if address is None:
-            # A core without siginfo (qemu-user writes none): the load/store tells the address.
-            insn = instruction_text(fault_instruction)
-            accessed = accessed_address(insn, registers)
-            if accessed is not None:
-                address, base = accessed
-                reraised = [*reraised, f"fault address 0x{address:x} computed from the faulting instruction `{insn}` and {base} (the core has no siginfo)"]
-        sp = stack_pointer(registers)
-        if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and signal.code != SI_KERNEL:
-            side = "below" if address <= sp else "above"
-            return "stack-overflow", [*reraised, f"fault address 0x{address:x} is {abs(sp - address)} bytes {side} the stack pointer 0x{sp:x}"]
-        if address is not None and stack_range is not None:
-            lo, hi = stack_range
-            if lo - STACK_GUARD_REACH <= address < lo:
-                return "stack-overflow", [*reraised, f"fault address 0x{address:x} is in the guard area below the thread's stack (starts 0x{lo:x})"]
-        rec = _recursion(views, rules)
-        if rec is not None:
-            return "stack-overflow", [*reraised, f"{rec[1]} frames of {rec[0]}: runaway recursion"]
-        if signal.code == SI_KERNEL:
-            return "invalid-access", [*reraised, "SIGSEGV with SI_KERNEL: a general-protection fault (non-canonical address, typically a corrupted or uninitialized pointer); si_addr is not meaningful"]
-        if address is None:
-            return "invalid-access", [*reraised, "SIGSEGV but the fault address is not known, so a null pointer cannot be told from any other bad address"]
-        if address < NULL_PAGE_LIMIT:
-            return "null-deref", [*reraised, f"fault address 0x{address:x} is below 64 KiB ({cname or 'SIGSEGV'}): a null pointer plus a small offset"]
-        detail = {"SEGV_ACCERR": "mapped but not accessible that way (write to read-only memory or a jump to non-executable memory)", "SEGV_MAPERR": "not mapped"}.get(cname or "", "not accessible")
-        return "invalid-access", [*reraised, f"fault address 0x{address:x} is {detail} ({cname or 'SIGSEGV'})"]
+            address = pc
+    if address is None:
+        # A core without siginfo (qemu-user writes none): the load/store tells the address.
+        insn = instruction_text(c.fault_instruction)
+        accessed = accessed_address(insn, c.registers)
+        if accessed is not None:
+            address, base = accessed
+            evidence.append(f"fault address 0x{address:x} computed from the faulting instruction `{insn}` and {base} (the core has no siginfo)")
+    return address, evidence
 
-    if name == "SIGBUS":
-        detail = {"BUS_ADRERR": "a mapped file has no data there (file truncated under the mapping, or /dev/shm full)", "BUS_ADRALN": "a misaligned access", "BUS_OBJERR": "an object-specific hardware error", "BUS_MCEERR_AR": "a hardware memory error (machine check)"}.get(cname or "", "a bus error")
-        addr = f" at 0x{signal.address:x}" if signal.address is not None else ""
-        return "bus-error", [*reraised, f"SIGBUS{addr}: {detail} ({cname or 'no si_code'})"]
 
-    if name == "SIGFPE":
-        if cname in ("FPE_INTDIV", "FPE_FLTDIV") or (cname is None and not reraised and signal.code is None):
-            why = f"{cname}" if cname else "SIGFPE without a code: almost always an integer division by zero"
-            return "divide-by-zero", [*reraised, f"SIGFPE: {why}"]
-        if cname == "FPE_INTOVF":
-            return "divide-by-zero", [*reraised, "SIGFPE FPE_INTOVF: integer overflow in a division (INT_MIN / -1)"]
-        return "unknown", [*reraised, f"SIGFPE {cname or ''}: a floating-point exception with traps enabled".replace("  ", " ")]
+def _bus_error(c: Crash) -> Verdict | None:
+    if c.name != "SIGBUS":
+        return None
+    detail = BUS_CODES.get(c.fault_cname or "", "a bus error")
+    at = f" at 0x{c.fault.address:x}" if c.fault.address is not None else ""
+    return FaultKind.BUS_ERROR, [*c.reraised, f"SIGBUS{at}: {detail} ({c.fault_cname or 'no si_code'})"]
 
-    if name == "SIGILL":
-        insn = instruction_text(fault_instruction)
-        ev = [*reraised, f"SIGILL ({cname or 'no si_code'})" + (f" at instruction `{insn}`" if insn else "")]
-        feature = cpu_feature_for(insn, rules)
-        if feature is not None:
-            ev.append(f"`{insn}` " + ("is a deliberate trap (__builtin_trap / unreachable code)" if feature[1] else f"needs {feature[0]}"))
-        return "illegal-instruction", ev
 
-    if name == "SIGTRAP":
-        # aarch64 compiles __builtin_trap (and so traps of CHECK-like macros) to `brk`, which
-        # raises SIGTRAP where x86-64's ud2 raises SIGILL: the same deliberate trap.
-        insn = instruction_text(fault_instruction)
-        feature = cpu_feature_for(insn, rules)
-        if feature is not None and feature[1]:
-            return "illegal-instruction", [*reraised, f"SIGTRAP ({cname or 'no si_code'}) at instruction `{insn}`", f"`{insn}` is a deliberate trap (__builtin_trap / unreachable code / a failed hardening check)"]
-        return "unknown", [*reraised, f"SIGTRAP ({cname or 'no si_code'}): a breakpoint instruction (int3 / brk) or a debugger trap, not a memory fault"]
-    if name == "SIGSYS":
-        return "unknown", [*reraised, "SIGSYS: a system call refused by a seccomp filter"]
+def _arithmetic(c: Crash) -> Verdict | None:
+    if c.name != "SIGFPE":
+        return None
+    cname = c.fault_cname
+    if cname in ("FPE_INTDIV", "FPE_FLTDIV") or (cname is None and not c.reraised and c.fault.code is None):
+        why = f"{cname}" if cname else "SIGFPE without a code: almost always an integer division by zero"
+        return FaultKind.DIVIDE_BY_ZERO, [*c.reraised, f"SIGFPE: {why}"]
+    if cname == "FPE_INTOVF":
+        return FaultKind.DIVIDE_BY_ZERO, [*c.reraised, "SIGFPE FPE_INTOVF: integer overflow in a division (INT_MIN / -1)"]
+    return FaultKind.UNKNOWN, [*c.reraised, f"SIGFPE {cname or ''}: a floating-point exception with traps enabled".replace("  ", " ")]
 
-    if name in DELIVERED_SIGNALS:
-        return "sent-signal", [f"{name} is delivered from outside ({origin.sender or cname or 'sender unknown'})"]
-    return "unknown", [f"{name} ({cname or 'no si_code'}) is not a fault signal this tool knows"]
+
+def _illegal_instruction(c: Crash) -> Verdict | None:
+    if c.name != "SIGILL":
+        return None
+    insn = instruction_text(c.fault_instruction)
+    evidence = [*c.reraised, f"SIGILL ({c.fault_cname or 'no si_code'})" + (f" at instruction `{insn}`" if insn else "")]
+    feature = cpu_feature_for(insn, c.rules)
+    if feature is not None:
+        evidence.append(f"`{insn}` " + ("is a deliberate trap (__builtin_trap / unreachable code)" if feature[1] else f"needs {feature[0]}"))
+    return FaultKind.ILLEGAL_INSTRUCTION, evidence
+
+
+def _trap(c: Crash) -> Verdict | None:
+    """aarch64 compiles __builtin_trap (and so traps of CHECK-like macros) to `brk`, which raises
+    SIGTRAP where x86-64's ud2 raises SIGILL: the same deliberate trap."""
+    if c.name != "SIGTRAP":
+        return None
+    insn = instruction_text(c.fault_instruction)
+    feature = cpu_feature_for(insn, c.rules)
+    code = c.fault_cname or "no si_code"
+    if feature is not None and feature[1]:
+        return FaultKind.ILLEGAL_INSTRUCTION, [*c.reraised, f"SIGTRAP ({code}) at instruction `{insn}`", f"`{insn}` is a deliberate trap (__builtin_trap / unreachable code / a failed hardening check)"]
+    return FaultKind.UNKNOWN, [*c.reraised, f"SIGTRAP ({code}): a breakpoint instruction (int3 / brk) or a debugger trap, not a memory fault"]
+
+
+def _seccomp(c: Crash) -> Verdict | None:
+    if c.name != "SIGSYS":
+        return None
+    return FaultKind.UNKNOWN, [*c.reraised, "SIGSYS: a system call refused by a seccomp filter"]
+
+
+def _delivered(c: Crash) -> Verdict | None:
+    if c.name not in DELIVERED_SIGNALS:
+        return None
+    return FaultKind.SENT_SIGNAL, [f"{c.name} is delivered from outside ({c.origin.sender or c.fault_cname or 'sender unknown'})"]
+
+
+# The rules after the report's own verdict and the instruction-set check, first match wins.
+FAULT_RULES: tuple[Callable[[Crash], Verdict | None], ...] = (
+    _no_signal,
+    _sent_from_outside,
+    _trapped_check,
+    _trapped_assert,
+    _abort_signal,
+    _raised_by_self,
+    _allocator_fault,
+    _segmentation_fault,
+    _bus_error,
+    _arithmetic,
+    _illegal_instruction,
+    _trap,
+    _seccomp,
+    _delivered,
+)
+
+SEGV_CODES = {
+    "SEGV_ACCERR": "mapped but not accessible that way (write to read-only memory or a jump to non-executable memory)",
+    "SEGV_MAPERR": "not mapped",
+}
+BUS_CODES = {
+    "BUS_ADRERR": "a mapped file has no data there (file truncated under the mapping, or /dev/shm full)",
+    "BUS_ADRALN": "a misaligned access",
+    "BUS_OBJERR": "an object-specific hardware error",
+    "BUS_MCEERR_AR": "a hardware memory error (machine check)",
+}
 
 
 def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool] | None:

@@ -10,6 +10,7 @@ from typing import Sequence
 from coreanalyze.classify.names import basename, normalize_function
 from coreanalyze.classify.rules import RuleSet
 from coreanalyze.model import Frame, Module
+from coreanalyze.vocabulary import FrameKind
 
 # Frames beyond this depth are never looked at: a runaway recursion has a hundred thousand,
 # and the interesting ones are at the top.
@@ -72,7 +73,7 @@ def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleS
     # Deep recursions repeat a handful of frames thousands of times: look each one up once.
     memo: dict[tuple[str | None, str | None, bool], tuple[str, str | None, str | None]] = {}
     for position, frame in enumerate(ordered):
-        python = frame.kind == "python"
+        python = frame.kind == FrameKind.PYTHON
         raw = frame.function or (frame.raw_function if not python else None)
         module_path = None if python else (frame.module or index.path_at(frame.pc))
         key = (raw, module_path, python)

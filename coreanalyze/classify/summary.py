@@ -8,22 +8,23 @@ from coreanalyze.classify.customop import CustomOpHit
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.names import short_name
 from coreanalyze.classify.op import OpFinding
+from coreanalyze.vocabulary import FaultKind
 
 MAX_MESSAGE = 120
 
 KIND_PHRASES = {
-    "null-deref": "null-deref",
-    "invalid-access": "invalid access",
-    "stack-overflow": "stack overflow",
-    "heap-corruption": "heap corruption",
-    "check-failure": "check failure",
-    "abort": "abort",
-    "uncaught-exception": "uncaught C++ exception",
-    "illegal-instruction": "illegal instruction",
-    "divide-by-zero": "division by zero",
-    "bus-error": "bus error",
-    "sent-signal": "",
-    "unknown": "",
+    FaultKind.NULL_DEREF: "null-deref",
+    FaultKind.INVALID_ACCESS: "invalid access",
+    FaultKind.STACK_OVERFLOW: "stack overflow",
+    FaultKind.HEAP_CORRUPTION: "heap corruption",
+    FaultKind.CHECK_FAILURE: "check failure",
+    FaultKind.ABORT: "abort",
+    FaultKind.UNCAUGHT_EXCEPTION: "uncaught C++ exception",
+    FaultKind.ILLEGAL_INSTRUCTION: "illegal instruction",
+    FaultKind.DIVIDE_BY_ZERO: "division by zero",
+    FaultKind.BUS_ERROR: "bus error",
+    FaultKind.SENT_SIGNAL: "",
+    FaultKind.UNKNOWN: "",
 }
 
 
@@ -70,7 +71,7 @@ def _message(text: str | None) -> str | None:
 
 def summarize(f: SummaryFacts) -> str:
     sentence = _summarize_native(f)
-    if f.python_site is not None and not f.python_only and f.fault_kind != "sent-signal":
+    if f.python_site is not None and not f.python_only and f.fault_kind != FaultKind.SENT_SIGNAL:
         # The Python line that called into the native code is what the user recognizes.
         sentence = f"{sentence[:-1]}, from Python {_where(f.python_site)}."
     return sentence
@@ -79,25 +80,25 @@ def summarize(f: SummaryFacts) -> str:
 def _summarize_native(f: SummaryFacts) -> str:
     head = f.signal or "Crash"
     phrase = KIND_PHRASES.get(f.fault_kind, "")
-    if f.fault_kind == "sent-signal":
+    if f.fault_kind == FaultKind.SENT_SIGNAL:
         phrase = f"sent by {f.sender}" if f.sender else "sent by another process"
     if phrase:
         head += f" {phrase}"
     msg = _message(f.abort_message)
-    if msg and f.fault_kind in ("check-failure", "heap-corruption", "abort", "uncaught-exception"):
+    if msg and f.fault_kind in (FaultKind.CHECK_FAILURE, FaultKind.HEAP_CORRUPTION, FaultKind.ABORT, FaultKind.UNCAUGHT_EXCEPTION):
         head += f" ({msg})"
     elif f.detail:
         head += f" ({_message(f.detail)})"
     if f.bad_jump_pc is not None:
         head += f", a jump to 0x{f.bad_jump_pc:x} (a call through a null or corrupt function pointer),"
-    elif f.fault_kind == "null-deref" and f.address is not None:
+    elif f.fault_kind == FaultKind.NULL_DEREF and f.address is not None:
         head += f" at 0x{f.address:x}"
-    if f.fault_kind == "illegal-instruction" and f.instruction:
+    if f.fault_kind == FaultKind.ILLEGAL_INSTRUCTION and f.instruction:
         head += f" `{f.instruction}`" + (f" (needs {f.feature})" if f.feature and not f.feature.startswith("none") else "")
 
     if f.culprit is None:
         return f"{head}; no frames were recovered for the crashing thread."
-    if f.fault_kind == "sent-signal":
+    if f.fault_kind == FaultKind.SENT_SIGNAL:
         return f"{head} while the thread was in {_where(f.culprit)}."
 
     if f.custom is not None:
