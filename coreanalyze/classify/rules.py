@@ -426,10 +426,29 @@ def _read_skip_file(path: Path) -> list[str]:
 
 
 def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    """One rules file's tables into the rule set, each by its own merge, in MERGES' order (a
+    table may name what an earlier one defines: categories first)."""
     unknown = set(data) - _KNOWN_TOP_LEVEL
     if unknown:
         raise _Problem(f"unknown table(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_KNOWN_TOP_LEVEL))})")
+    for merge in MERGES:
+        merge(rs, data, origin)
 
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """A top-level [name] table ({} when absent)."""
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise _Problem(f"[{name}] must be a table")
+    return table
+
+
+def _ahead(origin: str, new: list, old: list) -> list:
+    """A user's entries go before the built-in ones (they are tried first); built-in ones in order."""
+    return new + old if origin != "built-in" else old + new
+
+
+def _merge_categories(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     for i, t in enumerate(_tables(data, "category")):
         name = t.get("name")
         if not isinstance(name, str) or not _CATEGORY_NAME.match(name):
@@ -437,28 +456,31 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         if name not in rs.categories:
             rs.categories.append(name)
 
-    settings = data.get("settings", {})
-    if not isinstance(settings, dict):
-        raise _Problem("[settings] must be a table")
-    if settings:
-        s = rs.settings
-        custom_cat = settings.get("custom_op_category", s.custom_op_category)
-        if custom_cat not in rs.categories:
-            raise _Problem(f"[settings] custom_op_category: unknown category {custom_cat!r}")
-        templates = settings.get("signature_templates", s.signature_templates)
-        if not isinstance(templates, bool):
-            raise _Problem("[settings] signature_templates must be true or false")
-        rs.settings = replace(
-            s,
-            window=_int_field(settings, "window", "[settings]", s.window, 1, 200),
-            distance_penalty=_int_field(settings, "distance_penalty", "[settings]", s.distance_penalty, 0, 100),
-            noise_penalty=_int_field(settings, "noise_penalty", "[settings]", s.noise_penalty, 0, 100),
-            signature_frames=_int_field(settings, "signature_frames", "[settings]", s.signature_frames, 1, 50),
-            signature_templates=templates,
-            custom_op_priority=_int_field(settings, "custom_op_priority", "[settings]", s.custom_op_priority, 0, 100),
-            custom_op_category=custom_cat,
-        )
 
+def _merge_settings(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    settings = _table(data, "settings")
+    if not settings:
+        return
+    s = rs.settings
+    custom_cat = settings.get("custom_op_category", s.custom_op_category)
+    if custom_cat not in rs.categories:
+        raise _Problem(f"[settings] custom_op_category: unknown category {custom_cat!r}")
+    templates = settings.get("signature_templates", s.signature_templates)
+    if not isinstance(templates, bool):
+        raise _Problem("[settings] signature_templates must be true or false")
+    rs.settings = replace(
+        s,
+        window=_int_field(settings, "window", "[settings]", s.window, 1, 200),
+        distance_penalty=_int_field(settings, "distance_penalty", "[settings]", s.distance_penalty, 0, 100),
+        noise_penalty=_int_field(settings, "noise_penalty", "[settings]", s.noise_penalty, 0, 100),
+        signature_frames=_int_field(settings, "signature_frames", "[settings]", s.signature_frames, 1, 50),
+        signature_templates=templates,
+        custom_op_priority=_int_field(settings, "custom_op_priority", "[settings]", s.custom_op_priority, 0, 100),
+        custom_op_category=custom_cat,
+    )
+
+
+def _merge_folds(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     for i, t in enumerate(_tables(data, "fold")):
         where = f"fold #{i + 1}"
         replacement = t.get("replace", "")
@@ -466,35 +488,39 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             raise _Problem(f"{where}: replace must be a string")
         rs.folds.append((_compile(t.get("pattern"), f"{where}: pattern"), replacement))
 
-    modules = data.get("modules", {})
-    if not isinstance(modules, dict):
-        raise _Problem("[modules] must be a table")
-    for cls, patterns in modules.items():
+
+def _merge_modules(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    for cls, patterns in _table(data, "modules").items():
         if cls not in MODULE_CLASSES:
             raise _Problem(f"[modules] unknown class {cls!r} (one of: {', '.join(MODULE_CLASSES)})")
         rs.modules[cls].extend(_compile(p, f"[modules] {cls}") for p in _str_list(patterns, f"[modules] {cls}"))
 
-    skip = data.get("skip", {})
-    if not isinstance(skip, dict):
-        raise _Problem("[skip] must be a table")
-    for role, patterns in skip.items():
+
+def _merge_skip(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    for role, patterns in _table(data, "skip").items():
         if role not in SKIP_ROLES:
             raise _Problem(f"[skip] unknown list {role!r} (one of: {', '.join(SKIP_ROLES)})")
         rs.skip[role].extend(_compile(p, f"[skip] {role}") for p in _str_list(patterns, f"[skip] {role}"))
         rs._skip_cache = None
 
-    custom = data.get("custom_op", {})
-    if not isinstance(custom, dict):
-        raise _Problem("[custom_op] must be a table")
-    if "callers" in custom:
-        rs.custom_op_callers = _compile(custom["callers"], "[custom_op] callers")
-    if "known_namespaces" in custom:
-        rs.custom_op_known_namespaces = _compile(custom["known_namespaces"], "[custom_op] known_namespaces")
-    if "tensorflow_names" in custom:
-        rs.custom_op_tensorflow_names = _compile(custom["tensorflow_names"], "[custom_op] tensorflow_names")
-    if "kernel_entry" in custom:
-        rs.custom_op_kernel_entry = _compile(custom["kernel_entry"], "[custom_op] kernel_entry")
 
+# [custom_op] key -> the RuleSet attribute its pattern sets.
+_CUSTOM_OP_PATTERNS = {
+    "callers": "custom_op_callers",
+    "known_namespaces": "custom_op_known_namespaces",
+    "tensorflow_names": "custom_op_tensorflow_names",
+    "kernel_entry": "custom_op_kernel_entry",
+}
+
+
+def _merge_custom_op(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    custom = _table(data, "custom_op")
+    for key, attribute in _CUSTOM_OP_PATTERNS.items():
+        if key in custom:
+            setattr(rs, attribute, _compile(custom[key], f"[custom_op] {key}"))
+
+
+def _merge_ops(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     new_ops = []
     for i, t in enumerate(_tables(data, "op")):
         where = f"op #{i + 1}"
@@ -511,30 +537,33 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
                 abstract=_optional_regex(t, "abstract", where),
             )
         )
-    rs.ops = new_ops + rs.ops if origin != "built-in" else rs.ops + new_ops
+    rs.ops = _ahead(origin, new_ops, rs.ops)
 
-    fk = data.get("fault_kind", {})
-    if not isinstance(fk, dict):
-        raise _Problem("[fault_kind] must be a table")
-    if fk:
-        f = rs.fault
-        rs.fault = replace(
-            f,
-            heap_messages=f.heap_messages + tuple(_compile(p, "[fault_kind] heap_messages") for p in _str_list(fk.get("heap_messages", []), "[fault_kind] heap_messages")),
-            check_messages=f.check_messages + tuple(_compile(p, "[fault_kind] check_messages") for p in _str_list(fk.get("check_messages", []), "[fault_kind] check_messages")),
-            assert_messages=f.assert_messages + tuple(_compile(p, "[fault_kind] assert_messages") for p in _str_list(fk.get("assert_messages", []), "[fault_kind] assert_messages")),
-            illegal_instruction_messages=f.illegal_instruction_messages
-            + tuple(_compile(p, "[fault_kind] illegal_instruction_messages") for p in _str_list(fk.get("illegal_instruction_messages", []), "[fault_kind] illegal_instruction_messages")),
-            terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
-            assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
-            stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
-            std_library_files=_optional_regex(fk, "std_library_files", "[fault_kind]") or f.std_library_files,
-            runtime_libraries=_optional_regex(fk, "runtime_libraries", "[fault_kind]") or f.runtime_libraries,
-            stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
-            recursion_min_frames=_int_field(fk, "recursion_min_frames", "[fault_kind]", f.recursion_min_frames, 2, 1 << 20),
-            recursion_min_repeats=_int_field(fk, "recursion_min_repeats", "[fault_kind]", f.recursion_min_repeats, 2, 1 << 20),
-        )
 
+# [fault_kind] lists of message patterns (added to), single patterns and numbers (replaced).
+_FAULT_MESSAGE_LISTS = ("heap_messages", "check_messages", "assert_messages", "illegal_instruction_messages")
+_FAULT_FRAME_PATTERNS = ("terminate_frames", "assert_frames", "stack_protector_frames", "std_library_files", "runtime_libraries")
+_FAULT_NUMBERS = {"stack_overflow_slack": (0, 1 << 30), "recursion_min_frames": (2, 1 << 20), "recursion_min_repeats": (2, 1 << 20)}
+
+
+def _merge_fault_kind(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    fk = _table(data, "fault_kind")
+    if not fk:
+        return
+    f = rs.fault
+    where = "[fault_kind]"
+    changes: dict[str, Any] = {}
+    for key in _FAULT_MESSAGE_LISTS:
+        added = tuple(_compile(p, f"{where} {key}") for p in _str_list(fk.get(key, []), f"{where} {key}"))
+        changes[key] = getattr(f, key) + added
+    for key in _FAULT_FRAME_PATTERNS:
+        changes[key] = _optional_regex(fk, key, where) or getattr(f, key)
+    for key, (low, high) in _FAULT_NUMBERS.items():
+        changes[key] = _int_field(fk, key, where, getattr(f, key), low, high)
+    rs.fault = replace(f, **changes)
+
+
+def _merge_throw_helpers(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     for i, t in enumerate(_tables(data, "throw_helper")):
         where = f"throw_helper #{i + 1}"
         exc = t.get("exception")
@@ -542,6 +571,8 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             raise _Problem(f"{where}: missing exception")
         rs.throw_helpers.append(ThrowHelper(_compile(t.get("function"), f"{where}: function"), exc))
 
+
+def _merge_report_classes(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     for i, t in enumerate(_tables(data, "report_class")):
         where = f"report_class #{i + 1}"
         kind = t.get("fault_kind")
@@ -549,6 +580,8 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             raise _Problem(f"{where}: unknown fault_kind {kind!r} (one of: {', '.join(FAULT_KINDS)})")
         rs.report_classes.append(ReportClass(_compile(t.get("pattern"), f"{where}: pattern"), kind))
 
+
+def _merge_cpu_features(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     for i, t in enumerate(_tables(data, "cpu_feature")):
         where = f"cpu_feature #{i + 1}"
         feature = t.get("feature")
@@ -556,6 +589,8 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             raise _Problem(f"{where}: missing feature")
         rs.cpu_features.append(CpuFeature(_compile(t.get("pattern"), f"{where}: pattern"), feature, bool(t.get("trap", False))))
 
+
+def _merge_rules(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     new_rules = [_parse_rule(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "rule"))]
     seen: set[str] = set()
     for rule in new_rules:
@@ -569,9 +604,13 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         else:
             rs.rules.append(rule)
 
-    new_advice = [_parse_advice(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "advice"))]
-    rs.advice = new_advice + rs.advice if origin != "built-in" else rs.advice + new_advice
 
+def _merge_advice(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    new_advice = [_parse_advice(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "advice"))]
+    rs.advice = _ahead(origin, new_advice, rs.advice)
+
+
+def _merge_thread_roles(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
     new_roles = []
     for i, t in enumerate(_tables(data, "thread_role")):
         where = f"thread_role #{i + 1}"
@@ -580,13 +619,33 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             raise _Problem(f"{where}: missing role")
         names = tuple(_compile(p, f"{where}: names") for p in _str_list(t.get("names", []), f"{where}: names"))
         new_roles.append(ThreadRole(role, names, tuple(_str_list(t.get("frames", []), f"{where}: frames"))))
-    rs.thread_roles = new_roles + rs.thread_roles if origin != "built-in" else rs.thread_roles + new_roles
+    rs.thread_roles = _ahead(origin, new_roles, rs.thread_roles)
 
-    launched = data.get("launched_from", {})
-    if not isinstance(launched, dict):
-        raise _Problem("[launched_from] must be a table")
+
+def _merge_launched_from(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    launched = _table(data, "launched_from")
     rs.op_execution_markers += tuple(_str_list(launched.get("op_execution", []), "[launched_from] op_execution"))
     rs.wait_markers += tuple(_str_list(launched.get("waiting", []), "[launched_from] waiting"))
+
+
+# The tables of a rules file, merged in this order.
+MERGES = (
+    _merge_categories,
+    _merge_settings,
+    _merge_folds,
+    _merge_modules,
+    _merge_skip,
+    _merge_custom_op,
+    _merge_ops,
+    _merge_fault_kind,
+    _merge_throw_helpers,
+    _merge_report_classes,
+    _merge_cpu_features,
+    _merge_rules,
+    _merge_advice,
+    _merge_thread_roles,
+    _merge_launched_from,
+)
 
 
 def _load_file(rs: RuleSet, path: Path, origin: str) -> None:
