@@ -4,12 +4,12 @@ through the symbolizer (the same cached per-build-id indexes that name frames)."
 from __future__ import annotations
 
 import bisect
-import os
 from typing import Sequence
 
 from coreanalyze import model
 from coreanalyze.corefile import CoreNotes
-from coreanalyze.symbols.bias import load_bias, loads_from_file
+from coreanalyze.process import as_process
+from coreanalyze.symbols.bias import load_bias
 from coreanalyze.symbols.frames import READ_ERRORS
 from coreanalyze.symbols.symbolizer import Symbolizer
 
@@ -26,7 +26,8 @@ class CodeNames:
         self._symbolizer = symbolizer
         self._biases: dict[str, int | None] = {}
         self._names: dict[int, tuple[str | None, int | None] | None] = {}
-        self._loads: dict[str, list[tuple[int, int]]] = {}
+        # Memory of the files that are the crashed build: the pipeline's Process, or one of these modules.
+        self._process = as_process(notes, modules) if notes is not None else None
 
     def module_at(self, address: int) -> model.Module | None:
         i = bisect.bisect_right(self._starts, address) - 1
@@ -57,26 +58,8 @@ class CodeNames:
 
     def file_cstring(self, address: int, max_len: int = 256) -> bytes | None:
         """The NUL-terminated bytes at address read from the module's file here: read-only data
-        (string literals) is not in a core, the file of the same build has it."""
-        module = self.module_at(address)
-        if module is None or module.status not in TRUSTED_STATUSES or not module.local_path:
-            return None
-        if module.path not in self._biases:
-            self._biases[module.path] = load_bias(module, self._notes, files=(module.local_path,))
-        bias = self._biases[module.path]
-        if bias is None:
-            return None
-        if module.path not in self._loads:
-            self._loads[module.path] = sorted(loads_from_file(module.local_path), key=lambda load: load[1])
-        vaddr = address - bias
-        below = [load for load in self._loads[module.path] if load[1] <= vaddr]
-        if not below:
-            return None
-        p_offset, p_vaddr = below[-1]
-        try:
-            with open(module.local_path, "rb") as f:
-                data = os.pread(f.fileno(), max_len, p_offset + (vaddr - p_vaddr))
-        except (OSError, OverflowError, ValueError):
-            return None
-        end = data.find(b"\0")
+        (string literals) is not in a core, the file of the same build has it (the Process
+        reads only such files)."""
+        data = self._process.read_mapped_file(address, max_len) if self._process is not None else None
+        end = data.find(b"\0") if data else -1
         return data[:end] if end >= 0 else None
