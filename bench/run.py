@@ -63,6 +63,7 @@ class Measurement:
     peak_process_mb: float  # the largest single process
     exit_code: int
     walls: tuple[float, ...] = ()
+    cpu: float = 0.0  # user + system seconds of the process tree (the median of the runs): less moved by other load than wall time
 
 
 # --------------------------------------------------------------------------- measuring
@@ -95,7 +96,8 @@ def measure_once(name: str, argv: list[str], env: dict | None = None, cwd: Path 
     wrapper = (
         "import json, resource, subprocess, sys\n"
         "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
-        "print(json.dumps([code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n"
+        "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps([code, usage.ru_maxrss, usage.ru_utime + usage.ru_stime]))\n"
     )
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -113,19 +115,14 @@ def measure_once(name: str, argv: list[str], env: dict | None = None, cwd: Path 
     out = proc.stdout.read() if proc.stdout else ""
     wall = time.monotonic() - started
     try:
-        code, maxrss_kb = json.loads(out.strip().splitlines()[-1])
+        code, maxrss_kb, cpu = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        code, maxrss_kb = proc.returncode, 0
-    return Measurement(name, wall, peak, maxrss_kb / 1024, code, (wall,))
+        code, maxrss_kb, cpu = proc.returncode, 0, 0.0
+    return Measurement(name, wall, peak, maxrss_kb / 1024, code, (wall,), cpu)
 
 
-def measure(name: str, argv: list[str], repeat: int, env: dict | None = None, before=None) -> Measurement:
-    """The median wall time of `repeat` runs (before() is called ahead of each), the peaks' maximum."""
-    runs = []
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        runs.append(measure_once(name, argv, env))
+def summarize(name: str, runs: list[Measurement]) -> Measurement:
+    """The median wall and CPU time of the runs, the peaks' maximum."""
     walls = tuple(m.wall for m in runs)
     return Measurement(
         name,
@@ -134,7 +131,18 @@ def measure(name: str, argv: list[str], repeat: int, env: dict | None = None, be
         max(m.peak_process_mb for m in runs),
         max(m.exit_code for m in runs),
         walls,
+        statistics.median(m.cpu for m in runs),
     )
+
+
+def measure(name: str, argv: list[str], repeat: int, env: dict | None = None, before=None) -> Measurement:
+    """`repeat` runs (before() is called ahead of each), summarized."""
+    runs = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        runs.append(measure_once(name, argv, env))
+    return summarize(name, runs)
 
 
 # --------------------------------------------------------------------------- cores
@@ -219,10 +227,10 @@ from coreanalyze.render import render
 waits = {}
 original = GdbSession.mi
 
-def timed_mi(self, command, timeout=None):
+def timed_mi(self, command, timeout=None, **kw):
     started = time.perf_counter()
     try:
-        return original(self, command, timeout)
+        return original(self, command, timeout, **kw)
     finally:
         word = command.split()[0] if command.split() else "?"
         if word == "-interpreter-exec":
@@ -285,49 +293,98 @@ open(sys.argv[2], "w").write(render(result.report, "html"))
 """
 
 
-def coreanalyze_figures(label: str, tree: Path, cores: list[Path], python: str, workdir: Path, args, record) -> dict:
-    """cold, warm, batch per additional core (and the plain path) of the revision at tree."""
+@dataclass
+class Revision:
+    """One revision's tree, ready to run: its environment (own cache, compiled bytecode)."""
+
+    label: str
+    tree: Path
+    work: Path
+    env: dict
+
+    @property
+    def cache(self) -> Path:
+        return self.work / "cache"
+
+    def tool(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "coreanalyze", *args]
+
+
+def prepare(label: str, tree: Path, workdir: Path) -> Revision:
     work = workdir / f"out-{label}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    cache = work / "cache"
-    env = {**os.environ, "COREANALYZE_CACHE_DIR": str(cache), "PYTHONPATH": str(tree)}
+    env = {**os.environ, "COREANALYZE_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(tree)}
     # As installed by pip: the package's bytecode compiled once (here into the work directory),
     # not recompiled from source at every start.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "coreanalyze")], env=env, stdout=subprocess.DEVNULL, check=False)
-    tool = [sys.executable, "-m", "coreanalyze"]
+    return Revision(label, tree, work, env)
+
+
+def interleaved(name: str, revisions: list[Revision], argv, repeat: int, record, before=None) -> dict[str, Measurement]:
+    """`repeat` rounds, each running every revision once in turn (so that a change of the
+    machine's load falls on all of them alike); argv(rev) and before(rev) per revision."""
+    runs: dict[str, list[Measurement]] = {rev.label: [] for rev in revisions}
+    for _ in range(repeat):
+        for rev in revisions:
+            if before is not None:
+                before(rev)
+            runs[rev.label].append(measure_once(f"{rev.label}: {name}", argv(rev), rev.env))
+    return {label: record(summarize(f"{label}: {name}", found)) for label, found in runs.items()}
+
+
+def coreanalyze_figures(revisions: list[Revision], cores: list[Path], python: str, args, record) -> dict[str, dict]:
+    """cold, warm, batch per additional core (and the plain path) of each revision."""
     single, batch_cores = cores[0], cores[1:] if len(cores) > 2 else cores
-    figures: dict = {}
+    figures: dict[str, dict] = {rev.label: {} for rev in revisions}
 
-    def empty_cache() -> None:
-        shutil.rmtree(cache, ignore_errors=True)
+    def one(rev: Revision) -> list[str]:
+        return rev.tool(str(single), "--python", python, "-o", str(rev.work / "report.html"))
 
-    one = [*tool, str(single), "--python", python, "-o", str(work / "report.html")]
-    figures["cold"] = record(measure(f"{label}: coreanalyze cold", one, args.repeat, env, before=empty_cache))
-    figures["warm"] = record(measure(f"{label}: coreanalyze warm", one, args.repeat, env))
+    def empty_cache(rev: Revision) -> None:
+        shutil.rmtree(rev.cache, ignore_errors=True)
+
+    for key, before in (("cold", empty_cache), ("warm", None)):
+        for label, m in interleaved(f"coreanalyze {key}", revisions, one, args.repeat, record, before).items():
+            figures[label][key] = m
     if args.plain:
-        figures["plain"] = record(measure(f"{label}: coreanalyze plain gdb path", [sys.executable, "-c", PLAIN_ONE, str(single), str(work / "plain.html"), python], args.repeat, env))
+        def plain(rev: Revision) -> list[str]:
+            return [sys.executable, "-c", PLAIN_ONE, str(single), str(rev.work / "plain.html"), python]
 
-    one_dir, all_dir = work / "batch-1", work / "batch-n"
-    for directory, members in ((one_dir, batch_cores[:1]), (all_dir, batch_cores)):
-        directory.mkdir()
-        for core in members:
-            os.symlink(core, directory / f"{core.parent.name}-{core.name}")
+        for label, m in interleaved("coreanalyze plain gdb path", revisions, plain, args.repeat, record).items():
+            figures[label]["plain"] = m
 
-    def batch(directory: Path, name: str) -> Measurement:
-        out = work / f"{directory.name}-out"
-        argv = [*tool, "batch", str(directory), "--out", str(out), "--jobs", "1"]
-        return record(measure(f"{label}: coreanalyze batch, {name}", argv, args.repeat, env, before=lambda: shutil.rmtree(out, ignore_errors=True)))
+    for rev in revisions:
+        for directory, members in ((rev.work / "batch-1", batch_cores[:1]), (rev.work / "batch-n", batch_cores)):
+            directory.mkdir()
+            for core in members:
+                os.symlink(core, directory / f"{core.parent.name}-{core.name}")
 
-    batch_one = batch(one_dir, "1 core")
-    batch_all = batch(all_dir, f"{len(batch_cores)} cores")
-    figures["batch"] = (batch_all.wall - batch_one.wall) / max(1, len(batch_cores) - 1)
-    print(f"  {label + ': batch, per additional core':<44} {figures['batch']:7.2f} s", flush=True)
-    figures["batch_peak_tree_mb"] = batch_all.peak_tree_mb
+    def batch(name: str):
+        def argv(rev: Revision) -> list[str]:
+            return rev.tool("batch", str(rev.work / name), "--out", str(rev.work / f"{name}-out"), "--jobs", "1")
+
+        def before(rev: Revision) -> None:
+            shutil.rmtree(rev.work / f"{name}-out", ignore_errors=True)
+
+        return argv, before
+
+    argv, before = batch("batch-1")
+    ones = interleaved("coreanalyze batch, 1 core", revisions, argv, args.repeat, record, before)
+    argv, before = batch("batch-n")
+    alls = interleaved(f"coreanalyze batch, {len(batch_cores)} cores", revisions, argv, args.repeat, record, before)
+    for rev in revisions:
+        per_core = (alls[rev.label].wall - ones[rev.label].wall) / max(1, len(batch_cores) - 1)
+        per_core_cpu = (alls[rev.label].cpu - ones[rev.label].cpu) / max(1, len(batch_cores) - 1)
+        figures[rev.label]["batch"] = per_core
+        figures[rev.label]["batch_cpu"] = per_core_cpu
+        figures[rev.label]["batch_peak_tree_mb"] = alls[rev.label].peak_tree_mb
+        print(f"  {rev.label + ': batch, per additional core':<44} {per_core:7.2f} s  ({per_core_cpu:.2f} s CPU)", flush=True)
     if args.profile:
-        figures["profile"] = profile_stages(tree, single, python, env, work / "profile.json")
+        for rev in revisions:
+            figures[rev.label]["profile"] = profile_stages(rev.tree, single, python, rev.env, rev.work / "profile.json")
     return figures
 
 
@@ -352,37 +409,43 @@ def run(args: argparse.Namespace) -> dict:
             runs[m.name] = asdict(m)
             status = "" if m.exit_code == 0 else f"  (exit {m.exit_code})"
             spread = f"  [{min(m.walls):.2f}-{max(m.walls):.2f}]" if len(m.walls) > 1 else ""
-            print(f"  {m.name:<44} {m.wall:7.2f} s  {m.peak_tree_mb:7.0f} MiB tree  {m.peak_process_mb:7.0f} MiB largest{spread}{status}", flush=True)
+            print(f"  {m.name:<44} {m.wall:7.2f} s  {m.cpu:6.2f} s CPU  {m.peak_tree_mb:6.0f} MiB tree  {m.peak_process_mb:6.0f} MiB largest{spread}{status}", flush=True)
             return m
 
         print(f"timing (median of {args.repeat}) ...", flush=True)
         gdb_bt = record(measure("gdb -batch 'thread apply all bt'", [gdb, "-nx", "-batch", "-ex", "thread apply all bt", python, str(single)], args.gdb_repeat))
         pystack_one = record(measure("pystack core CORE PY --native-all", [pystack, "core", str(single), python, "--native-all"], args.repeat))
-        revisions = {"this tree": None}
+        with revision_tree(args.reference) as reference_tree:
+            revisions = [prepare("this", ROOT, workdir)]
+            if args.reference:
+                revisions.append(prepare("reference", reference_tree, workdir))
+            figures = coreanalyze_figures(revisions, cores, python, args, record)
+        results["revisions"]["this tree"] = figures["this"]
         if args.reference:
-            revisions[f"reference {args.reference}"] = args.reference
-        for label, rev in revisions.items():
-            with revision_tree(rev) as tree:
-                results["revisions"][label] = coreanalyze_figures(label.split()[0], tree, cores, python, workdir, args, record)
-
+            results["revisions"][f"reference {args.reference}"] = figures["reference"]
         print()
         for label, figures in results["revisions"].items():
             if figures.get("profile"):
                 print_profile(label, figures["profile"])
         print()
-        print("ratios (coreanalyze time / other tool's time, on the same core in this run)")
+        print("ratios (coreanalyze / other tool, on the same core in this run: wall time, and CPU time)")
         for label, figures in results["revisions"].items():
             for key in ("cold", "warm"):
-                print(f"  {label}, {key:<5}  {figures[key].wall / pystack_one.wall:6.2f}x pystack   {figures[key].wall / gdb_bt.wall:6.3f}x gdb -batch")
-            print(f"  {label}, batch per additional core  {figures['batch'] / pystack_one.wall:6.2f}x pystack")
+                m = figures[key]
+                print(f"  {label}, {key:<5}  {m.wall / pystack_one.wall:6.2f}x pystack ({m.cpu / max(pystack_one.cpu, 1e-9):5.2f}x CPU)"
+                      f"   {m.wall / gdb_bt.wall:6.3f}x gdb -batch ({m.cpu / max(gdb_bt.cpu, 1e-9):5.3f}x CPU)")  # fmt: skip
+            print(f"  {label}, batch per additional core  {figures['batch'] / pystack_one.wall:6.2f}x pystack"
+                  f" ({figures['batch_cpu'] / max(pystack_one.cpu, 1e-9):5.2f}x CPU)")  # fmt: skip
         if args.reference:
             ours, theirs = results["revisions"]["this tree"], results["revisions"][f"reference {args.reference}"]
             print()
             print(f"this tree vs {args.reference} (time here / time there)")
             for key in ("cold", "warm"):
                 print(f"  {key:<5} {ours[key].wall:6.2f} s vs {theirs[key].wall:6.2f} s  {ours[key].wall / theirs[key].wall:5.2f}x;"
+                      f"  CPU {ours[key].cpu:.2f} s vs {theirs[key].cpu:.2f} s;"
                       f"  peak {ours[key].peak_tree_mb:.0f} vs {theirs[key].peak_tree_mb:.0f} MiB")  # fmt: skip
-            print(f"  batch {ours['batch']:6.2f} s vs {theirs['batch']:6.2f} s per additional core")
+            print(f"  batch {ours['batch']:6.2f} s vs {theirs['batch']:6.2f} s per additional core;"
+                  f"  CPU {ours['batch_cpu']:.2f} s vs {theirs['batch_cpu']:.2f} s")  # fmt: skip
         print()
         print("targets (this tree, against pystack)")
         ours = results["revisions"]["this tree"]

@@ -299,12 +299,13 @@ class GdbSession:
         detail = f" (exit status {code})" if code is not None else ""
         return GdbError(f"{what}{detail}")
 
-    def mi(self, command: str, timeout: float | None = None) -> dict[str, Any]:
+    def mi(self, command: str, timeout: float | None = None, *, while_waiting: Callable[[], None] | None = None) -> dict[str, Any]:
         """Send one MI command and return the payload of its result record.
 
         ^error raises GdbError with gdb's message; no answer in time kills gdb and raises
         GdbTimeout; a gdb that died raises GdbError. The command's stream output is kept in
-        last_console / last_log.
+        last_console / last_log. while_waiting is called once the command is sent (work of the
+        caller's own, done while gdb is busy with it).
         """
         if not self.alive:
             if self._proc is not None and self._io is not None:
@@ -324,6 +325,8 @@ class GdbSession:
         now = time.monotonic()
         command_deadline = min(now + limit, self._deadline)
         self._write(f"{token}{command}")
+        if while_waiting is not None:
+            while_waiting()
         while True:
             remaining = command_deadline - time.monotonic()
             if remaining <= 0:
@@ -382,7 +385,7 @@ class GdbSession:
 
         Settings that change where libraries and debug info are found come before
         `target core`, which is when gdb loads the shared libraries. before_target is called
-        just before that (the caller may start work of its own while gdb is busy).
+        as soon as that command is sent (the caller may start work of its own while gdb is busy).
         """
         if executable is not None:
             self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
@@ -395,9 +398,9 @@ class GdbSession:
         if dirs:
             self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
         command = f"-target-select core {_plain(self._speakable(core))}"
-        if before_target is not None:
-            before_target()
-        self.mi(command)
+        # The caller's work starts once gdb has the command: started before, its threads would
+        # hold the interpreter while the command waits to be sent.
+        self.mi(command, while_waiting=before_target)
         if executable is None:
             # Without the program gdb still lists the libraries from the loader's list in the
             # core, but reads none of them (gdb 13): no symbols and no unwind tables, so every
