@@ -257,7 +257,7 @@ json.dump({"wall": wall, "gdb_waits": waits, "functions": functions}, open(out, 
 
 def profile_stages(tree: Path, core: Path, python: str, env: dict, out: Path) -> dict | None:
     done = subprocess.run([sys.executable, "-c", PROFILE_ONE, str(core), python, str(out)], env={**env, "PYTHONPATH": str(tree)},
-                          capture_output=True, text=True)  # fmt: skip
+                          cwd=out.parent, capture_output=True, text=True)  # fmt: skip
     if done.returncode != 0:
         print(f"  profile failed: {done.stderr[-2000:]}")
         return None
@@ -331,7 +331,9 @@ def interleaved(name: str, revisions: list[Revision], argv, repeat: int, record,
         for rev in revisions:
             if before is not None:
                 before(rev)
-            runs[rev.label].append(measure_once(f"{rev.label}: {name}", argv(rev), rev.env))
+            # Run from the revision's work directory: `python -m` puts the current directory
+            # first on sys.path, where a source tree would shadow PYTHONPATH's.
+            runs[rev.label].append(measure_once(f"{rev.label}: {name}", argv(rev), rev.env, cwd=rev.work))
     return {label: record(summarize(f"{label}: {name}", found)) for label, found in runs.items()}
 
 

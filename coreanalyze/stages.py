@@ -262,10 +262,8 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
     def start() -> None:
         # Python work that needs no debugger, in threads while it reads the core's libraries
         # (the commands before that would only be slowed down by threads wanting the interpreter).
-        from coreanalyze.pystacks import walker_arguments
-
         ctx.abort_scan.start()
-        ctx.walker.start(_walk_arguments(ctx, walker_arguments))
+        ctx.walker.start(_walk_arguments(ctx))
         ctx.process.scan_in_background()
         ctx.rules.read_in_background()
         if ctx.fast is not None:
@@ -274,9 +272,12 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
     return start
 
 
-def _walk_arguments(ctx: Context, walker_arguments, locals_tid: int | None = None) -> list[str]:
-    tid = ctx.process.crashing_tid if locals_tid is None else locals_tid
-    return walker_arguments(with_locals=ctx.options.with_locals, locals_tid=tid, imports=True, runtime=ctx.runtime)
+def _walk_arguments(ctx: Context) -> list[str]:
+    """The walk _python_frames will ask for when the debugger agrees on the crashing thread
+    (the notes' crashing thread gets the locals)."""
+    from coreanalyze.pystacks import walker_arguments
+
+    return walker_arguments(with_locals=ctx.options.with_locals, locals_tid=ctx.process.crashing_tid, imports=True, runtime=ctx.runtime)
 
 
 def fast_libraries(ctx: Context):
