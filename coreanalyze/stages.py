@@ -311,9 +311,10 @@ def debugger(ctx: Context) -> None:
             stack.callback(ctx.process.wait)
             stack.callback(ctx.walker.wait)
             stack.callback(ctx.abort_scan.wait)  # they read the core, which is closed after
-            with _opened_debugger(ctx) as (unwinder, analysis):
+            with _opened_debugger(ctx) as (_unwinder, analysis):
                 _take_analysis(ctx, analysis)
-                _python_frames(ctx)
+            # The walk is in-process: the debugger is ended (and torn down beside) before it.
+            _python_frames(ctx)
     except DebuggerError as e:
         ctx.failure, ctx.exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         ctx.report.warnings.append(ctx.failure)

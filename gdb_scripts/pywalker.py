@@ -44,8 +44,10 @@ MAX_LOCALS = 256  # locals shown per frame
 MAX_REPR = 120  # characters of one local's repr
 MAX_READS = 2_000_000  # memory reads in one command
 TIME_BUDGET = 60.0  # seconds for one command; the host's timeout is the real guard
-PAGE_SIZE = 4096  # the unit of the walk's read cache
-MAX_CACHED_PAGES = 8192  # 32 MiB at most
+# The unit of the walk's read cache: small, since the objects it reads lie scattered (a block
+# of 256 bytes caches as well as a page and holds a sixteenth of the memory).
+CACHE_BLOCK = 256
+MAX_CACHED_BLOCKS = 1 << 16  # 16 MiB at most
 DEFAULT_LOCALS_FRAMES = 5
 MAX_DICT_ENTRIES = 1 << 17  # entries of one dict (sys.modules, a module's namespace)
 MAX_IMPORTS = 4096  # top-level modules reported
@@ -465,10 +467,10 @@ class Memory:
         self._target = target
         self.reads = 0
         self.deadline = time.monotonic() + TIME_BUDGET
-        # A dead process's memory does not change: each page is asked of the target once (the
+        # A dead process's memory does not change: each block is asked of the target once (the
         # walk makes tens of thousands of small reads, each a round trip through the debugger).
-        # b"" marks a page the target cannot give whole; reads there go to the target as asked.
-        self._pages: dict[int, bytes] = {}
+        # b"" marks a block the target cannot give whole; reads there go to the target as asked.
+        self._blocks: dict[int, bytes] = {}
 
     def read(self, address: int, size: int) -> bytes:
         if size == 0:
@@ -478,24 +480,24 @@ class Memory:
         self.reads += 1
         if self.reads > MAX_READS or (self.reads % 1024 == 0 and time.monotonic() > self.deadline):
             raise BudgetExceeded("the walk used up its budget of memory reads/time")
-        page = address & ~(PAGE_SIZE - 1)
-        if address + size <= page + PAGE_SIZE:
-            data = self._page(page)
+        block = address & ~(CACHE_BLOCK - 1)
+        if address + size <= block + CACHE_BLOCK:
+            data = self._block(block)
             if data:
-                return data[address - page:address - page + size]
+                return data[address - block:address - block + size]
         return self._target.read(address, size)
 
-    def _page(self, page: int) -> bytes:
-        data = self._pages.get(page)
+    def _block(self, block: int) -> bytes:
+        data = self._blocks.get(block)
         if data is None:
             try:
-                data = self._target.read(page, PAGE_SIZE)
+                data = self._target.read(block, CACHE_BLOCK)
             except ReadError:
                 data = b""
-            if len(data) != PAGE_SIZE:
+            if len(data) != CACHE_BLOCK:
                 data = b""
-            if len(self._pages) < MAX_CACHED_PAGES:
-                self._pages[page] = data
+            if len(self._blocks) < MAX_CACHED_BLOCKS:
+                self._blocks[block] = data
         return data
 
     def u8(self, a: int) -> int:
