@@ -92,7 +92,7 @@ def image_sysroot(ctx: Context) -> None:
         from coreanalyze.image import is_image
 
         if is_image(options.sysroot):
-            ctx.image = unpack(options.sysroot, ctx.notes)
+            ctx.image = unpack(options.sysroot, ctx.process)
             ctx.options = replace(options, sysroot=ctx.image.root)
     ctx.user_sysroot = None if ctx.image is not None else ctx.options.sysroot
 
