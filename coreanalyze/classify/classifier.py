@@ -22,13 +22,13 @@ from coreanalyze.classify.faultkind import (
     signal_origin,
     thrown_exception,
 )
-from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.frames import FrameView, build_views, same_run
 from coreanalyze.classify.names import normalize_function, short_name
 from coreanalyze.classify.op import find_op
 from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.classify.signature import make_signature
 from coreanalyze.classify.summary import SummaryFacts, summarize
-from coreanalyze.model import Classification, Culprit, Report, SignalInfo, Thread
+from coreanalyze.model import Classification, Culprit, GpuFault, Report, SignalInfo, Thread
 from coreanalyze.pyfiles import is_library_file
 
 ROLE_WORDS = {
@@ -98,7 +98,26 @@ def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int
     return "medium"
 
 
+def _gpu_host(report: Report, thread: Thread | None, category: str, pick: CulpritPick):
+    """(the host thread's GPU call, the sentence the summary gains, the GPU library whose own
+    thread crashed): for a crash in the GPU stack, or inside a GPU call."""
+    from coreanalyze.gpu.host import find_host_call, host_sentence
+
+    call = find_host_call(report)
+    if call is None:
+        return None, None, None
+    in_call = thread is not None and call.tid == thread.tid
+    if not in_call and category != "gpu-driver":
+        return None, None, None
+    library = None
+    if pick.view is not None and not pick.view.python and thread is not None and not any(f.kind == "python" for f in thread.frames):
+        library = pick.view.module_base or None
+    return call, host_sentence(call, thread, library), library
+
+
 def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
+    from coreanalyze.gpu.host import evidence_line
+
     rules = rules or default_rules()
     abort_message = abort_message or report.classification.abort_message
     thread = _crashed_thread(report)
@@ -155,10 +174,15 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     if custom is not None and custom.view is not pick.view:
         suspect = Culprit(function=_display_function(custom.view, rules), module=custom.library_path, frame_index=custom.view.index)
 
+    host, host_text, library_thread = _gpu_host(report, thread, decision.category, pick)
+    if host is not None:
+        evidence.append(evidence_line(host))
+
     origin = signal_origin(signal, pid, any(v.role == "abort" for v in pick.skipped))
     insn = instruction_text(report.fault_instruction)
     feature = cpu_feature_for(insn, rules)
-    caller = pick.below[0] if pick.below else None
+    # The next frame that says something new: not more of a stripped library's unnamed code.
+    caller = next((v for v in pick.below if pick.view is None or not same_run(pick.view, v)), None)
     tf_caller = None
     if custom is not None:
         tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v, rules)), None)
@@ -183,6 +207,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
             detail=detail,
         )
     )
+    if host_text:
+        summary = f"{summary} {host_text}"
 
     values = {
         "culprit": short_name(pick.view.name) if pick.view is not None and pick.view.name else None,
@@ -207,7 +233,9 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         category=decision.category,
         fault_kind=kind,
         culprit=culprit,
-        signature=make_signature(sig, views, pick, rules, abort_message),
+        signature=make_signature(
+            sig, views, pick, rules, abort_message, host_api=host.api if host is not None and library_thread else None
+        ),
         summary=summary,
         evidence=evidence,
         advice=advice,
@@ -216,6 +244,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         suspect=suspect,
         op=op.name if op is not None else None,
         detail=detail,
+        gpu=GpuFault(api=host.api) if host is not None else None,
     )
 
 

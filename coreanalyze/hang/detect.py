@@ -2,23 +2,40 @@
 
 A core with no fatal signal (gcore and `coreanalyze --pid` name SIGSTOP or nothing), or one
 whose fatal signal another process sent (a watchdog's SIGABRT, `kill -QUIT`) while no thread
-was crashing on its own, shows a process that was alive and stuck: a hang.
+was crashing on its own, shows a process that was alive and stuck: a hang. So does a
+watchdog's signal from within the process to a thread that waits for the GPU. A handler that
+caught the signal and raised it again (faulthandler) is not the thread crashing: its frames
+above the signal frame are left out.
 """
 
 from __future__ import annotations
 
 from coreanalyze.hang.rules import HangRules
-from coreanalyze.hang.waits import frame_name
+from coreanalyze.hang.waits import frame_name, gpu_wait
 from coreanalyze.model import Report, Thread
 
 # si_code values of a signal sent with kill / tgkill / sigqueue (siginfo carries the sender).
 SENT_CODES = frozenset({0, -1, -6})
+TRAMPOLINE = "<signal handler called>"
+# A re-raising handler's frames above its signal frame: faulthandler's are a handful.
+MAX_HANDLER_FRAMES = 40
 
 
-def _crashing_on_its_own(thread: Thread | None, rules: HangRules) -> bool:
+def _own_frames(thread: Thread, reraised: bool) -> list:
+    """The thread's frames as they were when the signal came: for a signal a handler caught
+    and raised again (faulthandler), those below the handler's signal frame."""
+    frames = thread.frames
+    if reraised:
+        trampoline = next((i for i, f in enumerate(frames[:MAX_HANDLER_FRAMES]) if f.function == TRAMPOLINE), None)
+        if trampoline is not None:
+            return frames[trampoline + 1:]
+    return frames
+
+
+def _crashing_on_its_own(thread: Thread | None, rules: HangRules, reraised: bool = False) -> bool:
     if thread is None:
         return False
-    for frame in thread.frames[: rules.window]:
+    for frame in _own_frames(thread, reraised)[: rules.window]:
         name = frame_name(frame)
         if name and any(p.search(name) for p in rules.faulting_frames):
             return True
@@ -39,10 +56,22 @@ def snapshot_reason(report: Report, rules: HangRules) -> str | None:
             f"the core names {name}, which only stops a process: it is a snapshot of a live process "
             "(gcore, coreanalyze --pid, a debugger), not the record of a crash"
         )
-    sent_by_other = signal.code in SENT_CODES and signal.sender_pid not in (None, core.pid)
-    if name in rules.watchdog_signals and sent_by_other and not _crashing_on_its_own(report.crashed_thread, rules):
+    sent = signal.code in SENT_CODES
+    sent_by_other = sent and signal.sender_pid not in (None, core.pid)
+    crashed = report.crashed_thread
+    if name not in rules.watchdog_signals or not sent or _crashing_on_its_own(crashed, rules, bool(signal.reraised_by)):
+        return None
+    if sent_by_other:
         return (
             f"{name} was sent by pid {signal.sender_pid} while no thread was crashing: "
             "a watchdog's or a person's snapshot of a process that stopped making progress"
+        )
+    gpu = gpu_wait(crashed) if crashed is not None else None
+    if gpu is not None:
+        # A watchdog thread of the process itself (a collective's timeout, a framework's
+        # hang detector) signalled the thread that waits for the GPU.
+        return (
+            f"{name} was sent to thread {crashed.tid} while it waited for the GPU in {gpu.api}: "
+            "a watchdog's snapshot of a process stuck on the GPU"
         )
     return None

@@ -42,7 +42,11 @@ def _key_thread(report: Report, waits: list[ThreadWait], info: HangInfo, tf: Ten
     if tf is not None:
         return by_tid.get(tf.first_tid)
     pid = report.core.pid if report.core else None
-    return by_tid.get(pid) or next((w for w in waits if w.state != "running"), waits[0] if waits else None)
+    main = by_tid.get(pid)
+    if main is None or main.state != "gpu":
+        # A thread that waits for the GPU from Python is where the user stands.
+        main = next((w for w in waits if w.state == "gpu" and w.file), main)
+    return main or next((w for w in waits if w.state != "running"), waits[0] if waits else None)
 
 
 def _summary(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, key: ThreadWait | None, op: str | None) -> str:
@@ -61,6 +65,11 @@ def _summary(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None,
             return tf.rule.summary.format(**values)
         except (KeyError, IndexError, ValueError):
             return tf.rule.summary
+    if key is not None and key.state == "gpu":
+        return (
+            f"hang: {describe_wait(key)}: the GPU work it waits for does not finish (a kernel that "
+            f"does not end, or a collective whose peers never join); {len(waits)} threads: {_counts(waits)}."
+        )
     if waits and all(w.state == "running" for w in waits):
         where = sorted({w.function for w in waits if w.function})
         return f"hang snapshot of a busy process: every thread is running (in {', '.join(where[:4]) or 'unknown code'}); no thread waits and there is no deadlock."
@@ -111,6 +120,8 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
         advice = list(tf.rule.advice)
     elif orphans:
         advice = list(rules.advice.get("orphaned_lock", ()))
+    elif key is not None and key.state == "gpu":
+        advice = list(rules.advice.get("gpu", ()))
     elif waits and all(w.state == "running" for w in waits):
         advice = list(rules.advice.get("running", ()))
     else:
