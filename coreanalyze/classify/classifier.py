@@ -7,7 +7,7 @@ them together and writes down the evidence.
 
 from __future__ import annotations
 
-from coreanalyze.classify.advice import advise
+from coreanalyze.classify.advice import ProcessFacts, advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
@@ -23,6 +23,7 @@ from coreanalyze.classify.faultkind import (
     thrown_exception,
 )
 from coreanalyze.classify.frames import FrameView, build_views, same_run
+from coreanalyze.classify.frameworks import loaded_frameworks
 from coreanalyze.classify.names import normalize_function, short_name
 from coreanalyze.classify.op import find_op
 from coreanalyze.classify.rules import RuleSet, default_rules
@@ -225,8 +226,14 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         "signal": sig,
         "exception": (detail if kind == "uncaught-exception" else None) or thrown_exception(views, rules),
         "loaded_custom_ops": ", ".join(loaded_custom_libraries(report.modules, rules)) or None,
+        "api": host.api if host is not None else None,
     }
-    advice = advise(decision.category, kind, custom is not None, values, rules)
+    facts = ProcessFacts(
+        loaded=loaded_frameworks(report, rules),
+        host_call=host.role if host is not None and thread is not None and host.tid == thread.tid else None,
+        signal_code=signal.code_name,
+    )
+    advice = advise(decision.category, kind, custom is not None, values, rules, facts)
 
     score = decision.winner.score if decision.winner is not None else None
     return Classification(

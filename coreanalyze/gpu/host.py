@@ -20,6 +20,7 @@ from typing import Any
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.model import Frame, LaunchedFrom, Report, Thread
 from coreanalyze.pyfiles import is_library_file
+from coreanalyze.vocabulary import GpuCallRole
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,7 +28,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 RULES_FILE = Path(__file__).resolve().parent / "host_calls.toml"
-ROLES = ("synchronize", "stream-wait", "event-wait", "memcpy", "launch", "memory", "collective", "framework-wait")
+ROLES = tuple(GpuCallRole)
 
 
 @dataclass(frozen=True)
@@ -165,13 +166,14 @@ def thread_words(call: HostCall) -> str:
     return f"the main thread ({call.tid})" if call.main else f"thread {call.tid}"
 
 
+def _python_part(call: HostCall, lead: str) -> str:
+    return f", {lead} {python_where(call.python)}" if call.python is not None else ""
+
+
 def call_words(call: HostCall) -> str:
     """"waiting for the GPU in cuCtxSynchronize_v2, from Python launch (x.py:17)"."""
     doing = "waiting for the GPU in" if call.waits else "in"
-    text = f"{doing} {call.api}"
-    if call.python is not None:
-        text += f", from Python {python_where(call.python)}"
-    return text
+    return f"{doing} {call.api}{_python_part(call, 'from Python')}"
 
 
 def host_sentence(call: HostCall, crashed: Thread | None, library_thread: str | None) -> str | None:
@@ -185,10 +187,8 @@ def host_sentence(call: HostCall, crashed: Thread | None, library_thread: str | 
 
 def evidence_line(call: HostCall) -> str:
     state = "waits for the GPU" if call.waits else "does not wait"
-    text = f"GPU call: thread {call.tid} is in {call.api} (frame #{call.frame_index}; {call.role}, {state})"
-    if call.python is not None:
-        text += f", called from Python {python_where(call.python)}"
-    return text
+    where = f"thread {call.tid} is in {call.api} (frame #{call.frame_index}; {call.role}, {state})"
+    return f"GPU call: {where}{_python_part(call, 'called from Python')}"
 
 
 def host_launched_from(report: Report, call: HostCall | None = None) -> LaunchedFrom | None:
