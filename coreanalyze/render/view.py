@@ -200,15 +200,21 @@ class FrameRow:
     def function(self) -> str:
         f = self.frame
         if f is None or not f.function:
-            return "??"
+            return self._unnamed
         return one_line(f.function, MAX_FUNCTION)
+
+    @property
+    def _unnamed(self) -> str:
+        """An unnamed frame: "??", with the exported function a stripped library ran it for."""
+        entry = self.frame.entry_point if self.frame is not None else None
+        return one_line(f"?? under {entry}", MAX_FUNCTION) if entry else "??"
 
     @property
     def function_parts(self) -> tuple[str, str]:
         """The function's name and its parameter list (maybe ""), each clipped for display."""
         f = self.frame
         if f is None or not f.function:
-            return "??", ""
+            return self._unnamed, ""
         if f.kind == "python":
             return self.function, ""
         name, params = split_signature(f.function)
