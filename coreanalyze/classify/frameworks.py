@@ -47,6 +47,9 @@ def _loaded(framework: Framework, packages: list[str], modules: list[str], frame
 def loaded_frameworks(report: Report, rules: RuleSet) -> frozenset[str]:
     packages = _package_names(report)
     modules = [m.path for m in report.modules]
-    modules += [f.module for t in report.threads for f in t.frames[:MAX_FRAMES] if f.module]
-    frames = list(_frames(report))
+    frames: list[tuple[str, str]] = []
+    if not modules:
+        # A core's file table names every library it mapped; a pasted trace has only its frames.
+        modules = [f.module for t in report.threads for f in t.frames[:MAX_FRAMES] if f.module]
+        frames = list(_frames(report))
     return frozenset(f.name for f in rules.frameworks if _loaded(f, packages, modules, frames))
