@@ -10,6 +10,7 @@ from typing import Sequence
 from coreanalyze.classify.names import basename, normalize_function
 from coreanalyze.classify.rules import RuleSet
 from coreanalyze.model import Frame, Module
+from coreanalyze.symbols.entrypoints import entry_points
 
 # Frames beyond this depth are never looked at: a runaway recursion has a hundred thousand,
 # and the interesting ones are at the top.
@@ -86,6 +87,8 @@ class ModuleIndex:
 def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleSet) -> list[FrameView]:
     ordered = sorted(frames[:MAX_FRAMES], key=lambda f: f.index)
     index = ModuleIndex(modules)
+    # A pasted trace's frames were not marked by the symbols stage: the same rule, read here.
+    entries = entry_points(ordered)
     views = []
     # Deep recursions repeat a handful of frames thousands of times: look each one up once.
     memo: dict[tuple[str | None, str | None, bool], tuple[str, str | None, str | None]] = {}
@@ -124,7 +127,7 @@ def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleS
                 module_class=module_class,
                 role=role,
                 python=python,
-                entry_point=normalize_function(frame.entry_point) if frame.entry_point and not name and not python else "",
+                entry_point=normalize_function(frame.entry_point or entries[position] or "") if not name and not python else "",
             )
         )
     return views

@@ -14,10 +14,10 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from coreanalyze.classify.names import normalize_function
+from coreanalyze.gpu.libraries import RULES_FILE
 from coreanalyze.model import Frame, LaunchedFrom, Report, Thread
 from coreanalyze.pyfiles import is_library_file
 from coreanalyze.vocabulary import GpuCallRole
@@ -27,7 +27,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-RULES_FILE = Path(__file__).resolve().parent / "host_calls.toml"
 ROLES = tuple(GpuCallRole)
 
 

@@ -8,7 +8,9 @@ frames under the one named frame where the call entered the library:
 
 Each unnamed frame of such a run gets that entry point as Frame.entry_point; its function stays
 unnamed (the code is not the entry point's own). A run with no named frame further out in the
-same library (a thread the library started itself) gets none.
+same library (a thread the library started itself) gets none. Which libraries name only their
+exports is data (gpu/host_calls.toml, [libraries]): in any other library an unnamed frame is a
+gap in the symbols, not code run for the next named one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from coreanalyze import model
+from coreanalyze.gpu.libraries import exports_only
 
 UNNAMED = (None, "", "??")
 # Names gdb gives frames that are not functions of a library.
@@ -27,14 +30,16 @@ def _name(frame: model.Frame) -> str | None:
     return None if name in UNNAMED else name
 
 
-def mark_entry_points(frames: Sequence[model.Frame]) -> None:
-    """Set entry_point on the unnamed native frames of each thread's runs, in place."""
+def entry_points(frames: Sequence[model.Frame]) -> list[str | None]:
+    """For each frame (innermost first), the entry point an unnamed native frame runs for."""
+    out: list[str | None] = [None] * len(frames)
     entry: str | None = None
     module: str | None = None
     # Outermost first: the entry point is met before the frames it called.
-    for frame in reversed(frames):
+    for position in range(len(frames) - 1, -1, -1):
+        frame = frames[position]
         name = _name(frame)
-        if frame.kind != "native" or not frame.module or name in NOT_FUNCTIONS:
+        if frame.kind != "native" or not exports_only(frame.module) or name in NOT_FUNCTIONS:
             # Python code, an unknown place, or a signal frame: the frames above were not
             # called by the ones below it.
             entry = module = None
@@ -44,4 +49,12 @@ def mark_entry_points(frames: Sequence[model.Frame]) -> None:
         if name is not None:
             entry = name
         else:
+            out[position] = entry
+    return out
+
+
+def mark_entry_points(frames: Sequence[model.Frame]) -> None:
+    """Set entry_point on the unnamed native frames of a thread's runs, in place."""
+    for frame, entry in zip(frames, entry_points(frames)):
+        if entry is not None:
             frame.entry_point = entry
