@@ -116,6 +116,11 @@ def _gpu_host(report: Report, thread: Thread | None, category: str, pick: Culpri
     return call, host_sentence(call, thread, library), library
 
 
+def _environment_names(report: Report) -> frozenset[str] | None:
+    names = report.environment.get("environment_variable_names") if isinstance(report.environment, dict) else None
+    return frozenset(n for n in names if isinstance(n, str)) if isinstance(names, list) else None
+
+
 def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
     from coreanalyze.gpu.host import evidence_line
 
@@ -232,6 +237,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         loaded=loaded_frameworks(report, rules),
         host_call=host.role if host is not None and thread is not None and host.tid == thread.tid else None,
         signal_code=signal.code_name,
+        environment=_environment_names(report),
     )
     advice = advise(decision.category, kind, custom is not None, values, rules, facts)
 

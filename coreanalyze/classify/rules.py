@@ -120,6 +120,7 @@ class AdviceEntry:
     loaded: tuple[str, ...] = ()  # only for a process that loaded one of these [[framework]]s
     host_call: str | None = None  # only when the crashing thread is in a GPU call of this role
     signal_code: str | None = None  # only for this si_code ("SEGV_MAPERR")
+    unset: tuple[str, ...] = ()  # only when the process's environment sets none of these variables
 
     @property
     def specificity(self) -> int:
@@ -445,7 +446,7 @@ def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[s
         raise _Problem(f"{where}: signal_code must be a name such as SEGV_MAPERR")
     return AdviceEntry(
         lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin,
-        loaded=loaded, host_call=host_call, signal_code=signal_code,
+        loaded=loaded, host_call=host_call, signal_code=signal_code, unset=tuple(_str_list(t.get("unset", []), f"{where}: unset")),
     )  # fmt: skip
 
 

@@ -83,6 +83,9 @@ def test_the_advice_fits_a_cupy_process(gpu_report):
     advice = " ".join(gpu_report["classification"]["advice"])
     assert "tf.sysconfig" not in advice and "TensorFlow" not in advice
     assert "CUDA_LAUNCH_BLOCKING=1" in advice and "compute-sanitizer" in advice
+    # The process had the GPU core dump on: asking for it next time is no news.
+    assert "CUDA_ENABLE_COREDUMP_ON_EXCEPTION" in gpu_report["environment"]["environment_variable_names"]
+    assert "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1" not in advice
 
 
 def test_the_main_thread_waits_for_the_gpu(gpu_crash, gpu_report):

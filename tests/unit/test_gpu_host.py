@@ -176,6 +176,9 @@ def test_gpu_advice_names_tensorflow_only_in_a_tensorflow_process():
     assert any("CUDA_LAUNCH_BLOCKING=1" in a for a in plain.advice)
     assert any("compute-sanitizer" in a for a in plain.advice)
     assert any("CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1" in a for a in plain.advice)
+    dumping = report(driver, main, crashed=driver.tid, signal=ABORT, modules=[cuda])
+    dumping.environment["environment_variable_names"] = ["CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "CUDA_COREDUMP_FILE"]
+    assert not any("CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1" in a for a in classify(dumping).advice)  # no news to it
     tf = Module(path="/venv/lib/python3.12/site-packages/tensorflow/libtensorflow_framework.so.2", start=0x10000, end=0x20000)
     with_tf = classify(report(driver, main, crashed=driver.tid, signal=ABORT, modules=[cuda, tf]))
     assert any("tf.sysconfig.get_build_info()" in a for a in with_tf.advice)
