@@ -148,4 +148,5 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
         confidence="high" if info.deadlock else ("medium" if tf is not None or waits else "low"),
         op=op,
         hang=info,
+        gpu=base.gpu,  # the GPU call the thread the verdict is about waits in
     )

@@ -9,6 +9,7 @@ import pytest
 
 from coreanalyze.classify import classify
 from coreanalyze.gpu.host import find_host_call, host_call_rules, parse_host_call_rules, thread_call
+from coreanalyze.hang import classify_hang
 from coreanalyze.hang.describe import describe_wait
 from coreanalyze.hang.detect import snapshot_reason
 from coreanalyze.hang.rules import hang_rules
@@ -208,6 +209,11 @@ def test_a_watchdogs_signal_to_a_thread_waiting_for_the_gpu_is_a_hang():
         (f.function, f.module) for f in SYNC_WAIT[:5]])  # fmt: skip
     reraised = SignalInfo(number=6, name="SIGABRT", code=0, code_name="SI_USER", sender_pid=99, reraised_by="faulthandler")
     assert snapshot_reason(report(Thread(tid=PID, frames=handled), crashed=PID, signal=reraised), hang_rules()) is not None
+    # The verdict on it.
+    hang = classify_hang(from_inside, None)
+    assert hang is not None and hang.fault_kind == "hang" and hang.gpu is not None and hang.gpu.api == "cuCtxSynchronize_v2"
+    assert hang.summary.startswith("hang: thread 464 waiting for the GPU (cuCtxSynchronize) in launch (train.py:17)")
+    assert any("collective" in a for a in hang.advice)
     # A driver thread that aborted on its own is a crash.
     driver = Thread(tid=PID + 6, frames=DRIVER_ABORT)
     assert snapshot_reason(report(driver, main, crashed=driver.tid, signal=ABORT), hang_rules()) is None
