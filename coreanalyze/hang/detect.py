@@ -21,6 +21,21 @@ TRAMPOLINE = "<signal handler called>"
 MAX_HANDLER_FRAMES = 40
 
 
+def _reraised_by_a_handler(thread: Thread | None, rules: HangRules) -> bool:
+    """A signal frame with nothing above it but the raising of a signal: a handler (faulthandler,
+    a crash reporter) caught the signal and raised it again (the core then names the thread
+    itself as the sender)."""
+    if thread is None:
+        return False
+    for frame in thread.frames[:MAX_HANDLER_FRAMES]:
+        if frame.function == TRAMPOLINE:
+            return True
+        name = frame_name(frame)
+        if frame.kind != "native" or (name and not rules.reraise_frames.search(name)):
+            return False
+    return False
+
+
 def _own_frames(thread: Thread, reraised: bool) -> list:
     """The thread's frames as they were when the signal came: for a signal a handler caught
     and raised again (faulthandler), those below the handler's signal frame."""
@@ -59,7 +74,8 @@ def snapshot_reason(report: Report, rules: HangRules) -> str | None:
     sent = signal.code in SENT_CODES
     sent_by_other = sent and signal.sender_pid not in (None, core.pid)
     crashed = report.crashed_thread
-    if name not in rules.watchdog_signals or not sent or _crashing_on_its_own(crashed, rules, bool(signal.reraised_by)):
+    reraised = bool(signal.reraised_by) or _reraised_by_a_handler(crashed, rules)
+    if name not in rules.watchdog_signals or not sent or _crashing_on_its_own(crashed, rules, reraised):
         return None
     if sent_by_other:
         return (

@@ -209,6 +209,11 @@ def test_a_watchdogs_signal_to_a_thread_waiting_for_the_gpu_is_a_hang():
         (f.function, f.module) for f in SYNC_WAIT[:5]])  # fmt: skip
     reraised = SignalInfo(number=6, name="SIGABRT", code=0, code_name="SI_USER", sender_pid=99, reraised_by="faulthandler")
     assert snapshot_reason(report(Thread(tid=PID, frames=handled), crashed=PID, signal=reraised), hang_rules()) is not None
+    # The same before the original siginfo is read: the handler's raise names the thread itself.
+    handler_only = frames(("pthread_kill", LIBC), ("raise", LIBC), ("<signal handler called>", LIBC), *[(f.function, f.module) for f in SYNC_WAIT[:5]])
+    assert "waited for the GPU" in snapshot_reason(report(Thread(tid=PID, frames=handler_only), crashed=PID, signal=ABORT), hang_rules())
+    sleeping = frames(("pthread_kill", LIBC), ("raise", LIBC), ("<signal handler called>", LIBC), ("clock_nanosleep", LIBC))
+    assert snapshot_reason(report(Thread(tid=PID, frames=sleeping), crashed=PID, signal=ABORT), hang_rules()) is None
     # The verdict on it.
     hang = classify_hang(from_inside, None)
     assert hang is not None and hang.fault_kind == "hang" and hang.gpu is not None and hang.gpu.api == "cuCtxSynchronize_v2"
