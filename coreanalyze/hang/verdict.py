@@ -18,7 +18,11 @@ from coreanalyze.model import Classification, Culprit, HangInfo, Report, ThreadW
 SIGNATURE_THREADS = 6
 
 
-def _signature(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, op: str | None) -> str:
+def _signature(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, op: str | None, key: ThreadWait | None = None) -> str:
+    if key is not None and key.state == "gpu" and not info.deadlock and tf is None:
+        # A GPU hang is the call that waits and the code that made it, whatever the driver's
+        # own threads do meanwhile.
+        return f"hang | gpu {key.object_kind or '??'} | {key.function or '??'}"
     if info.deadlock:
         kind = "GIL deadlock" if any("GIL" in s.wants for s in info.deadlock) else "deadlock"
         return f"hang | {kind} | " + " <-> ".join(sorted(s.function or "??" for s in info.deadlock))
@@ -141,7 +145,7 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
         category=tf.rule.category if tf is not None else base.category,
         fault_kind="hang",
         culprit=culprit,
-        signature=_signature(info, waits, tf, op),
+        signature=_signature(info, waits, tf, op, key),
         summary=_summary(info, waits, tf, key, op),
         evidence=evidence,
         advice=advice,

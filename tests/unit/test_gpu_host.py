@@ -219,6 +219,7 @@ def test_a_watchdogs_signal_to_a_thread_waiting_for_the_gpu_is_a_hang():
     assert hang is not None and hang.fault_kind == "hang" and hang.gpu is not None and hang.gpu.api == "cuCtxSynchronize_v2"
     assert hang.summary.startswith("hang: thread 464 waiting for the GPU (cuCtxSynchronize) in launch (train.py:17)")
     assert any("collective" in a for a in hang.advice)
+    assert hang.signature == "hang | gpu cuCtxSynchronize | launch"
     # A driver thread that aborted on its own is a crash.
     driver = Thread(tid=PID + 6, frames=DRIVER_ABORT)
     assert snapshot_reason(report(driver, main, crashed=driver.tid, signal=ABORT), hang_rules()) is None
