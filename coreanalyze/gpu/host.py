@@ -191,11 +191,12 @@ def evidence_line(call: HostCall) -> str:
 
 
 def host_launched_from(report: Report, call: HostCall | None = None) -> LaunchedFrom | None:
-    """launched_from for a crash in a thread that runs no Python (a driver's thread): the host
-    GPU call's innermost user Python line. None when the crashing thread has Python frames of
-    its own, or no thread is in a GPU call from Python."""
+    """launched_from for a crash in the GPU stack in a thread that runs no Python (a driver's
+    thread): the host GPU call's innermost user Python line. None when the classification did
+    not take the crash for the GPU's (classification.gpu), the crashing thread has Python
+    frames of its own, or no thread is in a GPU call from Python."""
     crashed = report.crashed_thread
-    if crashed is None or any(f.kind == "python" for f in crashed.frames):
+    if report.classification.gpu is None or crashed is None or any(f.kind == "python" for f in crashed.frames):
         return None
     call = call or find_host_call(report)
     if call is None or call.tid == crashed.tid or call.python is None:

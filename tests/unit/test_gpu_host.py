@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from coreanalyze.classify import classify
-from coreanalyze.gpu.host import find_host_call, host_call_rules, parse_host_call_rules, thread_call
+from coreanalyze.gpu.host import find_host_call, host_call_rules, host_launched_from, parse_host_call_rules, thread_call
 from coreanalyze.hang import classify_hang
 from coreanalyze.hang.describe import describe_wait
 from coreanalyze.hang.detect import snapshot_reason
@@ -142,6 +142,10 @@ def test_a_driver_thread_crash_points_at_the_thread_waiting_for_the_gpu():
     assert "in a thread of libcuda.so.580.159.04" in c.summary
     key = c.signature.rsplit(" #", 1)[0]
     assert key == "SIGABRT | libcuda.so | host cuCtxSynchronize_v2"
+    assert host_launched_from(r) is None  # not yet classified as the GPU's
+    r.classification = c
+    launched = host_launched_from(r)
+    assert launched is not None and (launched.tid, launched.function, launched.line) == (PID, "launch", 17)
 
 
 def test_a_fault_inside_a_driver_copy_is_anchored_on_its_entry_point():
