@@ -232,7 +232,7 @@ terminate called after throwing an instance of 'google::protobuf::FatalException
   what():  CHECK failed: it != end(): key not found: dense_1
 Aborted (core dumped)
 """)
-case("bad_alloc_uncaught", "allocator", "uncaught-exception", """terminate called after throwing an instance of 'std::bad_alloc'
+case("bad_alloc_uncaught", "allocator", "out-of-memory", """terminate called after throwing an instance of 'std::bad_alloc'
   what():  std::bad_alloc
 Aborted (core dumped)
 """)

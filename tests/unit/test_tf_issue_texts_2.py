@@ -98,7 +98,7 @@ case("core_int_free_executor_manager", "allocator", "heap-corruption", """Corefi
 #6  0x00007fb3dd891582 in std::_Function_handler<void (), tensorflow::thread::EigenEnvironment::CreateThread(std::function<void ()>)::{lambda()#1}>::_M_invoke(std::_Any_data const&) () from /opt/anaconda2/lib/python2.7/site-packages/tensorflow/python/../libtensorflow_framework.so
 #7  0x00007fb3dcdaf220 in ?? () from /lib64/libstdc++.so.6
 """, "tensorflow#38494")
-case("bad_alloc_shell_script", "allocator", "uncaught-exception", """terminate called after throwing an instance of 'std::bad_alloc'
+case("bad_alloc_shell_script", "allocator", "out-of-memory", """terminate called after throwing an instance of 'std::bad_alloc'
   what():  std::bad_alloc
 ./clean_wav.sh: line 26:  6499 Aborted
 """, "santi-pdp/segan#40")
