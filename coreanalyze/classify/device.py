@@ -8,6 +8,7 @@ message (gpu_errors.toml); the stack only says where the host stood.
 from __future__ import annotations
 
 import hashlib
+import re
 
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.gpuerrors import canonical_exception, match_error, oom_from_text
@@ -36,7 +37,7 @@ def oom_facts(kind: str, preset: OomInfo | None, abort_message: str | None) -> O
 def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> str | None:
     """'gpu-exception | Illegal Address | scatter_rows #..', 'out-of-memory | BFC (GPU_0_bfc) #..'."""
     if kind == "gpu-exception" and gpu is not None:
-        exception = canonical_exception(gpu.exception) or gpu.exception or "unknown exception"
+        exception = canonical_exception(gpu.exception) or _without_values(gpu.exception) or "unknown exception"
         parts = [kind, exception, _kernel_key(gpu.kernel)]
     elif kind == "out-of-memory" and oom is not None:
         parts = [kind, oom.allocator or "unknown allocator"]
@@ -46,11 +47,21 @@ def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> st
     return f"{key} #{hashlib.sha1(key.encode('utf-8', 'replace')).hexdigest()[:HASH_CHARS]}"
 
 
+_PARAMETERS = re.compile(r"(?<!operator)\((?:[^()]|\([^()]*\))*\)\s*$")
+_VALUES = re.compile(r" of size \d+(?: bytes?)?|\s*\((?:error )?\d+\)|0x[0-9a-fA-F]+|\b\d+\b")
+
+
+def _without_values(exception: str | None) -> str | None:
+    """'Invalid __global__ write of size 4 bytes' -> 'Invalid __global__ write': this run's values out."""
+    return " ".join(_VALUES.sub("", exception).split()) if exception else None
+
+
 def _kernel_key(kernel: str | None) -> str:
     """The kernel's name without its launch configuration or parameter list."""
     if not kernel:
         return "no kernel"
-    return kernel.split("<<<", 1)[0].split("(", 1)[0].strip() or kernel
+    name = kernel.split("<<<", 1)[0].strip()
+    return _PARAMETERS.sub("", name) or name
 
 
 def host_site(views: list[FrameView], culprit: FrameView | None) -> FrameView | None:

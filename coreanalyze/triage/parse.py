@@ -25,6 +25,7 @@ from . import (
     gdb_bt,
     gdb_pybt,
     gdb_values,
+    gpu_sanitizer,
     hs_err,
     kernel_log,
     lldb_bt,
@@ -39,6 +40,7 @@ from .text import clean
 
 # Most specific formats first.
 PARSERS = (
+    gpu_sanitizer.parse,
     asan.parse,
     android_tombstone.parse,
     valgrind.parse,
