@@ -87,7 +87,7 @@ def device_summary(
     else:
         return None
     if signal:
-        head = f"{signal}: {head[0].lower()}{head[1:]}"
+        head = f"{signal} after a {head}" if kind == "gpu-exception" else f"{signal}: {head}"
     return f"{head}; the host was in {_where(site)}." if site is not None else f"{head}."
 
 

@@ -30,7 +30,8 @@ class GpuError:
     exception: str  # canonical name ("Illegal Address")
     fault_kind: str  # "gpu-exception" | "out-of-memory" | ""
     patterns: tuple[re.Pattern[str], ...]
-    matched: str = ""  # the text the pattern matched (the error's own spelling)
+    matched: str = ""  # the text the pattern matched (the error's own spelling), or the label
+    label: str = ""  # the name to show when the text matched is not one
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class GpuErrorData:
 def data() -> GpuErrorData:
     raw = tomllib.loads(DATA_FILE.read_text(encoding="utf-8"))
     errors = tuple(
-        GpuError(e["exception"], e["fault_kind"], tuple(re.compile(p) for p in e["patterns"])) for e in raw["error"]
+        GpuError(e["exception"], e["fault_kind"], tuple(re.compile(p) for p in e["patterns"]), label=e.get("label", ""))
+        for e in raw["error"]
     )
     oom = tuple(OomPattern(o["allocator"], re.compile(o["pattern"])) for o in raw["oom"])
     xids = {x["number"]: Xid(x["number"], x["meaning"], x["cause"]) for x in raw["xid"]}
@@ -70,10 +72,12 @@ def match_error(text: str | None) -> GpuError | None:
         return None
     text = text[:MAX_TEXT]
     for error in data().errors:
+        if error.label and text == error.label:
+            return error
         for p in error.patterns:
             m = p.search(text)
             if m:
-                return GpuError(error.exception, error.fault_kind, error.patterns, m.group(0))
+                return GpuError(error.exception, error.fault_kind, error.patterns, error.label or m.group(0), error.label)
     return None
 
 

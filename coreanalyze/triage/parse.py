@@ -25,7 +25,9 @@ from . import (
     gdb_bt,
     gdb_pybt,
     gdb_values,
+    gpu_log,
     gpu_sanitizer,
+    gpu_traceback,
     hs_err,
     kernel_log,
     lldb_bt,
@@ -41,6 +43,8 @@ from .text import clean
 # Most specific formats first.
 PARSERS = (
     gpu_sanitizer.parse,
+    gpu_traceback.parse,
+    gpu_log.parse,
     asan.parse,
     android_tombstone.parse,
     valgrind.parse,
