@@ -82,6 +82,8 @@ def device_summary(
 ) -> str | None:
     if kind == "gpu-exception" and gpu is not None:
         head = _gpu_head(gpu)
+        if site is not None and gpu.kernel and site.name and _kernel_key(site.name) == _kernel_key(gpu.kernel):
+            site = None  # the kernel's own frame: not where the host stood
     elif kind == "out-of-memory" and oom is not None:
         head = _oom_head(oom)
     else:
