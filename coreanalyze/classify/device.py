@@ -48,7 +48,7 @@ def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> st
 
 
 _PARAMETERS = re.compile(r"(?<!operator)\((?:[^()]|\([^()]*\))*\)\s*$")
-_VALUES = re.compile(r" of size \d+(?: bytes?)?|\s*\((?:error )?\d+\)|0x[0-9a-fA-F]+|\b\d+\b")
+_VALUES = re.compile(r" of size \d+(?: bytes?)?|\s*\((?:error )?\d+\)|0x[0-9a-fA-F]+|(?<!Xid )\b\d+\b")
 
 
 def _without_values(exception: str | None) -> str | None:
