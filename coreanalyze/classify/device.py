@@ -90,7 +90,9 @@ def device_summary(
         return None
     if signal:
         head = f"{signal} after a {head}" if kind == "gpu-exception" else f"{signal}: {head}"
-    return f"{head}; the host was in {_where(site)}." if site is not None else f"{head}."
+    if site is None:
+        return f"{head}."
+    return f"{head}; the host was in {_where(site)}." if kind == "gpu-exception" else f"{head}, asked for in {_where(site)}."
 
 
 def _gpu_head(gpu: GpuFault) -> str:
