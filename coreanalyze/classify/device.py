@@ -47,6 +47,7 @@ def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> st
     return f"{key} #{hashlib.sha1(key.encode('utf-8', 'replace')).hexdigest()[:HASH_CHARS]}"
 
 
+_TEMPLATE_NOTE = re.compile(r"\s*\[with [^\]]*\]\s*$")  # nvcc's "[with T = float]" after a kernel's name
 _PARAMETERS = re.compile(r"(?<!operator)\((?:[^()]|\([^()]*\))*\)\s*$")
 _VALUES = re.compile(r" of size \d+(?: bytes?)?|\s*\((?:error )?\d+\)|0x[0-9a-fA-F]+|(?<!Xid )\b\d+\b")
 
@@ -60,8 +61,9 @@ def _kernel_key(kernel: str | None) -> str:
     """The kernel's name without its launch configuration or parameter list."""
     if not kernel:
         return "no kernel"
-    name = kernel.split("<<<", 1)[0].strip()
-    return _PARAMETERS.sub("", name) or name
+    name = _TEMPLATE_NOTE.sub("", kernel.split("<<<", 1)[0]).strip()
+    name = _PARAMETERS.sub("", name).strip() or name
+    return name[5:] if name.startswith("void ") else name
 
 
 def host_site(views: list[FrameView], culprit: FrameView | None) -> FrameView | None:
@@ -92,7 +94,7 @@ def device_summary(
         head = f"{signal} after a {head}" if kind == "gpu-exception" else f"{signal}: {head}"
     if site is None:
         return f"{head}."
-    return f"{head}; the host was in {_where(site)}." if kind == "gpu-exception" else f"{head}, asked for in {_where(site)}."
+    return f"{head}; the host was in {_where(site)}." if kind == "gpu-exception" else f"{head}; the process was in {_where(site)}."
 
 
 def _gpu_head(gpu: GpuFault) -> str:
@@ -112,7 +114,7 @@ def _gpu_head(gpu: GpuFault) -> str:
 def _oom_head(oom: OomInfo) -> str:
     head = f"Out of memory in {oom.allocator or 'an allocator'}"
     if oom.requested is not None:
-        head += f": {human_size(oom.requested)} asked for"
+        head += f": {human_size(oom.requested)} requested"
     held = [f"{human_size(v)} {what}" for what, v in (("in use", oom.in_use), ("limit", oom.limit)) if v is not None]
     if held:
         head += f" ({', '.join(held)})"

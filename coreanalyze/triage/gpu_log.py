@@ -26,14 +26,15 @@ from . import gpu_text
 FORMAT = "gpu-log"
 
 _ASSERTION = re.compile(
-    r"^\s*(?P<file>\S.{0,500}?):(?P<line>\d{1,7}): (?:(?P<func>[^:\[\]]{1,300}?): )?block: \[(\d+),(\d+),(\d+)\], "
+    r"^\s*(?P<file>\S.{0,500}?):(?P<line>\d{1,7}): (?:(?P<func>.{1,600}?): )?block: \[(\d+),(\d+),(\d+)\], "
     r"thread: \[(\d+),(\d+),(\d+)\] Assertion `(?P<cond>.{0,1000})` failed\.?\s*$"
 )
-_OOM_ANCHORS = ("ran out of memory trying to allocate", "Out of memory while trying to allocate", "Out of memory allocating", "CUDA out of memory", "OOM when allocating")
+_OOM_ANCHORS = ("ran out of memory trying to allocate", "Ran out of memory trying to allocate", "ran out of memory when allocating", "Out of memory while trying to allocate", "Out of memory allocating", "CUDA out of memory", "OOM when allocating")
 _NOT_A_FAILURE = "caller indicates that this is not a failure"
 _STAT = re.compile(r"^\s*(Limit|InUse|bytes_limit|bytes_in_use):\s+(\d{1,20})\s*$")
-# Lines the CUDA driver itself prints to the process's stderr.
-_DRIVER_LINES = ("Starting GPU coredump generation",)
+# Lines the CUDA driver prints to the process's stderr, and a sanitizer's line copied without
+# its "=========" margin.
+_DRIVER_LINES = ("Starting GPU coredump generation", "Program hit ")
 STATS_SCAN = 200_000  # lines after the OOM line searched for the allocator's stats
 _LOG_LINE = re.compile(r"^(?:.{0,80}?\b[EFW]\s?\d{0,4}\s[\d:. ]{0,30}|.{0,40}\b[EFW] )?\S{0,300}\.(?:cc|cpp|h):\d{1,6}\] (.{1,2000})$")
 

@@ -34,11 +34,13 @@ _ERROR = re.compile(
     r"|Invalid (?:global|shared|local) (?:read|write) of size \d+|Misaligned \w+ Address|Out-of-range \w+ Address"
     r"|Malloc/Free error encountered.{0,200}|Program hit \w+ \(error \d+\) due to .{1,300}|Device-side assertion failed.{0,200})$"
 )
-_AT = re.compile(r"^at (?:(0x[0-9a-fA-F]+) in (?:(\S+?):(\d+):)?(.+)|([^\s+]+(?:\(.*\))?)\+(0x[0-9a-fA-F]+)(?: in (\S+?):(\d+))?)$")
+_AT = re.compile(r"^at (?:(0x[0-9a-fA-F]+) in (?:(\S+?):(\d+):)?(.+)|(.+)\+(0x[0-9a-fA-F]+)(?: in (\S+?):(\d+))?)$")
 _BY = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
-_ADDRESS = re.compile(r"^(?:Access to|Address) (0x[0-9a-fA-F]+) is")
+_ADDRESS = re.compile(r"^(?:Access (?:to|at)|Address) (0x[0-9a-fA-F]+) is")
+# compute-sanitizer 12 prints a host frame's module on a line of its own: "in /lib/.../libcuda.so.1".
+_MODULE_LINE = re.compile(r"^in (/\S.*|\S+\.so(?:\.\d+)*)$")
 _HOST = re.compile(r"^Host Frame:\s?(.*?)\s*$")
-_HOST_NEW = re.compile(r"^(.*?)(?: in (\S+?):(\d+))?(?: \[(0x[0-9a-fA-F]+)\])?(?: in (\S+))?$")
+_HOST_NEW = re.compile(r"^(.*?)(?: in (\S+?):(\d+))?(?:\s*\[(0x[0-9a-fA-F]+)\])?(?: in (\S+))?$")
 _HOST_OLD = re.compile(r"^(\S+) \((.+?) \+ (0x[0-9a-fA-F]+)\) \[(0x[0-9a-fA-F]+)\]$")
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _PYTHON_FILE = re.compile(r"\.py[cw]?$")
@@ -74,6 +76,9 @@ def _read_error(finding: fd.Finding, block: list[tuple[int, str]]) -> None:
         host = _HOST.match(s)
         if host:
             thread.add(_host_frame(host.group(1)))
+        module = _MODULE_LINE.match(s) if thread.frames and not host else None
+        if module and thread.frames[-1].module is None:
+            thread.frames[-1].module = module.group(1)
     if kernel_frame is not None:
         thread.frames.insert(0, kernel_frame)
         for k, f in enumerate(thread.frames):

@@ -5,7 +5,7 @@ CUDA errors in Python tracebacks, device-side assertions, allocator out-of-memor
 from __future__ import annotations
 
 import pytest
-from support.paths import GPU_DATA
+from support.paths import DATA, GPU_DATA
 from support.require import missing
 
 from coreanalyze.classify.device import human_size
@@ -114,7 +114,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 h
     assert (c.oom.allocator, c.oom.requested) == ("PyTorch CUDA caching allocator", 20 * MIB)
     assert (c.oom.limit, c.oom.in_use) == (int(79.11 * GIB), int(79.10 * GIB))
     assert c.signature.startswith("out-of-memory | PyTorch CUDA caching allocator #")
-    assert "20.00 MiB asked for" in c.summary and "finetune.py:88" in c.summary
+    assert "20.00 MiB requested" in c.summary and "finetune.py:88" in c.summary
 
 
 def test_bfc_log_and_stats_then_resource_exhausted():
@@ -246,3 +246,52 @@ def test_bad_alloc_message_is_operator_new():
 
 def test_human_size():
     assert (human_size(512), human_size(GIB), human_size(20 * MIB)) == ("512 B", "1.00 GiB", "20.00 MiB")
+
+
+# ----------------------------------------------------------------------------- real texts from public trackers
+# tests/data/triage/gpu_*.txt, each with its source and the thread's verdict in that folder's README.
+
+TRACKER_VERDICTS = {
+    # cupy/cupy#7539: the RawKernel computed its index in 32-bit int; arrays over 8 GB overflowed it.
+    "gpu_cupy_rawkernel_index_overflow.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Illegal Address | no kernel"),
+    # pytorch/pytorch#132640: NCCL's all-reduce reads 4 bytes of barrier()'s 1-byte buffer.
+    "gpu_pytorch_nccl_barrier_sanitizer.txt": (
+        "gpu-driver", "gpu-exception", "gpu-exception | Invalid __global__ read | ncclDevKernel_AllReduce_Sum_u8_RING_LL",
+    ),
+    # pytorch/pytorch#4701: a target class outside [0, n_classes) in the NLL loss kernel.
+    "gpu_pytorch_classnll_assert.txt": (
+        "gpu-driver", "gpu-exception", "gpu-exception | Device-side Assert | cunn_ClassNLLCriterion_updateOutput_kernel",
+    ),
+    # pytorch/pytorch#16417: the GPU's memory was used up; a smaller batch fixed it.
+    "gpu_pytorch_cuda_oom.txt": ("gpu-driver", "out-of-memory", "out-of-memory | PyTorch CUDA caching allocator"),
+    # jax-ml/jax#22755: the GPU ran out of memory in a jitted update step.
+    "gpu_jax_resource_exhausted.txt": ("xla", "out-of-memory", "out-of-memory | XLA"),
+    # tinygrad/tinygrad#6947: MMU faults of the NV backend on the stock kernel module.
+    "gpu_nvrm_xid31_mmu_fault.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Xid 31: GPU memory page fault (MMU fault) | no kernel"),
+    # CharlesShang/FastMaskRCNN#129: TensorFlow 1.x aborted in its GPU allocator.
+    "gpu_tf_eigen_allocator_oom_fatal.txt": ("gpu-driver", "out-of-memory", "out-of-memory | EigenAllocator (GPU)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACKER_VERDICTS))
+def test_tracker_texts_get_the_threads_verdict(name):
+    category, kind, signature = TRACKER_VERDICTS[name]
+    c = triaged((DATA / "triage" / name).read_text(encoding="utf-8"), name).classification
+    assert (c.category, c.fault_kind) == (category, kind), c.evidence
+    assert c.signature.startswith(signature + " #")
+
+
+def test_tracker_texts_details():
+    def classification(name):
+        return triaged((DATA / "triage" / name).read_text(encoding="utf-8"), name).classification
+
+    nccl = classification("gpu_pytorch_nccl_barrier_sanitizer.txt").gpu
+    assert (nccl.kernel_offset, nccl.address) == (0x1AD0, 0x7F4AC0200000)
+    nll = classification("gpu_pytorch_classnll_assert.txt")
+    assert (nll.gpu.block, nll.gpu.thread) == ([0, 0, 0], [0, 0, 0])
+    assert nll.detail == "Assertion `t >= 0 && t < n_classes` failed (ClassNLLCriterion.cu:101)"
+    oom = classification("gpu_pytorch_cuda_oom.txt").oom
+    assert (oom.requested, oom.in_use, oom.limit) == (22 * MIB, int(23.60 * GIB), int(23.65 * GIB))
+    assert classification("gpu_jax_resource_exhausted.txt").oom.requested == 3743729664
+    assert "main.py:720" in classification("gpu_jax_resource_exhausted.txt").summary
+    assert classification("gpu_cupy_rawkernel_index_overflow.txt").gpu.exception == "cudaErrorIllegalAddress"
