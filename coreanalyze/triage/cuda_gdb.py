@@ -30,7 +30,7 @@ _FOCUS = re.compile(
 )
 _EXCEPTION = re.compile(r"^\s*CUDA Exception: (.{1,200}?)\s*$|received signal CUDA_EXCEPTION_\d+, (.{1,200}?)\.?\s*$")
 _PC = re.compile(r"^\s*The exception was triggered at PC (0x[0-9a-fA-F]{1,16})(?:\s+(\S.{0,300}?))?\s*$")
-_KERNEL_FRAME = re.compile(r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?([^\s<(]{1,300})<<<")
+_KERNEL_FRAME = re.compile(r"^(?:#\d+\s+)?(?:0x[0-9a-fA-F]+ in )?([^\s<(]{1,300})<<<")
 _CORE = re.compile(r"^\s*Opening GPU coredump: (\S.{0,500}?)\s*$")
 _DEVICE_ROW = re.compile(r"^\*?\s+(\d+)\s+[0-9a-fA-F:.]+\s+(.+?)\s{2,}\S+\s+(sm_\d+\w*)\s+\d+")
 

@@ -295,3 +295,63 @@ def test_tracker_texts_details():
     assert classification("gpu_jax_resource_exhausted.txt").oom.requested == 3743729664
     assert "main.py:720" in classification("gpu_jax_resource_exhausted.txt").summary
     assert classification("gpu_cupy_rawkernel_index_overflow.txt").gpu.exception == "cudaErrorIllegalAddress"
+
+
+def test_xla_execution_failure_log_line_is_an_xla_gpu_exception():
+    text = ("E1120 10:59:55.894873   35984 pjrt_stream_executor_client.cc:3067] Execution of replica 0 failed: INTERNAL: "
+            "Failed to retrieve branch_index value on stream 0x5583cca477e0: CUDA error: Could not synchronize CUDA stream: "
+            "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered.\n")  # fmt: skip
+    c = triaged(text).classification
+    assert (c.category, c.fault_kind) == ("xla", "gpu-exception")
+    assert c.gpu.exception == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def test_live_cuda_gdb_session():
+    text = """CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x555555b8a3d0 (kernel.cu:12)
+
+Thread 1 "app" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
+[Switching focus to CUDA kernel 0, grid 1, block (3,0,0), thread (64,0,0), device 0, sm 2, warp 5, lane 0]
+0x0000555555b8a3e0 in fill<<<4,128>>> (p=0x0) at kernel.cu:12
+12\t    p[i] = 1;
+"""
+    c = triaged(text).classification
+    assert c.fault_kind == "gpu-exception"
+    g = c.gpu
+    assert (g.exception, g.kernel, g.grid, g.block, g.thread, g.sm, g.warp) == ("Warp Illegal Address", "fill", 1, [3, 0, 0], [64, 0, 0], 2, 5)
+    assert c.signature.startswith("gpu-exception | Illegal Address | fill #")
+
+
+def test_sanitizer_line_quoted_without_its_margin():
+    text = '> Program hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to "an illegal memory access was encountered" on CUDA API call to cuMemcpyDtoHAsync_v2\n'
+    c = triaged(text).classification
+    assert c.fault_kind == "gpu-exception"
+    assert c.gpu.exception == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def test_bfc_warning_the_caller_survives_is_not_the_failure():
+    text = ("2020-09-24 21:35:23.363348: W tensorflow/core/common_runtime/bfc_allocator.cc:246] Allocator (GPU_0_bfc) ran out of "
+            "memory trying to allocate 1.02GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean "
+            "that there could be performance gains if more memory were available.\n"
+            "Segmentation fault (core dumped)\n")  # fmt: skip
+    assert triaged(text).classification.fault_kind != "out-of-memory"
+
+
+# ----------------------------------------------------------------------------- fatal messages of cores
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("F0000 00:00:1712345678.123456  4242 gpu_device.cc:1430] failed to allocate 8.00G: CUDA_ERROR_OUT_OF_MEMORY: out of memory", "out-of-memory"),
+        ("Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)", "out-of-memory"),
+        ("F0000 00:00:1712345678.123456  4242 gpu_util.cc:370] GPU sync failed", "gpu-exception"),
+        ("2024-01-01 00:00:00.000000: F tensorflow/stream_executor/cuda/cuda_dnn.cc:194] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)", "check-failure"),
+    ],
+)
+def test_fatal_messages_of_a_core_name_the_fault_kind(message, kind):
+    from coreanalyze.classify.faultkind import fault_kind
+    from coreanalyze.model import SignalInfo
+
+    got, evidence = fault_kind(SignalInfo(number=6, name="SIGABRT"), message, [], {})
+    assert got == kind, evidence
