@@ -12,6 +12,7 @@ import re
 
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.gpuerrors import canonical_exception, match_error, oom_from_text
+from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.signature import HASH_CHARS
 from coreanalyze.classify.summary import _where
 from coreanalyze.model import GpuFault, OomInfo
@@ -48,7 +49,6 @@ def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> st
 
 
 _TEMPLATE_NOTE = re.compile(r"\s*\[with [^\]]*\]\s*$")  # nvcc's "[with T = float]" after a kernel's name
-_PARAMETERS = re.compile(r"(?<!operator)\((?:[^()]|\([^()]*\))*\)\s*$")
 _VALUES = re.compile(r" of size \d+(?: bytes?)?|\s*\((?:error )?\d+\)|0x[0-9a-fA-F]+|(?<!Xid )\b\d+\b")
 
 
@@ -58,12 +58,12 @@ def _without_values(exception: str | None) -> str | None:
 
 
 def _kernel_key(kernel: str | None) -> str:
-    """The kernel's name without its launch configuration or parameter list."""
+    """The kernel's name as signatures name functions: no launch configuration, return type,
+    parameters or template arguments (nvcc's "[with T = float]" and "<unnamed>" included)."""
     if not kernel:
         return "no kernel"
-    name = _TEMPLATE_NOTE.sub("", kernel.split("<<<", 1)[0]).strip()
-    name = _PARAMETERS.sub("", name).strip() or name
-    return name[5:] if name.startswith("void ") else name
+    name = _TEMPLATE_NOTE.sub("", kernel.split("<<<", 1)[0]).replace("<unnamed>::", "").strip()
+    return normalize_function(name) or name
 
 
 def host_site(views: list[FrameView], culprit: FrameView | None) -> FrameView | None:

@@ -27,7 +27,7 @@ FORMAT = "python-gpu-error"
 
 _START = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _FILE = re.compile(r'^\s*File "(.{1,1000})", line (\d{1,9}), in (\S.{0,300})$')
-_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Exhausted\w*)): (.{1,2000})$")
+_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Exhausted\w*)): (.{1,16384})$")
 # Lines PyTorch and JAX print under the exception line that belong to it.
 _CONTINUATION = re.compile(r"^(?:CUDA kernel errors might|For debugging consider|Compile with `TORCH_USE_CUDA_DSA`|Search for `cudaError|BufferAssignment OOM|If you want to disable|Device-side assertion tracking)")
 TRACEBACK_LINES = 4000
