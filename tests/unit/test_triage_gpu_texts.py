@@ -355,3 +355,23 @@ def test_fatal_messages_of_a_core_name_the_fault_kind(message, kind):
 
     got, evidence = fault_kind(SignalInfo(number=6, name="SIGABRT"), message, [], {})
     assert got == kind, evidence
+
+
+def test_pytorch_c10_error_backtrace_under_terminate():
+    # The shape of https://github.com/Scalsol/RepPointsV2/issues/15 (PyTorch 1.x, paths shortened).
+    text = """terminate called after throwing an instance of 'c10::Error'
+  what():  CUDA error: device-side assert triggered (insert_events at /tmp/pip-req-build-4baxydiv/c10/cuda/CUDACachingAllocator.cpp:569)
+frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&) + 0x6d (0x7f0e393a8e7d in /env/lib/python3.7/site-packages/torch/lib/libc10.so)
+frame #1: <unknown function> + 0x21a83 (0x7f0e5b3d9a83 in /env/lib/python3.7/site-packages/torch/lib/libc10_cuda.so)
+frame #2: c10::TensorImpl::release_resources() + 0x4d (0x7f0e3939422d in /env/lib/python3.7/site-packages/torch/lib/libc10.so)
+"""
+    result = parse_text(text)
+    assert "c10-backtrace" in result.formats
+    report = triaged(text)
+    c = report.classification
+    assert (c.category, c.fault_kind) == ("gpu-driver", "gpu-exception")
+    assert c.signature.startswith("gpu-exception | Device-side Assert | no kernel #")
+    frames = report.crashed_thread.frames
+    assert [f.function for f in frames][0].startswith("c10::Error::Error")
+    assert frames[1].function is None and frames[1].offset is None and frames[1].module.endswith("libc10_cuda.so")
+    assert c.culprit.function != "c10::Error::Error"  # the exception's constructor is not where the error was seen
