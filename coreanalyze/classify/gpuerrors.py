@@ -7,6 +7,7 @@ Texts come from anywhere: every pattern is searched in a bounded prefix of the t
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ class GpuErrorData:
     errors: tuple[GpuError, ...]
     oom: tuple[OomPattern, ...]
     xids: dict[int, Xid]
+    dtype_sizes: dict[str, int]
 
 
 @functools.cache
@@ -63,7 +65,7 @@ def data() -> GpuErrorData:
     )
     oom = tuple(OomPattern(o["allocator"], re.compile(o["pattern"])) for o in raw["oom"])
     xids = {x["number"]: Xid(x["number"], x["meaning"], x["cause"]) for x in raw["xid"]}
-    return GpuErrorData(errors, oom, xids)
+    return GpuErrorData(errors, oom, xids, dict(raw["dtype_sizes"]))
 
 
 def match_error(text: str | None) -> GpuError | None:
@@ -119,12 +121,23 @@ def _oom_info(o: OomPattern, m: re.Match[str]) -> OomInfo:
     name = groups.get("name")
     allocator = o.allocator.replace("{name}", name) if name else o.allocator.replace(" ({name})", "")
     requested = int(groups["rounded"]) if groups.get("rounded") else parse_size(groups.get("requested"))
+    if requested is None and groups.get("shape") is not None:
+        requested = tensor_bytes(groups["shape"], groups.get("dtype"))
     return OomInfo(
         allocator=allocator,
         requested=requested,
         in_use=parse_size(groups.get("in_use")),
         limit=parse_size(groups.get("limit")),
     )
+
+
+def tensor_bytes(shape: str, dtype: str | None) -> int | None:
+    """'256,1024,1024' of 'float' -> 1073741824; None for a type the table does not know."""
+    size = data().dtype_sizes.get(dtype or "")
+    if size is None:
+        return None
+    dims = [int(d) for d in shape.split(",") if d.strip().isdigit()][:32]
+    return math.prod(dims) * size
 
 
 def xid(number: int) -> Xid | None:

@@ -269,7 +269,7 @@ TRACKER_VERDICTS = {
     # tinygrad/tinygrad#6947: MMU faults of the NV backend on the stock kernel module.
     "gpu_nvrm_xid31_mmu_fault.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Xid 31: GPU memory page fault (MMU fault) | no kernel"),
     # CharlesShang/FastMaskRCNN#129: TensorFlow 1.x aborted in its GPU allocator.
-    "gpu_tf_eigen_allocator_oom_fatal.txt": ("gpu-driver", "out-of-memory", "out-of-memory | EigenAllocator (GPU)"),
+    "gpu_tf_eigen_allocator_oom_fatal.txt": ("allocator", "out-of-memory", "out-of-memory | EigenAllocator (GPU)"),
 }
 
 
@@ -375,3 +375,12 @@ frame #2: c10::TensorImpl::release_resources() + 0x4d (0x7f0e3939422d in /env/li
     assert [f.function for f in frames][0].startswith("c10::Error::Error")
     assert frames[1].function is None and frames[1].offset is None and frames[1].module.endswith("libc10_cuda.so")
     assert c.culprit.function != "c10::Error::Error"  # the exception's constructor is not where the error was seen
+
+
+def test_tensorflow_oom_error_gives_the_tensor_bytes():
+    text = ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: {{function_node __wrapped__MatMul_device_/job:localhost/"
+            "replica:0/task:0/device:GPU:0}} OOM when allocating tensor with shape[65536,65536] and type float on "
+            "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:MatMul]\n")  # fmt: skip
+    c = triaged(text).classification
+    assert (c.category, c.fault_kind) == ("allocator", "out-of-memory")
+    assert (c.oom.allocator, c.oom.requested) == ("BFC (GPU_0_bfc)", 65536 * 65536 * 4)
