@@ -88,7 +88,7 @@ def _oom(lines: list[str], claimed: bytearray) -> fd.Finding | None:
         finding = fd.Finding(FORMAT, i)
         _add_stats(oom, lines, i + 1)
         finding.oom = oom
-        finding.add_message(gpu_text.MESSAGE_GPU, s.strip())
+        finding.add_message(gpu_text.MESSAGE_GPU_LOG, s.strip())
         return finding
     return None
 

@@ -36,7 +36,7 @@ _ERROR = re.compile(
 )
 _AT = re.compile(r"^at (?:(0x[0-9a-fA-F]+) in (?:(\S+?):(\d+):)?(.+)|(.+)\+(0x[0-9a-fA-F]+)(?: in (\S+?):(\d+))?)$")
 _BY = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
-_ADDRESS = re.compile(r"^(?:Access (?:to|at)|Address) (0x[0-9a-fA-F]+) is")
+_ADDRESS = re.compile(r"^(?:Access (?:to|at)|Address) (0x[0-9a-fA-F]+)\b")
 # compute-sanitizer 12 prints a host frame's module on a line of its own: "in /lib/.../libcuda.so.1".
 _MODULE_LINE = re.compile(r"^in (/\S.*|\S+\.so(?:\.\d+)*)$")
 _HOST = re.compile(r"^Host Frame:\s?(.*?)\s*$")

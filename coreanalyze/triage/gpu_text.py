@@ -11,6 +11,9 @@ from . import findings as fd
 # A tool's or a framework's report of a GPU error: as telling as an allocator's message, less
 # than a CHECK failure (which names the line that gave up).
 MESSAGE_GPU = fd.MESSAGE_ALLOCATOR
+# An allocator's log line about the failure: the exception or fatal line that ended the process
+# (if the text has one) says more.
+MESSAGE_GPU_LOG = fd.MESSAGE_TERMINATE
 # Words of GPU errors that the error table has no entry for (an unnamed CUDA error).
 GPU_WORDS = re.compile(r"\bCUDA (?:driver )?error\b|\bcuda(?:Error|_error)\w*|\bCUDA_ERROR_\w+")
 # XLA names the kernel it could not launch: "Failed to launch CUDA kernel: fusion_2 with block dimensions: 256x1x1".

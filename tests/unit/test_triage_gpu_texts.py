@@ -268,6 +268,15 @@ TRACKER_VERDICTS = {
     "gpu_jax_resource_exhausted.txt": ("xla", "out-of-memory", "out-of-memory | XLA"),
     # tinygrad/tinygrad#6947: MMU faults of the NV backend on the stock kernel module.
     "gpu_nvrm_xid31_mmu_fault.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Xid 31: GPU memory page fault (MMU fault) | no kernel"),
+    # Made on an NVIDIA H200 (tests/data/triage/README.md says how): what each program did is the verdict.
+    "gpu_torch_index_assert_h200.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Device-side Assert | operator() at IndexKernel.cu:111"),
+    "gpu_torch_oom_h200.txt": ("gpu-driver", "out-of-memory", "out-of-memory | PyTorch CUDA caching allocator"),
+    "gpu_jax_bfc_oom_h200.txt": ("xla", "out-of-memory", "out-of-memory | BFC (GPU_0_bfc)"),
+    "gpu_sanitizer_initcheck_cupy_h200.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Uninitialized __global__ memory read | init"),
+    "gpu_sanitizer_synccheck_cupy_h200.txt": (
+        "gpu-driver", "gpu-exception", "gpu-exception | Barrier error detected. Divergent thread(s) in warp. | sync",
+    ),
+    "gpu_nvrm_xid43_h200.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Xid 43: GPU stopped processing | no kernel"),
     # CharlesShang/FastMaskRCNN#129: TensorFlow 1.x aborted in its GPU allocator.
     "gpu_tf_eigen_allocator_oom_fatal.txt": ("allocator", "out-of-memory", "out-of-memory | EigenAllocator (GPU)"),
 }
@@ -384,3 +393,21 @@ def test_tensorflow_oom_error_gives_the_tensor_bytes():
     c = triaged(text).classification
     assert (c.category, c.fault_kind) == ("allocator", "out-of-memory")
     assert (c.oom.allocator, c.oom.requested) == ("BFC (GPU_0_bfc)", 65536 * 65536 * 4)
+
+
+def test_h200_texts_details():
+    def triage_file(name):
+        return triaged((DATA / "triage" / name).read_text(encoding="utf-8"), name)
+
+    torch_oom = triage_file("gpu_torch_oom_h200.txt").classification.oom
+    assert (torch_oom.requested, torch_oom.in_use, torch_oom.limit) == (32768 * GIB, 518 * MIB, int(139.80 * GIB))
+    jax_oom = triage_file("gpu_jax_bfc_oom_h200.txt").classification
+    assert jax_oom.oom.requested == 8796093022208
+    assert jax_oom.abort_message.startswith("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED")
+    init = triage_file("gpu_sanitizer_initcheck_cupy_h200.txt").classification.gpu
+    assert (init.address, init.kernel_offset, init.thread) == (0x7FE842800000, 0x60, [0, 0, 0])
+    sync = triage_file("gpu_sanitizer_synccheck_cupy_h200.txt")
+    assert sync.classification.gpu.exception.startswith("Barrier error detected")  # the sanitizer's error, not the traceback's
+    assert "race.py:10" in sync.classification.summary
+    xid = triage_file("gpu_nvrm_xid43_h200.txt")
+    assert xid.core.pid == 521
