@@ -22,10 +22,9 @@ import re
 
 from .. import model
 from . import findings as fd
-from . import limits
+from . import gpu_text, limits
 
 FORMAT = "compute-sanitizer"
-MESSAGE_GPU = fd.MESSAGE_ALLOCATOR  # a tool's report of a fault, as telling as an allocator's
 
 _PREFIX = re.compile(r"^[ \t]*=========(?: |$)")
 _ERROR = re.compile(
@@ -66,6 +65,9 @@ def _read_error(finding: fd.Finding, block: list[tuple[int, str]]) -> None:
     what = block[0][1]
     finding.detail = what[:200]
     gpu = model.GpuFault(exception=what[:200])
+    api = gpu_text.API_CALL.search(what)
+    if api:
+        gpu.api = api.group(1)
     thread = fd.TextThread(crashed=True)
     kernel_frame = None
     for _, s in block[1:]:
@@ -85,7 +87,7 @@ def _read_error(finding: fd.Finding, block: list[tuple[int, str]]) -> None:
             f.index = k
     finding.gpu = gpu
     where = f" at {gpu.kernel}" if gpu.kernel else ""
-    finding.add_message(MESSAGE_GPU, f"compute-sanitizer: {what}{where}")
+    finding.add_message(gpu_text.MESSAGE_GPU, f"compute-sanitizer: {what}{where}")
     finding.add_thread(thread)
 
 

@@ -17,6 +17,8 @@ MESSAGE_GPU_LOG = fd.MESSAGE_TERMINATE
 # Words of GPU errors that the error table has no entry for (an unnamed CUDA error).
 GPU_WORDS = re.compile(r"\bCUDA (?:driver )?error\b|\bcuda(?:Error|_error)\w*|\bCUDA_ERROR_\w+")
 # XLA names the kernel it could not launch: "Failed to launch CUDA kernel: fusion_2 with block dimensions: 256x1x1".
+# The host call that reported the error: compute-sanitizer's "on CUDA API call to cudaDeviceSynchronize."
+API_CALL = re.compile(r"\bon CUDA API call to (\w{1,100})")
 _XLA_KERNEL = re.compile(r"[Ff]ailed to launch (?:CUDA |ROCm )?kernel:? ([\w.$-]{1,300})(?: with block dimensions: (\d+)x(\d+)x(\d+))?")
 
 
@@ -31,6 +33,9 @@ def attach_facts(finding: fd.Finding, text: str) -> None:
     kernel = _XLA_KERNEL.search(text)
     if kernel:
         gpu.kernel = kernel.group(1)
+    api = API_CALL.search(text)
+    if api:
+        gpu.api = api.group(1)
     finding.gpu = gpu
 
 

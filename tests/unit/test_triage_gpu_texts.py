@@ -335,7 +335,7 @@ def test_sanitizer_line_quoted_without_its_margin():
     text = '> Program hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to "an illegal memory access was encountered" on CUDA API call to cuMemcpyDtoHAsync_v2\n'
     c = triaged(text).classification
     assert c.fault_kind == "gpu-exception"
-    assert c.gpu.exception == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert (c.gpu.exception, c.gpu.api) == ("CUDA_ERROR_ILLEGAL_ADDRESS", "cuMemcpyDtoHAsync_v2")
 
 
 def test_bfc_warning_the_caller_survives_is_not_the_failure():
