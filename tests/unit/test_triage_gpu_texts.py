@@ -277,6 +277,10 @@ TRACKER_VERDICTS = {
         "gpu-driver", "gpu-exception", "gpu-exception | Barrier error detected. Divergent thread(s) in warp. | sync",
     ),
     "gpu_nvrm_xid43_h200.txt": ("gpu-driver", "gpu-exception", "gpu-exception | Xid 43: GPU stopped processing | no kernel"),
+    # equinor/ert#7797: a process filling the machine's memory, killed by the kernel (reproduced on purpose).
+    "oom_kill_global_dmesg.txt": ("unknown", "out-of-memory", "out-of-memory | kernel OOM killer"),
+    # ArjunaCluster/ArjunaUsers#52: a training job killed at its SLURM job's memory cgroup limit.
+    "oom_kill_slurm_cgroup.txt": ("unknown", "out-of-memory", "out-of-memory | cgroup"),
     # CharlesShang/FastMaskRCNN#129: TensorFlow 1.x aborted in its GPU allocator.
     "gpu_tf_eigen_allocator_oom_fatal.txt": ("allocator", "out-of-memory", "out-of-memory | EigenAllocator (GPU)"),
 }
@@ -411,3 +415,15 @@ def test_h200_texts_details():
     assert "race.py:10" in sync.classification.summary
     xid = triage_file("gpu_nvrm_xid43_h200.txt")
     assert xid.core.pid == 521
+
+
+def test_oom_killer_lines_give_the_process_its_memory_and_the_cgroup_limit():
+    global_kill = triaged((DATA / "triage" / "oom_kill_global_dmesg.txt").read_text(encoding="utf-8"))
+    assert (global_kill.core.pid, global_kill.core.signal.name) == (1440763, "SIGKILL")
+    assert global_kill.classification.oom.in_use == 60356340 * 1024
+    text = """[ 812.130000] memory: usage 8388608kB, limit 8388608kB, failcnt 5321
+[ 812.140000] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/kubepods/pod1,task_memcg=/kubepods/pod1/c1,task=python3,pid=4242,uid=1000
+[ 812.141000] Memory cgroup out of memory: Killed process 4242 (python3) total-vm:12345678kB, anon-rss:8123456kB, file-rss:1024kB, shmem-rss:0kB, UID:1000 pgtables:17000kB oom_score_adj:0
+"""
+    oom = triaged(text).classification.oom
+    assert (oom.allocator, oom.in_use, oom.limit) == ("cgroup", 8123456 * 1024, 8388608 * 1024)
