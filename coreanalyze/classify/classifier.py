@@ -117,14 +117,14 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
         detail=report.classification.detail, gpu=report.classification.gpu, oom=report.classification.oom,
     )
-    gpu = gpu_facts(kind, report.classification.gpu, abort_message)
-    oom = oom_facts(kind, report.classification.oom, abort_message)
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption", "out-of-memory"), fault_kind=kind
     )
     detail = report.classification.detail
     if detail is None and kind in ("uncaught-exception", "out-of-memory"):
         detail = exception_type(abort_message) or thrown_exception(views, rules)
+    gpu = gpu_facts(kind, report.classification.gpu, abort_message)
+    oom = oom_facts(kind, report.classification.oom, abort_message, detail)
     op = find_op(views, pick, custom, rules)
 
     evidence: list[str] = list(kind_evidence)

@@ -29,10 +29,14 @@ def gpu_facts(kind: str, preset: GpuFault | None, abort_message: str | None) -> 
     return GpuFault(exception=error.matched) if error is not None else None
 
 
-def oom_facts(kind: str, preset: OomInfo | None, abort_message: str | None) -> OomInfo | None:
+def oom_facts(kind: str, preset: OomInfo | None, abort_message: str | None, detail: str | None = None) -> OomInfo | None:
     if preset is not None or kind != "out-of-memory":
         return preset
-    return oom_from_text(abort_message) or OomInfo(allocator=OOM_ALLOCATOR_FOR_EXCEPTION)
+    found = oom_from_text(abort_message) or oom_from_text(detail)
+    if found is not None:
+        return found
+    # An uncaught exception whose type the rules call out-of-memory: operator new threw it.
+    return OomInfo(allocator=OOM_ALLOCATOR_FOR_EXCEPTION if detail and "bad_alloc" in detail else None)
 
 
 def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> str | None:
@@ -124,8 +128,8 @@ def _oom_head(oom: OomInfo) -> str:
 def human_size(n: int) -> str:
     """1073741824 -> '1.00 GiB'; sizes below 1 KiB in bytes."""
     size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024 or unit == "EiB":
             return f"{n} B" if unit == "B" else f"{size:.2f} {unit}"
         size /= 1024
     return f"{n} B"

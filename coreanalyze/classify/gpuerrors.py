@@ -23,7 +23,7 @@ DATA_FILE = Path(__file__).with_name("gpu_errors.toml")
 MAX_TEXT = 4000  # characters of a message searched: the error names sit in its first line or two
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-_SIZE = re.compile(r"([\d.]{1,20})\s?([KMGTP]?)i?B?")
+_SIZE = re.compile(r"([\d.]{1,20})\s?([KMGTP]?)i?[Bb]?")
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ def parse_size(text: str | None) -> int | None:
     """'1.00GiB' -> 1073741824, '20.00 MiB' -> 20971520, '17179869184' -> 17179869184."""
     if not text:
         return None
+    if text.startswith("0x"):
+        return int(text, 16) if len(text) <= 18 else None
     m = _SIZE.fullmatch(text.strip())
     if not m:
         return None

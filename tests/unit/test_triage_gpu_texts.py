@@ -427,3 +427,29 @@ def test_oom_killer_lines_give_the_process_its_memory_and_the_cgroup_limit():
 """
     oom = triaged(text).classification.oom
     assert (oom.allocator, oom.in_use, oom.limit) == ("cgroup", 8123456 * 1024, 8388608 * 1024)
+
+
+SANITIZER_OOM = {
+    "asan-size-too-big": (
+        "==12345==ERROR: AddressSanitizer: requested allocation size 0xfffffffffffffffc (0x800 after adjustments for alignment, "
+        "red zones etc.) exceeds maximum supported size of 0x10000000000 (thread T0)\n"
+        "    #0 0x4c1234 in malloc (/out/fuzzer+0x4c1234)\n    #1 0x4f0000 in parse_header /src/lib/parse.c:77:9\n"
+        "SUMMARY: AddressSanitizer: allocation-size-too-big (/out/fuzzer+0x4c1234) in malloc\n",
+        ("AddressSanitizer", 0xFFFFFFFFFFFFFFFC, None, None),
+    ),
+    "libfuzzer-rss": (
+        "==4242== ERROR: libFuzzer: out-of-memory (used: 2049Mb; exceeds: 2048Mb)\n"
+        "   To change the out-of-memory limit use -rss_limit_mb=<N>\n\n"
+        "2039217152 byte(s) (99%) in 1 allocation(s)\n"
+        "    #0 0x52a9f8 in malloc (/out/fuzzer+0x52a9f8)\n    #1 0x55c8f4 in decode /src/decode.c:120:14\n",
+        ("libFuzzer", None, 2049 * MIB, 2048 * MIB),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SANITIZER_OOM))
+def test_sanitizer_and_fuzzer_allocation_refusals_are_out_of_memory(name):
+    text, (allocator, requested, in_use, limit) = SANITIZER_OOM[name]
+    c = triaged(text).classification
+    assert c.fault_kind == "out-of-memory"
+    assert (c.oom.allocator, c.oom.requested, c.oom.in_use, c.oom.limit) == (allocator, requested, in_use, limit)
