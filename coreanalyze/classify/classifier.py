@@ -11,6 +11,7 @@ from coreanalyze.classify.advice import advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
+from coreanalyze.classify.device import device_signature, device_summary, gpu_facts, host_site, oom_facts
 from coreanalyze.classify.faultkind import (
     cpu_feature_for,
     exception_type,
@@ -114,14 +115,16 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     reported_kind = report_class_kind(report.classification.detail, rules)
     kind, kind_evidence = fault_kind_from_views(
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
-        detail=report.classification.detail,
+        detail=report.classification.detail, gpu=report.classification.gpu, oom=report.classification.oom,
     )
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption", "out-of-memory"), fault_kind=kind
     )
     detail = report.classification.detail
-    if detail is None and kind == "uncaught-exception":
+    if detail is None and kind in ("uncaught-exception", "out-of-memory"):
         detail = exception_type(abort_message) or thrown_exception(views, rules)
+    gpu = gpu_facts(kind, report.classification.gpu, abort_message)
+    oom = oom_facts(kind, report.classification.oom, abort_message, detail)
     op = find_op(views, pick, custom, rules)
 
     evidence: list[str] = list(kind_evidence)
@@ -162,7 +165,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     tf_caller = None
     if custom is not None:
         tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v, rules)), None)
-    summary = summarize(
+    summary = device_summary(kind, gpu, oom, sig, host_site(views, pick.view)) or summarize(
         SummaryFacts(
             signal=sig,
             fault_kind=kind,
@@ -207,7 +210,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         category=decision.category,
         fault_kind=kind,
         culprit=culprit,
-        signature=make_signature(sig, views, pick, rules, abort_message),
+        signature=device_signature(kind, gpu, oom) or make_signature(sig, views, pick, rules, abort_message),
         summary=summary,
         evidence=evidence,
         advice=advice,
@@ -216,6 +219,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         suspect=suspect,
         op=op.name if op is not None else None,
         detail=detail,
+        gpu=gpu,
+        oom=oom,
     )
 
 
