@@ -12,6 +12,9 @@ from typing import Mapping
 from coreanalyze.classify.rules import AdviceEntry, RuleSet
 
 MAX_LINES = 6
+# Fault kinds whose own advice replaces the generic advice of the category: an allocation that
+# failed is not the heap damage the allocator category's advice is about.
+KIND_OVER_CATEGORY = ("out-of-memory",)
 _FORMATTER = string.Formatter()
 
 
@@ -70,6 +73,8 @@ def advise(
         entries = [
             e for e in entries if not (e.origin == "built-in" and e.custom_op is None and e.fault_kind is None and e.category == category)
         ]
+    if fault_kind in KIND_OVER_CATEGORY:
+        entries = [e for e in entries if not (e.origin == "built-in" and e.fault_kind is None and e.category == category)]
     # A user's advice first (it knows the local setup), then the most specific of ours.
     entries.sort(key=lambda e: (e.origin == "built-in", -e.specificity))
     lines: list[str] = []

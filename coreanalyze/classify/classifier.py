@@ -7,10 +7,13 @@ them together and writes down the evidence.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from coreanalyze.classify.advice import ProcessFacts, advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
+from coreanalyze.classify.device import device_signature, device_summary, gpu_facts, host_site, oom_facts
 from coreanalyze.classify.faultkind import (
     cpu_feature_for,
     exception_type,
@@ -99,7 +102,7 @@ def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int
     return "medium"
 
 
-def _gpu_host(report: Report, thread: Thread | None, category: str, pick: CulpritPick):
+def _gpu_host(report: Report, thread: Thread | None, category: str, kind: str, pick: CulpritPick):
     """(the host thread's GPU call, the sentence the summary gains, the GPU library whose own
     thread crashed): for a crash in the GPU stack, or inside a GPU call."""
     from coreanalyze.gpu.host import find_host_call, host_sentence
@@ -108,12 +111,19 @@ def _gpu_host(report: Report, thread: Thread | None, category: str, pick: Culpri
     if call is None:
         return None, None, None
     in_call = thread is not None and call.tid == thread.tid
-    if not in_call and category != "gpu-driver":
+    if not in_call and category != "gpu-driver" and kind != "gpu-exception":
         return None, None, None
     library = None
     if pick.view is not None and not pick.view.python and thread is not None and not any(f.kind == "python" for f in thread.frames):
         library = pick.view.module_base or None
     return call, host_sentence(call, thread, library), library
+
+
+def _with_host_api(gpu: GpuFault | None, host) -> GpuFault | None:
+    """classification.gpu with the host thread's call as its api (unless the facts named one)."""
+    if host is None:
+        return gpu
+    return replace(gpu, api=gpu.api or host.api) if gpu is not None else GpuFault(api=host.api)
 
 
 def _environment_names(report: Report) -> frozenset[str] | None:
@@ -139,14 +149,16 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     reported_kind = report_class_kind(report.classification.detail, rules)
     kind, kind_evidence = fault_kind_from_views(
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
-        detail=report.classification.detail,
+        detail=report.classification.detail, gpu=report.classification.gpu, oom=report.classification.oom,
     )
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption", "out-of-memory"), fault_kind=kind
     )
     detail = report.classification.detail
-    if detail is None and kind == "uncaught-exception":
+    if detail is None and kind in ("uncaught-exception", "out-of-memory"):
         detail = exception_type(abort_message) or thrown_exception(views, rules)
+    gpu = gpu_facts(kind, report.classification.gpu, abort_message)
+    oom = oom_facts(kind, report.classification.oom, abort_message, detail)
     op = find_op(views, pick, custom, rules)
 
     evidence: list[str] = list(kind_evidence)
@@ -180,7 +192,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     if custom is not None and custom.view is not pick.view:
         suspect = Culprit(function=_display_function(custom.view, rules), module=custom.library_path, frame_index=custom.view.index)
 
-    host, host_text, library_thread = _gpu_host(report, thread, decision.category, pick)
+    host, host_text, library_thread = _gpu_host(report, thread, decision.category, kind, pick)
     if host is not None:
         evidence.append(evidence_line(host))
 
@@ -192,7 +204,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     tf_caller = None
     if custom is not None:
         tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v, rules)), None)
-    summary = summarize(
+    summary = device_summary(kind, gpu, oom, sig, host_site(views, pick.view)) or summarize(
         SummaryFacts(
             signal=sig,
             fault_kind=kind,
@@ -246,9 +258,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         category=decision.category,
         fault_kind=kind,
         culprit=culprit,
-        signature=make_signature(
-            sig, views, pick, rules, abort_message, host_api=host.api if host is not None and library_thread else None
-        ),
+        signature=device_signature(kind, gpu, oom)
+        or make_signature(sig, views, pick, rules, abort_message, host_api=host.api if host is not None and library_thread else None),
         summary=summary,
         evidence=evidence,
         advice=advice,
@@ -257,7 +268,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         suspect=suspect,
         op=op.name if op is not None else None,
         detail=detail,
-        gpu=GpuFault(api=host.api) if host is not None else None,
+        gpu=_with_host_api(gpu, host),
+        oom=oom,
     )
 
 

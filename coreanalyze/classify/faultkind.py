@@ -14,8 +14,9 @@ from typing import Mapping, Sequence
 from coreanalyze.arch import accessed_address
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.gpuerrors import match_error
 from coreanalyze.classify.rules import RuleSet, default_rules
-from coreanalyze.model import Frame, SignalInfo
+from coreanalyze.model import Frame, GpuFault, OomInfo, SignalInfo
 from coreanalyze.signals import SI_KERNEL, SIGNAL_NAMES, code_number
 from coreanalyze.signals import code_name as _code_name
 
@@ -188,7 +189,12 @@ def fault_kind_from_views(
     fault_instruction: str | None = None,
     rules: RuleSet,
     detail: str | None = None,
+    gpu: GpuFault | None = None,
+    oom: OomInfo | None = None,
 ) -> tuple[str, list[str]]:
+    device = device_facts_kind(gpu, oom)
+    if device is not None:
+        return device
     verdict = report_class_kind(detail, rules)
     if verdict == "invalid-access" and signal is not None and signal.address is not None and signal.name == "SIGSEGV":
         # The report names an invalid access and the signal says where: the address tells
@@ -219,16 +225,24 @@ def fault_kind_from_views(
     check_msg = _search_any(f.check_messages, abort_message)
     assert_msg = _search_any(f.assert_messages, abort_message)
 
+    def uncaught(label: str) -> tuple[str, list[str]]:
+        thrown = exception_type(abort_message) or thrown_exception(views, rules)
+        what = f" (uncaught {thrown})" if thrown else ""
+        if thrown and f.oom_exceptions is not None and f.oom_exceptions.search(thrown):
+            return "out-of-memory", [f"{label} from std::terminate{what}: an allocation failed and nothing caught its exception"]
+        return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+
     def aborted() -> tuple[str, list[str]]:
         label = name or "abort"
+        device = device_message_kind(abort_message)
+        if device is not None:
+            return device
         if heap_msg:
             return "heap-corruption", [f"{label} after the allocator reported {short_message(abort_message)!r}"]
         if terminate_on_top and not (malloc_on_top and malloc_on_top[0].position < terminate_on_top[0].position):
             # operator new throwing bad_alloc leaves allocator frames under std::terminate:
             # the uncaught exception, not the heap, ended the process.
-            thrown = exception_type(abort_message) or thrown_exception(views, rules)
-            what = f" (uncaught {thrown})" if thrown else ""
-            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+            return uncaught(label)
         if malloc_on_top:
             return "heap-corruption", [f"{label} raised from inside the allocator ({', '.join(v.label for v in malloc_on_top[:3])})"]
         if check_msg:
@@ -240,15 +254,16 @@ def fault_kind_from_views(
         if assert_on_top or (assert_msg and "Assertion" in assert_msg.group(0)):
             return "abort", [f"{label} from a failed assert()"]
         if terminate_on_top or (assert_msg and "terminate" in assert_msg.group(0)):
-            thrown = exception_type(abort_message) or thrown_exception(views, rules)
-            what = f" (uncaught {thrown})" if thrown else ""
-            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+            return uncaught(label)
         return "abort", [f"{label} with no allocator or check-failure evidence"]
 
     if name is None:
         if heap_msg or check_msg or assert_msg or abort_on_stack or malloc_on_top or logging_on_top:
             kind, ev = aborted()
             return kind, ["no signal information", *ev]
+        device = device_message_kind(abort_message)
+        if device is not None:
+            return device[0], ["no signal information", *device[1]]
         return "unknown", ["no signal information and no abort evidence"]
 
     origin = signal_origin(signal, pid, abort_on_stack)
@@ -358,6 +373,27 @@ def fault_kind_from_views(
     if name in DELIVERED_SIGNALS:
         return "sent-signal", [f"{name} is delivered from outside ({origin.sender or cname or 'sender unknown'})"]
     return "unknown", [f"{name} ({cname or 'no si_code'}) is not a fault signal this tool knows"]
+
+
+def device_facts_kind(gpu: GpuFault | None, oom: OomInfo | None) -> tuple[str, list[str]] | None:
+    """The fault kind the report's own GPU or allocation facts name (a GPU core, a GPU text)."""
+    if oom is not None:
+        return "out-of-memory", [f"the allocator {oom.allocator or ''} could not allocate the memory asked for".replace("  ", " ")]
+    if gpu is None or not gpu.exception:
+        return None
+    error = match_error(gpu.exception)
+    if error is not None and error.fault_kind != "gpu-exception":
+        return None  # an API error (no kernel image, an old driver): not a fault of the device
+    return "gpu-exception", [f"the GPU raised {gpu.exception}" + (f" in kernel {gpu.kernel}" if gpu.kernel else "")]
+
+
+def device_message_kind(abort_message: str | None) -> tuple[str, list[str]] | None:
+    """A fatal message that names a GPU fault or a failed allocation (gpu_errors.toml)."""
+    error = match_error(abort_message)
+    if error is None or not error.fault_kind:
+        return None
+    what = "the GPU faulted" if error.fault_kind == "gpu-exception" else "an allocation failed"
+    return error.fault_kind, [f"the fatal message names {error.matched}: {what} ({error.exception})"]
 
 
 def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool] | None:

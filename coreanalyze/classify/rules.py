@@ -193,6 +193,8 @@ class FaultKindData:
     terminate_frames: re.Pattern[str] | None = None
     assert_frames: re.Pattern[str] | None = None
     stack_protector_frames: re.Pattern[str] | None = None
+    # Exceptions that mean an allocation failed: uncaught, they end the process out of memory.
+    oom_exceptions: re.Pattern[str] | None = None
     # Source files of the C++ standard library: a frame there is the library's, never the culprit.
     std_library_files: re.Pattern[str] | None = None
     runtime_libraries: re.Pattern[str] | None = None
@@ -579,6 +581,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
             assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
             stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
+            oom_exceptions=_optional_regex(fk, "oom_exceptions", "[fault_kind]") or f.oom_exceptions,
             std_library_files=_optional_regex(fk, "std_library_files", "[fault_kind]") or f.std_library_files,
             runtime_libraries=_optional_regex(fk, "runtime_libraries", "[fault_kind]") or f.runtime_libraries,
             stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
