@@ -1,18 +1,32 @@
-/* A crash reporter in miniature: a SIGSEGV handler on an alternate stack writes a line, puts
- * the default action back and raises the signal again, the way Python's faulthandler, absl's
- * failure signal handler and most crash reporters end. The core's siginfo is then the re-raise
- * (SI_TKILL from the process itself); the fault is a write through a wild pointer. */
+/* A crash reporter in miniature: a SIGSEGV handler (SA_SIGINFO, on an alternate stack) writes a
+ * line, puts the default action back and raises the signal again, the way absl's failure signal
+ * handler and most crash reporters end. The core's siginfo is then the re-raise (SI_TKILL from
+ * the process itself); the signal the handler took is in the signal frame under it.
+ *
+ *   reraise_handler           a write through a wild pointer (0xdead0000), re-raised
+ *   reraise_handler wait      prints "ready" and waits for a SIGSEGV sent with kill(), re-raised
+ *   reraise_handler smash     the handler overwrites its signal frame with garbage, then re-raises
+ *   reraise_handler inside    a SIGUSR1 handler that itself writes through a null pointer: a
+ *                             crash inside a handler, not a re-raise
+ */
 #include <signal.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
+
+static int smash_frame;
 
 __attribute__((noinline)) void report_crash_and_reraise(int sig, siginfo_t *info, void *context) {
     static const char line[] = "crash reporter: fatal signal, re-raising\n";
-    (void)info;
-    (void)context;
     if (write(2, line, sizeof line - 1) < 0) {
         _exit(3);
+    }
+    if (smash_frame) {
+        /* A damaged frame: what a stack overflow inside a handler would leave. */
+        ucontext_t *uc = context;
+        memset(&uc->uc_mcontext, 0x41, sizeof uc->uc_mcontext);
+        memset(info, 0x41, sizeof *info);
     }
     signal(sig, SIG_DFL);
     raise(sig);
@@ -24,15 +38,35 @@ __attribute__((noinline)) void store_value(volatile int *where, int value) {
     *where = value;
 }
 
-int main(void) {
+__attribute__((noinline)) void faulty_usr1_handler(int sig) {
+    store_value((volatile int *)(long)(sig - 10), sig); /* SIGUSR1 is 10: a write to address 0 */
+}
+
+__attribute__((noinline)) void wait_for_signal(void) {
+    for (;;) pause();
+}
+
+int main(int argc, char **argv) {
     static char alternate[1 << 16];
     stack_t stack = {.ss_sp = alternate, .ss_size = sizeof alternate, .ss_flags = 0};
     struct sigaction action;
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "inside") == 0) {
+        signal(SIGUSR1, faulty_usr1_handler);
+        raise(SIGUSR1);
+        return 0;
+    }
+    smash_frame = strcmp(mode, "smash") == 0;
     sigaltstack(&stack, NULL);
     memset(&action, 0, sizeof action);
     action.sa_sigaction = report_crash_and_reraise;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigaction(SIGSEGV, &action, NULL);
+    if (strcmp(mode, "wait") == 0) {
+        printf("ready\n");
+        fflush(stdout);
+        wait_for_signal();
+    }
     store_value((volatile int *)0xdead0000, 7);
     return 0;
 }
