@@ -146,3 +146,16 @@ def test_gpu_driver_abort_reraised_by_faulthandler(gpu_crash):
     assert _registers(report)["rip"] == int(interrupted["pc"], 16)
     culprit = report["classification"]["culprit"]["frame_index"]
     assert culprit is not None and culprit > interrupted["index"]
+
+
+def test_aarch64_crash_reporter_reraise(arm_cores):
+    case = arm_cores.c_crash("reraise_handler")
+    report = analyze_json(case.core, "--python", str(case.exe), "--sysroot", str(arm_cores.sysroot))
+    assert report["core"]["arch"] == "aarch64"
+    sig = report["core"]["signal"]
+    # qemu writes no siginfo note; the handler's SA_SIGINFO frame holds the whole original.
+    assert (sig["name"], sig["code_name"], sig["address"]) == ("SIGSEGV", "SEGV_MAPERR", "0xdead0000"), (sig, report["warnings"])
+    assert sig["reraised_by"] == "report_crash_and_reraise"
+    assert report["classification"]["culprit"]["function"] == "store_value"
+    interrupted = _interrupted_frame(report)
+    assert _registers(report)["pc"] == int(interrupted["pc"], 16)
