@@ -36,6 +36,9 @@ MAX_NESTED = 4
 MAX_HANDLER_FRAMES = 40
 MAX_NAME = 120
 # Signals a handler may turn into abort(): the original was one of these, the core says SIGABRT.
+# Why a handler's frame may hold no siginfo (the kernel copies one only for SA_SIGINFO).
+NO_SIGINFO = "installed without SA_SIGINFO, the handler took no siginfo, so the kernel wrote none into its frame"
+ABORT = re.compile(r"^(?:__GI_)?abort$")
 ABORTED_FAULTS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGTRAP", "SIGSYS", "SIGABRT"})
 
 
@@ -111,26 +114,29 @@ def _self_sent(signal: SignalInfo, pid: int | None) -> bool:
     return code in SENDER_CODES and (signal.sender_pid is None or pid is None or signal.sender_pid == pid)
 
 
-def _original(frame: SignalFrame, handler: HandlerRule, current: SignalInfo, layout, arch: str | None) -> tuple[SignalInfo | None, str]:
-    """The signal the handler took, and where it was read; (None, why) when the frame cannot say."""
-    number = current.number if handler.same_signal else None
+def _original(
+    frame: SignalFrame, handler: HandlerRule, current: SignalInfo, layout, arch: str | None, aborted: bool
+) -> tuple[SignalInfo | None, str]:
+    """The signal the handler took, and where it was read; (None, why) when the frame cannot say.
+    aborted: the handler ended in abort(), not in raising its own signal again."""
+    number = current.number if handler.same_signal and not aborted else None
     if siginfo_written(frame, layout, number):
         info = frame.siginfo
         if number is None and info.number != current.number and not (current.name == "SIGABRT" and info.name in ABORTED_FAULTS):
             # A handler that took one signal and died of another it did not re-raise (an
             # assert() failing inside a SIGUSR1 handler): the crash is the handler's own.
             return None, ""
-        return replace(info), "the siginfo in the signal frame"
+        return replace(info), "read from the siginfo in its signal frame"
     if number is None:
-        return None, f"{handler.name} left no siginfo in its signal frame and its signal is not known"
+        return None, f"{handler.name} ran over a signal frame that holds no siginfo, so the signal it took is not known"
     name = signal_name(number)
     info = SignalInfo(number=number, name=name)
     fault = fault_from_trap(arch, name, frame.context, frame.registers.get(layout.pc))
     if fault is None:
-        return info, f"the signal {handler.name} re-raised (it took no siginfo, so the kernel wrote none into the frame)"
+        return info, f"the signal it raised again ({NO_SIGINFO})"
     info.code_name, info.address = fault
     info.code = code_number(info.code_name) if info.code_name.startswith("SI_") else _fault_code(name, info.code_name)
-    return info, f"the trap the saved registers name ({handler.name} took no siginfo, so the kernel wrote none into the frame)"
+    return info, f"rebuilt from the trap its saved registers name ({NO_SIGINFO})"
 
 
 def _fault_code(signal: str, code_name: str) -> int | None:
@@ -154,10 +160,11 @@ def find_reraises(report: Report, memory, rules) -> tuple[list[Reraise], list[st
     top = 0
     trampolines = [v for v in views if v.role == "trampoline" and not v.python][:MAX_NESTED]
     for tramp in trampolines:
-        handler = name_handler(views[top : tramp.position], handler_rules, module_classes)
+        above = views[top : tramp.position]
+        handler = name_handler(above, handler_rules, module_classes)
         if handler is None or not _self_sent(current, core.pid) or sp is None:
             break
-        below = views[tramp.position + 1] if tramp.position + 1 < len(views) else None
+        below = next((v for v in views[tramp.position + 1 :] if not v.python), None)
         frame, why = find_signal_frame(
             memory, layout, sp, trampoline_pc=tramp.frame.pc, expected_pc=below.frame.pc if below is not None else None,
             little_endian=True,
@@ -165,10 +172,11 @@ def find_reraises(report: Report, memory, rules) -> tuple[list[Reraise], list[st
         if frame is None:
             warnings.append(f"the signal was re-raised by {handler.name}, but its signal frame could not be read ({why}); the signal shown is the re-raise")
             break
-        original, source = _original(frame, handler, current, layout, arch.name)
+        aborted = any(ABORT.match(v.name) for v in above if v.name and not v.python)
+        original, source = _original(frame, handler, current, layout, arch.name, aborted)
         if original is None:
             if source:
-                warnings.append(f"the signal was re-raised by {handler.name}; {source}")
+                warnings.append(source)
             break
         found.append(Reraise(handler, tramp.index, frame, original, source))
         current, sp, top = original, frame.registers.get(layout.sp), tramp.position + 1
@@ -203,8 +211,8 @@ def settle_reraised_signal(report: Report, memory, rules, instructions: dict[int
     for step in reraises:
         report.warnings.append(
             f"{describe(raised, core.pid)} is a re-raise by {step.handler.name} (the frames above #{step.trampoline});"
-            f" the signal it took, {describe(step.original, core.pid)}, is read from {step.source},"
-            f" and the interrupted registers from the signal frame at {step.frame.address:#x}"
+            f" it took {describe(step.original, core.pid)}: {step.source}; the interrupted registers are read"
+            f" from the signal frame at {step.frame.address:#x}"
         )
         raised = step.original
     core.signal = replace(first.original, reraised_by=first.handler.name)

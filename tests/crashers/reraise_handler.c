@@ -8,6 +8,9 @@
  *   reraise_handler smash     the handler overwrites its signal frame with garbage, then re-raises
  *   reraise_handler inside    a SIGUSR1 handler that itself writes through a null pointer: a
  *                             crash inside a handler, not a re-raise
+ *   reraise_handler chain     a second handler installed over the first (as faulthandler chains to
+ *                             the handler it replaced) puts the first back and raises the signal
+ *                             again; the first one then re-raises it once more
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +35,16 @@ __attribute__((noinline)) void report_crash_and_reraise(int sig, siginfo_t *info
     raise(sig);
     /* Not reached when the default action dumps core; keeps the call above from being a tail call. */
     _exit(4);
+}
+
+static struct sigaction replaced;
+
+__attribute__((noinline)) void chain_to_replaced_handler(int sig, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    sigaction(sig, &replaced, NULL);
+    raise(sig);
+    _exit(5);
 }
 
 __attribute__((noinline)) void store_value(volatile int *where, int value) {
@@ -62,6 +75,10 @@ int main(int argc, char **argv) {
     action.sa_sigaction = report_crash_and_reraise;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigaction(SIGSEGV, &action, NULL);
+    if (strcmp(mode, "chain") == 0) {
+        action.sa_sigaction = chain_to_replaced_handler;
+        sigaction(SIGSEGV, &action, &replaced);
+    }
     if (strcmp(mode, "wait") == 0) {
         printf("ready\n");
         fflush(stdout);

@@ -76,6 +76,17 @@ def test_signal_sent_by_another_process_keeps_its_sender_through_the_reraise(cor
     assert f"pid {os.getpid()}" in report["classification"]["summary"]
 
 
+def test_chained_handlers_lead_back_to_the_fault(cores):
+    case = cores.c_crash("reraise_chained")
+    report = analyze_json(case.core, "--python", str(case.exe))
+    sig = report["core"]["signal"]
+    # The innermost frame holds the first handler's re-raise; the one under it, the fault.
+    assert (sig["code_name"], sig["address"], sig["reraised_by"]) == ("SEGV_MAPERR", "0xdead0000", "chain_to_replaced_handler"), sig
+    assert sum("is a re-raise by" in w for w in report["warnings"]) == 2, report["warnings"]
+    assert report["classification"]["culprit"]["function"] == "store_value"
+    assert "store_value" in report["fault_instruction"]
+
+
 def test_damaged_signal_frame_keeps_the_reraise_and_warns(cores):
     case = cores.c_crash("reraise_smashed")
     run = run_cli(str(case.core), "--python", str(case.exe), "--format", "json", "-o", "-")

@@ -26,9 +26,10 @@ C_CRASHERS = {
     "reraise_sent": ("reraise_handler.c", ["wait"], signal.SIGSEGV),
     "reraise_smashed": ("reraise_handler.c", ["smash"], None),
     "handler_crashes": ("reraise_handler.c", ["inside"], None),
+    "reraise_chained": ("reraise_handler.c", ["chain"], None),
 }
 # Crashers whose handler raises the signal again (coregen.run_to_core's `reraised`).
-RERAISED = frozenset({"reraise_handler", "reraise_sent", "reraise_smashed"})
+RERAISED = frozenset({"reraise_handler", "reraise_sent", "reraise_smashed", "reraise_chained"})
 
 class CoreCache:
     """Builds each crash at most once per test session, on first use."""
