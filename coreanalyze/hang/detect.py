@@ -15,10 +15,20 @@ from coreanalyze.model import Report, Thread
 SENT_CODES = frozenset({0, -1, -6})
 
 
-def _crashing_on_its_own(thread: Thread | None, rules: HangRules) -> bool:
+# gdb's name for the frame of a signal trampoline: above it, a handler ran.
+SIGNAL_TRAMPOLINE = "<signal handler called>"
+
+
+def _crashing_on_its_own(thread: Thread | None, rules: HangRules, reraised: bool = False) -> bool:
+    """reraised: the signal is the one a handler caught and raised again (coreanalyze.reraise),
+    so the handler's raise() says nothing: only the frames it interrupted count."""
     if thread is None:
         return False
-    for frame in thread.frames[: rules.window]:
+    frames = thread.frames[: rules.window]
+    if reraised:
+        last = max((i for i, f in enumerate(frames) if f.function == SIGNAL_TRAMPOLINE), default=-1)
+        frames = thread.frames[last + 1 : last + 1 + rules.window]
+    for frame in frames:
         name = frame_name(frame)
         if name and any(p.search(name) for p in rules.faulting_frames):
             return True
@@ -40,7 +50,11 @@ def snapshot_reason(report: Report, rules: HangRules) -> str | None:
             "(gcore, coreanalyze --pid, a debugger), not the record of a crash"
         )
     sent_by_other = signal.code in SENT_CODES and signal.sender_pid not in (None, core.pid)
-    if name in rules.watchdog_signals and sent_by_other and not _crashing_on_its_own(report.crashed_thread, rules):
+    if (
+        name in rules.watchdog_signals
+        and sent_by_other
+        and not _crashing_on_its_own(report.crashed_thread, rules, reraised=bool(signal.reraised_by))
+    ):
         return (
             f"{name} was sent by pid {signal.sender_pid} while no thread was crashing: "
             "a watchdog's or a person's snapshot of a process that stopped making progress"

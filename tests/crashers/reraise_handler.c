@@ -4,7 +4,8 @@
  * the process itself); the signal the handler took is in the signal frame under it.
  *
  *   reraise_handler           a write through a wild pointer (0xdead0000), re-raised
- *   reraise_handler wait      prints "ready" and waits for a SIGSEGV sent with kill(), re-raised
+ *   reraise_handler wait      prints "ready" and waits for a SIGSEGV or SIGABRT sent with kill()
+ *                             (a person, a watchdog), re-raised
  *   reraise_handler smash     the handler overwrites its signal frame with garbage, then re-raises
  *   reraise_handler inside    a SIGUSR1 handler that itself writes through a null pointer: a
  *                             crash inside a handler, not a re-raise
@@ -80,6 +81,7 @@ int main(int argc, char **argv) {
         sigaction(SIGSEGV, &action, &replaced);
     }
     if (strcmp(mode, "wait") == 0) {
+        sigaction(SIGABRT, &action, NULL);
         printf("ready\n");
         fflush(stdout);
         wait_for_signal();

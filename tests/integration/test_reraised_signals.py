@@ -76,6 +76,17 @@ def test_signal_sent_by_another_process_keeps_its_sender_through_the_reraise(cor
     assert f"pid {os.getpid()}" in report["classification"]["summary"]
 
 
+def test_watchdog_abort_caught_by_a_handler_is_a_hang(cores):
+    case = cores.c_crash("reraise_watchdog")
+    report = analyze_json(case.core, "--python", str(case.exe))
+    sig = report["core"]["signal"]
+    assert (sig["name"], sig["code_name"], sig["sender_pid"]) == ("SIGABRT", "SI_USER", os.getpid()), sig
+    cls = report["classification"]
+    # The handler's raise() above the trampoline is not the process aborting on its own.
+    assert cls["fault_kind"] == "hang", cls["evidence"]
+    assert cls["hang"]["thread"] == report["crashing_thread"]
+
+
 def test_chained_handlers_lead_back_to_the_fault(cores):
     case = cores.c_crash("reraise_chained")
     report = analyze_json(case.core, "--python", str(case.exe))

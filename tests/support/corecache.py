@@ -24,12 +24,13 @@ C_CRASHERS = {
     # signal frame overwritten, and a handler that crashes by itself (reraise_handler.c).
     "reraise_handler": ("reraise_handler.c", [], None),
     "reraise_sent": ("reraise_handler.c", ["wait"], signal.SIGSEGV),
+    "reraise_watchdog": ("reraise_handler.c", ["wait"], signal.SIGABRT),
     "reraise_smashed": ("reraise_handler.c", ["smash"], None),
     "handler_crashes": ("reraise_handler.c", ["inside"], None),
     "reraise_chained": ("reraise_handler.c", ["chain"], None),
 }
 # Crashers whose handler raises the signal again (coregen.run_to_core's `reraised`).
-RERAISED = frozenset({"reraise_handler", "reraise_sent", "reraise_smashed", "reraise_chained"})
+RERAISED = frozenset({"reraise_handler", "reraise_sent", "reraise_watchdog", "reraise_smashed", "reraise_chained"})
 
 class CoreCache:
     """Builds each crash at most once per test session, on first use."""
