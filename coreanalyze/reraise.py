@@ -35,10 +35,10 @@ MAX_NESTED = 4
 # A handler's own frames above its trampoline; deeper than this it is not a handler that re-raised.
 MAX_HANDLER_FRAMES = 40
 MAX_NAME = 120
-# Signals a handler may turn into abort(): the original was one of these, the core says SIGABRT.
 # Why a handler's frame may hold no siginfo (the kernel copies one only for SA_SIGINFO).
 NO_SIGINFO = "installed without SA_SIGINFO, the handler took no siginfo, so the kernel wrote none into its frame"
 ABORT = re.compile(r"^(?:__GI_)?abort$")
+# Signals a handler may turn into abort(): the original was one of these, the core says SIGABRT.
 ABORTED_FAULTS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGTRAP", "SIGSYS", "SIGABRT"})
 
 
@@ -87,14 +87,17 @@ class Reraise:
 
 def name_handler(above: Sequence[FrameView], rules: ReraiseRules, module_classes: set[str]) -> HandlerRule | None:
     """The handler whose frames are `above` a trampoline (innermost first), or None when they
-    hold no re-raise: then whatever ran there crashed on its own."""
+    are no known handler and hold no re-raise: then whatever ran there crashed on its own."""
     native = [v for v in above if not v.python]
-    if not native or len(native) > MAX_HANDLER_FRAMES or not any(rules.reraises(v.name) for v in native if v.name):
+    if not native or len(native) > MAX_HANDLER_FRAMES:
         return None
     for v in reversed(native):  # from the trampoline up: the handler is called first
         for rule in rules.handlers:
+            # A known handler may raise with an inline system call (Breakpad's sys_tgkill).
             if v.name and any(p.search(v.name) for p in rule.functions):
                 return rule
+    if not any(rules.reraises(v.name) for v in native if v.name):
+        return None
     if rules.reraises(native[-1].name or ""):
         # raise() returns straight into the trampoline: the handler tail-called it.
         for rule in rules.handlers:
@@ -166,9 +169,8 @@ def find_reraises(report: Report, memory, rules) -> tuple[list[Reraise], list[st
             break
         below = next((v for v in views[tramp.position + 1 :] if not v.python), None)
         frame, why = find_signal_frame(
-            memory, layout, sp, trampoline_pc=tramp.frame.pc, expected_pc=below.frame.pc if below is not None else None,
-            little_endian=True,
-        )  # fmt: skip
+            memory, layout, sp, trampoline_pc=tramp.frame.pc, expected_pc=below.frame.pc if below is not None else None
+        )
         if frame is None:
             warnings.append(f"the signal was re-raised by {handler.name}, but its signal frame could not be read ({why}); the signal shown is the re-raise")
             break

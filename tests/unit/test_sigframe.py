@@ -132,6 +132,8 @@ def views(spec: list[tuple[str | None, str]]):
           ("absl::lts_20230802::AbslFailureSignalHandler(int, siginfo_t*, void*)", "/x/libabsl.so")], set(),
          "absl's failure signal handler"),
         ([("raise", LIBC), ("report_crash_and_reraise", "/srv/app")], set(), "report_crash_and_reraise"),
+        # Breakpad raises with an inline tgkill: its own frame is all there is.
+        ([("google_breakpad::ExceptionHandler::SignalHandler(int, siginfo_t*, void*)", "/srv/app")], set(), "Breakpad"),
         # No re-raise above the trampoline: the handler crashed by itself.
         ([("store_value", "/srv/app"), ("faulty_usr1_handler", "/srv/app")], {"python"}, None),
     ],
