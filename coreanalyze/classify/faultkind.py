@@ -197,7 +197,7 @@ def fault_kind_from_views(
         caught = signal_name(signal) or "the signal"
         if code_name(signal):
             caught += f" ({code_name(signal)})"
-        evidence.insert(0, f"{caught} was caught by {signal.reraised_by}, which raised it again; the signal frame under the handler holds the one it caught")
+        evidence.insert(0, f"{caught} was caught by {signal.reraised_by}, which raised it again: the core's own siginfo is the re-raise, the registers shown are those the signal interrupted")
     return kind, evidence
 
 
