@@ -17,6 +17,7 @@ from coreanalyze.classify.faultkind import (
     fault_kind_from_views,
     instruction_text,
     report_class_kind,
+    reraise_evidence,
     short_message,
     signal_name,
     signal_origin,
@@ -124,7 +125,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         detail = exception_type(abort_message) or thrown_exception(views, rules)
     op = find_op(views, pick, custom, rules)
 
-    evidence: list[str] = list(kind_evidence)
+    evidence: list[str] = [*reraise_evidence(signal), *kind_evidence]
     if abort_message:
         evidence.append(f"abort message: {' '.join(abort_message.split())[:300]}")
     if pick.view is not None:

@@ -91,6 +91,20 @@ class Origin:
     sender: str  # for sentences
 
 
+def reraise_evidence(signal: SignalInfo | None) -> list[str]:
+    """The line that says the signal is the one a handler caught and raised again (its
+    signal frame was read: coreanalyze.reraise); [] for any other signal."""
+    if signal is None or not signal.reraised_by:
+        return []
+    caught = signal_name(signal) or "the signal"
+    if code_name(signal):
+        caught += f" ({code_name(signal)})"
+    return [
+        f"{caught} was caught by {signal.reraised_by}, which raised it again: the core's own siginfo is the re-raise,"
+        " the registers shown are those the signal interrupted"
+    ]
+
+
 def signal_origin(signal: SignalInfo, pid: int | None, abort_on_stack: bool) -> Origin:
     name = signal_name(signal) or ""
     code = _code(signal)
@@ -177,31 +191,6 @@ def _asserted(assert_msg) -> bool:
 
 
 def fault_kind_from_views(
-    signal: SignalInfo | None,
-    abort_message: str | None,
-    views: Sequence[FrameView],
-    pick: CulpritPick,
-    registers: Mapping[str, int] | None,
-    stack_range: tuple[int, int] | None = None,
-    *,
-    pid: int | None = None,
-    fault_instruction: str | None = None,
-    rules: RuleSet,
-    detail: str | None = None,
-) -> tuple[str, list[str]]:
-    kind, evidence = _fault_kind(
-        signal, abort_message, views, pick, registers, stack_range, pid=pid, fault_instruction=fault_instruction, rules=rules, detail=detail
-    )
-    if signal is not None and signal.reraised_by:
-        # The signal is the one the handler caught, read from its signal frame (coreanalyze.reraise).
-        caught = signal_name(signal) or "the signal"
-        if code_name(signal):
-            caught += f" ({code_name(signal)})"
-        evidence.insert(0, f"{caught} was caught by {signal.reraised_by}, which raised it again: the core's own siginfo is the re-raise, the registers shown are those the signal interrupted")
-    return kind, evidence
-
-
-def _fault_kind(
     signal: SignalInfo | None,
     abort_message: str | None,
     views: Sequence[FrameView],
