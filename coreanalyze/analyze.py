@@ -189,7 +189,8 @@ class _GdbPlan:
 
 
 def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
-    """gdb's view of the core into the report; returns the abort message gdb found, if any."""
+    """gdb's view of the core into the report; returns the abort message gdb found, if any, and
+    the instructions at the pcs a signal interrupted."""
     from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
@@ -247,7 +248,7 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
                 report.environment["packages"] = as_dicts(
                     imported_packages(stacks.walk.imports, distributions_in_memory(plan.memory))
                 )
-        return analysis.abort_message
+        return analysis.abort_message, analysis.interrupted_instructions
 
 
 def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None) -> AnalysisResult:
@@ -536,11 +537,13 @@ def _analyze_with_modules(
     from coreanalyze.gpu.host import host_launched_from
     from coreanalyze.hang import classify_hang
     from coreanalyze.opinstance import add_op_instance
+    from coreanalyze.reraise import settle_reraised_signal
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     failure = None
     exit_code = EXIT_OK
     abort_message = None
+    interrupted: dict[int, str] = {}
     symbolizer = Symbolizer(options.debug_dirs, options.sysroot)
     gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
     fast = _fast_libraries(notes, report, options, gdb_debug_dirs)
@@ -557,7 +560,7 @@ def _analyze_with_modules(
         plan = _GdbPlan(
             core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes.memory, runtime
         )
-        abort_message = _run_gdb(report, options, plan)
+        abort_message, interrupted = _run_gdb(report, options, plan)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
@@ -592,6 +595,8 @@ def _analyze_with_modules(
     abort_message = _uncaught_exception(report, notes, abort_message)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     _suggest_fetch(report, options)
+    # A handler that re-raised (faulthandler, a crash reporter): the signal frame holds the original.
+    settle_reraised_signal(report, notes.memory, rules.get(), interrupted)
     # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
     hang = classify_hang(report, notes, rules.get())
     report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())

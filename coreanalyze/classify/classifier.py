@@ -20,6 +20,7 @@ from coreanalyze.classify.faultkind import (
     fault_kind_from_views,
     instruction_text,
     report_class_kind,
+    reraise_evidence,
     short_message,
     signal_name,
     signal_origin,
@@ -161,7 +162,7 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     oom = oom_facts(kind, report.classification.oom, abort_message, detail)
     op = find_op(views, pick, custom, rules)
 
-    evidence: list[str] = list(kind_evidence)
+    evidence: list[str] = [*reraise_evidence(signal), *kind_evidence]
     if abort_message:
         evidence.append(f"abort message: {' '.join(abort_message.split())[:300]}")
     if pick.view is not None:

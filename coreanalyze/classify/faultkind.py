@@ -92,6 +92,20 @@ class Origin:
     sender: str  # for sentences
 
 
+def reraise_evidence(signal: SignalInfo | None) -> list[str]:
+    """The line that says the signal is the one a handler caught and raised again (its
+    signal frame was read: coreanalyze.reraise); [] for any other signal."""
+    if signal is None or not signal.reraised_by:
+        return []
+    caught = signal_name(signal) or "the signal"
+    if code_name(signal):
+        caught += f" ({code_name(signal)})"
+    return [
+        f"{caught} was caught by {signal.reraised_by}, which raised it again: the core's own siginfo is the re-raise,"
+        " the registers shown are those the signal interrupted"
+    ]
+
+
 def signal_origin(signal: SignalInfo, pid: int | None, abort_on_stack: bool) -> Origin:
     name = signal_name(signal) or ""
     code = _code(signal)
@@ -215,6 +229,9 @@ def fault_kind_from_views(
     name = signal_name(signal)
     cname = code_name(signal)
     top = [*pick.handler_frames, *pick.skipped]
+    # Handler frames nobody has explained: with reraised_by set, the signal is already the one
+    # the handler caught, so its frames say nothing about the fault.
+    unexplained_handler = bool(pick.handler_frames) and not (signal is not None and signal.reraised_by)
     abort_on_stack = any(v.role == "abort" for v in top)
     malloc_on_top = [v for v in pick.allocator_frames]
     logging_on_top = [v for v in top if v.role == "logging"]
@@ -273,13 +290,13 @@ def fault_kind_from_views(
             ev += f" ({cname})"
         return "sent-signal", [ev]
 
-    if name in ("SIGILL", "SIGTRAP") and (check_msg or logging_on_top) and not pick.handler_frames:
+    if name in ("SIGILL", "SIGTRAP") and (check_msg or logging_on_top) and not unexplained_handler:
         # CHECK / LOG(FATAL) in Chromium, V8, absl builds end in a trap instruction (ud2, int3,
         # brk), not abort(): the check failure is the cause, the trap how the process stopped.
         why = short_message(abort_message) if check_msg else logging_on_top[0].label
         return "check-failure", [f"{name} raised by a fatal check / log ({why})"]
 
-    if name in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") and _asserted(assert_msg) and not check_msg and not pick.handler_frames:
+    if name in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") and _asserted(assert_msg) and not check_msg and not unexplained_handler:
         # WebKit's ASSERT, V8's CSA_ASSERT: the failed assertion is the cause; the trap (or the
         # write to a poison address) after it is how the runtime chose to stop.
         return "abort", [f"{name} right after a failed assertion ({short_message(abort_message)!r})"]
@@ -288,12 +305,14 @@ def fault_kind_from_views(
         kind, ev = aborted()
         if origin.by_self:
             ev.insert(0, f"SIGABRT raised by the process itself ({cname or 'tgkill'})")
+        elif signal.reraised_by and cname is None and any(v.role == "abort" for v in pick.skipped):
+            ev.insert(0, "SIGABRT raised by the process itself (abort/raise under the handler)")
         return kind, ev
 
-    if origin.by_self and name in FAULT_SIGNALS and not pick.handler_frames:
+    if origin.by_self and name in FAULT_SIGNALS and not unexplained_handler:
         return "sent-signal", [f"{name} was raised by the process itself (raise/kill on its own pid, {cname or 'no si_code'}), not by a fault"]
     reraised = []
-    if origin.by_self and pick.handler_frames:
+    if origin.by_self and unexplained_handler:
         handler = next((v.label for v in pick.handler_frames if "faulthandler" in v.label or "Stacktrace" in v.label), None)
         who = f"the signal handler {handler}" if handler else "a signal handler in the process (Python's faulthandler or similar)"
         reraised = [f"{name} re-raised by {who}; the original fault address is lost"]

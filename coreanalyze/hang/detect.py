@@ -41,7 +41,8 @@ def _own_frames(thread: Thread, reraised: bool) -> list:
     and raised again (faulthandler), those below the handler's signal frame."""
     frames = thread.frames
     if reraised:
-        trampoline = next((i for i, f in enumerate(frames[:MAX_HANDLER_FRAMES]) if f.function == TRAMPOLINE), None)
+        # The last one: a handler may have re-raised into the handler it replaced.
+        trampoline = max((i for i, f in enumerate(frames[:MAX_HANDLER_FRAMES]) if f.function == TRAMPOLINE), default=None)
         if trampoline is not None:
             return frames[trampoline + 1:]
     return frames
@@ -71,7 +72,10 @@ def snapshot_reason(report: Report, rules: HangRules) -> str | None:
             f"the core names {name}, which only stops a process: it is a snapshot of a live process "
             "(gcore, coreanalyze --pid, a debugger), not the record of a crash"
         )
-    sent = signal.code in SENT_CODES
+    # A handler installed without SA_SIGINFO (faulthandler) leaves no siginfo in its frame: who
+    # sent the signal it re-raised is unknown, so the frames it interrupted decide.
+    origin_unknown = bool(signal.reraised_by) and signal.code is None
+    sent = signal.code in SENT_CODES or origin_unknown
     sent_by_other = sent and signal.sender_pid not in (None, core.pid)
     crashed = report.crashed_thread
     reraised = bool(signal.reraised_by) or _reraised_by_a_handler(crashed, rules)
@@ -89,5 +93,10 @@ def snapshot_reason(report: Report, rules: HangRules) -> str | None:
         return (
             f"{name} was sent to thread {crashed.tid} while it waited for the GPU in {gpu.api}: "
             "a watchdog's snapshot of a process stuck on the GPU"
+        )
+    if origin_unknown:
+        return (
+            f"{name} was caught and raised again by {signal.reraised_by}, and the code it interrupted was "
+            "waiting, not crashing: a watchdog's or a person's snapshot of a process that stopped making progress"
         )
     return None

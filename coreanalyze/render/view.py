@@ -515,6 +515,14 @@ class ReportView:
         return core.signal.sender_pid
 
     @property
+    def reraised_text(self) -> str | None:
+        """"re-raised by faulthandler": the handler that caught the signal and raised it again."""
+        core = self.report.core
+        if core is None or not core.signal.reraised_by:
+            return None
+        return one_line(f"re-raised by {core.signal.reraised_by}", 200)
+
+    @property
     def culprit_text(self) -> str | None:
         c = self.classification.culprit
         if not c.function and not c.module:
@@ -622,6 +630,7 @@ class ReportView:
             ("fault address", self.fault_address),
             ("sent by pid", sig.sender_pid),
             ("sender uid", sig.sender_uid),
+            ("re-raised by", sig.reraised_by),
             ("errno", sig.errno),
             ("uid", core.uid),
             ("gid", core.gid),
