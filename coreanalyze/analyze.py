@@ -72,9 +72,14 @@ def _resolve_executable(notes, options: AnalyzeOptions, report: Report) -> str |
     if not core_exe:
         report.warnings.append("the core does not name its executable; pass --python")
         return None
-    local = Path(options.sysroot, core_exe.lstrip("/")) if options.sysroot else Path(core_exe)
-    if local.is_file():
-        return str(local)
+    if options.sysroot:
+        from coreanalyze.rootpaths import file_in_root
+
+        local = file_in_root(options.sysroot, core_exe)
+    else:
+        local = core_exe if os.path.isfile(core_exe) else None
+    if local:
+        return local
     report.warnings.append(f"the core's executable {core_exe} is not on this machine; pass --python or --sysroot")
     return None
 
@@ -426,6 +431,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     runtime = _python_runtime(notes, report)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
         fetched = None
+        if user_sysroot and os.path.isdir(user_sysroot):
+            options = _loader_view(notes, report, options, overlay)
         if options.fetch:
             options, fetched = _fetch_libraries(notes, report, options, overlay, runtime)
             if link_map is not None and options.sysroot == overlay:
@@ -460,7 +467,6 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
-    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
 
     walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
     packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
@@ -481,10 +487,31 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     for module in report.modules:
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
+    return _on_overlay(options, overlay), result
+
+
+def _on_overlay(options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+    """The options with the overlay sysroot. The overlay links the mapped files only: the given
+    sysroot's debug files stay in reach."""
+    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
+
+    if options.sysroot == overlay:
+        return options
     debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
     extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
-    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra])
+
+
+def _loader_view(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+    """A --sysroot directory where gdb would miss files the loader found (no merged-/usr links,
+    links from the machine's root): the overlay links every name to its file, and gdb and the
+    rest of the analysis use it."""
+    from coreanalyze.fetch.overlay import build_overlay, gdb_would_miss
+
+    if not gdb_would_miss(options.sysroot, notes, report.modules):
+        return options
+    build_overlay(overlay, notes, report.modules, {})
+    return _on_overlay(options, overlay)
 
 
 def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
