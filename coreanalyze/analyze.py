@@ -469,15 +469,18 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
 
     walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
-    packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
+    in_memory = distributions_in_memory(notes.memory)
+    packages = as_dicts(imported_packages(walk.get("imports") or [], in_memory))
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
         return options, None
     result = fetch_missing(
-        notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
-    )
+        notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch,
+        distributions=in_memory,
+    )  # fmt: skip
     report.environment["fetch_attempts"] = [asdict(a) for a in result.attempts]
+    report.environment["fetch_target"] = result.target
     if result.unfetched:
         report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
     if not result.files:
