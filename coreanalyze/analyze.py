@@ -485,7 +485,7 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
         report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
     if not result.files:
         return options, result
-    build_overlay(overlay, notes, report.modules, result.files)
+    build_overlay(overlay, notes, report.modules, result.files, options.sysroot if options.sysroot != overlay else None)
     report.modules = module_table(notes, executable=options.python, sysroot=overlay)
     for module in report.modules:
         if module.path in result.files:
@@ -513,7 +513,7 @@ def _loader_view(notes, report: Report, options: AnalyzeOptions, overlay: str) -
 
     if not gdb_would_miss(options.sysroot, notes, report.modules):
         return options
-    build_overlay(overlay, notes, report.modules, {})
+    build_overlay(overlay, notes, report.modules, {}, options.sysroot)
     return _on_overlay(options, overlay)
 
 

@@ -18,6 +18,8 @@ import os
 from coreanalyze import model
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.gdb.linkmap import read_link_map
+from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.rootpaths import file_in_root
 from coreanalyze.symbols.paths import under
 
 
@@ -39,8 +41,19 @@ def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, s
     return targets
 
 
-def build_overlay(root: str, notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str]) -> None:
-    for path, target in _targets(notes, modules, fetched).items():
+def build_overlay(
+    root: str, notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str], sysroot: str | None = None
+) -> None:
+    """sysroot: the user's --sysroot directory, whose other mapped files (a memory-mapped model,
+    a vocabulary: no modules) are linked too, so that what reads them finds them in the overlay."""
+    targets = _targets(notes, modules, fetched)
+    if sysroot:
+        for mapping in notes.mappings:
+            if mapping.path.startswith("/") and not mapping.path.endswith(DELETED_SUFFIX) and mapping.path not in targets:
+                found = file_in_root(sysroot, mapping.path)
+                if found is not None:
+                    targets[mapping.path] = os.path.abspath(found)
+    for path, target in targets.items():
         link = under(root, path)
         if link is None or os.path.lexists(link):
             continue
