@@ -91,7 +91,10 @@ def _with_memory(
         out.append(Candidate(_spelled(names, d.name), d.version, "dist-info in the process's memory"))
     if version is not None:
         out += [Candidate(n, version, evidence) for n in names]
-    out = list({(normalize(c.distribution), c.version): c for c in reversed(out)}.values())[::-1]
+    first: dict[tuple[str, str], Candidate] = {}
+    for c in out:
+        first.setdefault((normalize(c.distribution), c.version), c)  # in memory first: its evidence
+    out = list(first.values())
     return Resolution(out) if out else Resolution(unknown="the process's version is unknown")
 
 
