@@ -103,7 +103,7 @@ def cli() -> None:
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
 def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch):
     """Analyze one core file (or a live process with --pid) and write a report."""
-    from coreanalyze.analyze import AnalyzeOptions, analyze_core, analyze_live_process
+    from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.render import color_wanted, render, verdict
     from coreanalyze.safenames import report_filename
 
@@ -127,7 +127,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         result = analyze_live_process(pid, options, keep_core=keep_core)
         core = keep_core or f"pid-{pid}"
     else:
-        result = analyze_core(core, options)
+        result = _analyze_file(core, options)
     fmt = _format_for(output, fmt)
     text = render(result.report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout))
     if output == "-":
@@ -142,6 +142,20 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
     if result.failure:
         click.echo(f"coreanalyze: error: {result.failure}", err=True)
     sys.exit(result.exit_code)
+
+
+def _analyze_file(core: str, options):
+    """A core as given, or decompressed into a temporary file first (zstd, LZ4, xz, gzip, as
+    systemd-coredump and people store them); the report names the file given."""
+    from coreanalyze.analyze import analyze_core
+    from coreanalyze.corefile.compressed import compression_of, decompressed
+
+    compression = compression_of(core) if os.path.isfile(core) else None
+    with decompressed(core, compression) as plain:
+        result = analyze_core(plain, options)
+    if compression is not None and result.report.core is not None:
+        result.report.core.path = core
+    return result
 
 
 @cli.command("triage")
