@@ -5,7 +5,9 @@ window takes its best rule; its score is the rule's priority minus a penalty per
 distance from the top, so the nearest specific code wins over distant context, yet a generic
 frame on top (`TensorShapeBase::dim_size`) yields to the kernel right below it. Abort-message
 rules and a custom-op frame take part with the same scoring; Python frames and noise frames
-(CPython's eval loop, ...) only decide when nothing else does.
+(CPython's eval loop, ...) only decide when nothing else does. A pasted text adds its other
+lines (log lines, the command or statement that ran, the libraries it names): line rules score
+like the rest, less a penalty per line of distance from the crash's own line.
 """
 
 from __future__ import annotations
@@ -65,10 +67,12 @@ def decide_category(
     rules: RuleSet,
     allocator_evidence: bool = True,
     fault_kind: str | None = None,
+    context: Sequence[tuple[int, str]] = (),
 ) -> CategoryDecision:
     """allocator_evidence: False when the report itself names a fault that is not the heap's
     (ASan's stack-overflow inside operator new): allocator frames on top are then incidental.
-    fault_kind: the crash's, for rules that apply to one fault kind only."""
+    fault_kind: the crash's, for rules that apply to one fault kind only.
+    context: (distance from the crash's line, line) of a pasted text's other lines."""
     s = rules.settings
     candidates: list[Candidate] = []
 
@@ -96,6 +100,11 @@ def decide_category(
 
     for rule in rules.message_rules(abort_message, fault_kind):
         candidates.append(Candidate(rule.category, rule.priority, 0, f"rule {rule.name} matched the abort message", rule))
+
+    for rule, distance, line in rules.line_rules(context, fault_kind):
+        score = rule.priority - s.line_penalty * min(distance, s.line_reach)
+        shown = " ".join(line.split())[:160]
+        candidates.append(Candidate(rule.category, score, distance, f"rule {rule.name} matched the line `{shown}`", rule))
 
     # Noise frames between the top and the end of the window, at a discount.
     if ranked:

@@ -7,6 +7,8 @@ them together and writes down the evidence.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from coreanalyze.classify.advice import advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
@@ -98,7 +100,10 @@ def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int
     return "medium"
 
 
-def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
+def classify(
+    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str]] = ()
+) -> Classification:
+    """context: a pasted text's lines other than frames, as (distance from the crash's line, line)."""
     rules = rules or default_rules()
     abort_message = abort_message or report.classification.abort_message
     thread = _crashed_thread(report)
@@ -117,7 +122,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         detail=report.classification.detail,
     )
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption"), fault_kind=kind,
+        context=context,
     )
     detail = report.classification.detail
     if detail is None and kind == "uncaught-exception":

@@ -239,7 +239,7 @@ def fault_kind_from_views(
             return "abort", [f"{label} from the stack protector / fortify check ({protector_on_top[0].label}): a buffer overflow on the stack"]
         if assert_on_top or (assert_msg and "Assertion" in assert_msg.group(0)):
             return "abort", [f"{label} from a failed assert()"]
-        if terminate_on_top or (assert_msg and "terminate" in assert_msg.group(0)):
+        if terminate_on_top or (assert_msg and "terminat" in assert_msg.group(0)):
             thrown = exception_type(abort_message) or thrown_exception(views, rules)
             what = f" (uncaught {thrown})" if thrown else ""
             return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
@@ -251,7 +251,9 @@ def fault_kind_from_views(
             return kind, ["no signal information", *ev]
         return "unknown", ["no signal information and no abort evidence"]
 
-    origin = signal_origin(signal, pid, abort_on_stack)
+    # A SIGABRT right after the process printed its own fatal message was its own abort().
+    own_abort = abort_on_stack or (name == "SIGABRT" and bool(heap_msg or check_msg or assert_msg))
+    origin = signal_origin(signal, pid, own_abort)
     if origin.sent and not origin.by_self:
         ev = f"{name} was sent by {origin.sender}"
         if cname:

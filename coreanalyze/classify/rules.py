@@ -54,6 +54,11 @@ class Rule:
     description: str = ""
     origin: str = "built-in"
     fault_kind: str | None = None  # applies only to crashes of this fault kind
+    # Searched in each line of a pasted crash text (log lines, the command or Python statement
+    # that ran, the libraries it names); `window`: only lines at most this far from the crash's
+    # own line count. A line rule stands alone, like an abort-message rule.
+    line: re.Pattern[str] | None = None
+    window: int | None = None
 
     @property
     def frame_rule(self) -> bool:
@@ -84,6 +89,16 @@ class Rule:
 
     def matches_message(self, message: str | None, fault_kind: str | None = None) -> bool:
         return bool(self.abort_message is not None and message and self.abort_message.search(message) and self.applies_to(fault_kind))
+
+    def nearest_line(self, context: Sequence[tuple[int, str]], fault_kind: str | None = None) -> tuple[int, str] | None:
+        """The (distance, line) of the context line nearest the crash that this rule matches."""
+        if self.line is None or not self.applies_to(fault_kind):
+            return None
+        best = None
+        for distance, text in context:
+            if (self.window is None or distance <= self.window) and (best is None or distance < best[0]) and self.line.search(text):
+                best = (distance, text)
+        return best
 
 
 @dataclass(frozen=True)
@@ -162,6 +177,9 @@ class Settings:
     signature_templates: bool = False
     custom_op_priority: int = 85
     custom_op_category: str = "kernel-compute"
+    # A line rule loses this much per line between its line and the crash's (at most line_reach lines).
+    line_penalty: int = 1
+    line_reach: int = 20
 
 
 @dataclass(frozen=True)
@@ -259,6 +277,15 @@ class RuleSet:
     def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
         return [r for r in self.rules if r.matches_message(message, fault_kind)]
 
+    def line_rules(self, context: Sequence[tuple[int, str]], fault_kind: str | None = None) -> list[tuple[Rule, int, str]]:
+        """(rule, distance, line) for every line rule that matches a line of the text's context."""
+        out = []
+        for rule in self.rules:
+            hit = rule.nearest_line(context, fault_kind) if rule.line is not None else None
+            if hit is not None:
+                out.append((rule, *hit))
+        return out
+
 
 # ---------------------------------------------------------------------------------------------
 # Loading
@@ -308,7 +335,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -384,9 +411,13 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         description=str(t.get("description", "")),
         origin=origin,
         fault_kind=_optional_fault_kind(t, where),
+        line=_optional_regex(t, "line", where),
+        window=_int_field(t, "window", where, 0, 0, 10000) if "window" in t else None,
     )
-    if not rule.frame_rule and rule.abort_message is None:
-        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message")
+    if not rule.frame_rule and rule.abort_message is None and rule.line is None:
+        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message, line")
+    if rule.line is not None and (rule.frame_rule or rule.abort_message is not None):
+        raise _Problem(f"{where}: line stands alone (it reads the text around the crash, not a frame or the message)")
     if rule.python_file is not None and rule.module is not None:
         raise _Problem(f"{where}: python_file and module cannot be combined (Python frames have no library)")
     if rule.source_file is not None and (rule.function is not None or rule.module is not None or rule.python_file is not None):
@@ -457,6 +488,8 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             signature_templates=templates,
             custom_op_priority=_int_field(settings, "custom_op_priority", "[settings]", s.custom_op_priority, 0, 100),
             custom_op_category=custom_cat,
+            line_penalty=_int_field(settings, "line_penalty", "[settings]", s.line_penalty, 0, 100),
+            line_reach=_int_field(settings, "line_reach", "[settings]", s.line_reach, 0, 1000),
         )
 
     for i, t in enumerate(_tables(data, "fold")):

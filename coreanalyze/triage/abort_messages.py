@@ -36,12 +36,32 @@ _ASSERTION = re.compile(r"^(?:ASSERTION FAILED: |Assertion failed: |abort: \w*AS
 _TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']{1,300})'|without an active exception|recursively)")
 _WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
 # What a shell / IDE / job runner prints when the child died by a signal.
+# Markdown emphasis around it ("*Illegal instruction: 4*") and macOS's signal number after it
+# ("Abort trap: 6", "Segmentation fault: 11") are part of the verdict.
 _SHELL = re.compile(
-    r"(?:^|\s|:)(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception)"
-    r"(?: \(core dumped\))?(?:\s|$)",
+    r"(?:^|\s|:|[*_`])(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception)"
+    r"(?::? \d{1,2}\b)?(?: \(core dumped\)| \(core dumpl?ed\))?(?:\s|$|[*_`.])",
     re.IGNORECASE,
 )
-_EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|killed by signal (\d{1,2})|exit code (1[3-5]\d)\b")
+# zsh and fish name the signal in lower case after the job number and pid:
+# "[1]    2964311 abort (core dumped)  python test.py", "zsh: abort      ipython".
+_JOB_VERDICT = re.compile(
+    r"(?:^|zsh: |fish: |\[?\d{1,3}\]\s+\d{1,9}\s+)(abort|segmentation fault|illegal hardware instruction|bus error|floating point exception)"
+    r"(?:\s+\(core dumped\))?(?:\s|$)"
+)
+# A shell's verdict in the user's language ("中止 (コアダンプ)", "Speicherzugriffsfehler
+# (Speicherabzug geschrieben)"): the whole line is the word, perhaps a job prefix and a remark.
+_LOCALIZED = re.compile(
+    r"^(?:\S{1,200}: line \d{1,9}:\s+\d{1,9}\s+|\[?\d{1,3}\]\s+\d{1,9}\s+)?(" + "|".join(map(re.escape, signals.LOCALIZED_VERDICTS)) + r")"
+    r"\s*(?:[(（][^)）]{0,60}[)）])?(?:\s{2,}\S.*)?$"
+)
+# bash's job report names the command after the verdict, however long it is:
+# "script.sh: line 73: 90776 Illegal instruction: 4  python train.py --flags ...".
+_BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception)\b")
+_EXIT_SIGNAL = re.compile(
+    r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|(?:killed|terminated|exited) (?:by|on|with) signal (\d{1,2}|SIG[A-Z]{2,8})"
+    r"|exit (?:code|status):? (1[3-5]\d)\b|\breturn ?code:? -(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
+)
 # Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
 _EXIT_NTSTATUS = re.compile(r"exit (?:code|status)\s*:?\s*(?:(-?\d{9,10})\b|\(?(0x[89ABCabc][0-9A-Fa-f]{7})\b)(?:\s*\((0x[0-9A-Fa-f]{8})\))?")
 # The command a user ran, when the process died right after it: an `import tensorflow` that
@@ -62,7 +82,7 @@ _TF_LOG = re.compile(
     r"|^(?:INFO|WARNING|ERROR):tensorflow:"
 )
 LOG_WINDOW = 12
-_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "Floating", "signal", "exit code")
+_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "bus error", "Floating", "floating", "signal", "Signals.", "exit code", "exit status", "return")
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -124,8 +144,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         if ("] " in s or ":tensorflow:" in s) and _TF_LOG.search(s):
             tf_log = (i, s)
             continue
-        if any(w in s for w in _SIGNAL_WORDS):
-            name = _shell_signal(s)
+        if any(w in s for w in _SIGNAL_WORDS) or not s.isascii():
+            name = _shell_signal(s) or (None if s.isascii() else _localized_signal(s))
             if name is not None:
                 shell.set_signal(name, fd.SIGNAL_FROM_SHELL)
                 if first_shell is None:
@@ -167,15 +187,21 @@ def _shell_signal(s: str) -> str | None:
         return signals.from_ntstatus(int(code, 16) if code else int(m.group(1)))
     m = _EXIT_SIGNAL.search(s)
     if m:
-        if m.group(2):
-            return signals.normalize_name(m.group(2))
-        if m.group(3):
-            return signals.normalize_name(m.group(3))
-        return signals.normalize_name(str(int(m.group(4)) - 128))
-    m = _SHELL.search(s)
+        if m.group(4):
+            return signals.normalize_name(str(int(m.group(4)) - 128))
+        return signals.normalize_name(m.group(2) or m.group(3) or m.group(5) or m.group(6))
+    m = _BASH_JOB.search(s)
     if m:
-        # Only a line that is the shell's verdict: short, and not part of a sentence.
-        if len(s) > 200:
-            return None
+        return signals.from_description(m.group(1))
+    # Only a line that is the shell's verdict: short, and not part of a sentence.
+    if len(s) > 200:
+        return None
+    m = _SHELL.search(s) or _JOB_VERDICT.search(s)
+    if m:
         return signals.from_description(m.group(1))
     return None
+
+
+def _localized_signal(s: str) -> str | None:
+    m = _LOCALIZED.match(s) if len(s) <= 200 else None
+    return signals.LOCALIZED_VERDICTS[m.group(1)] if m else None

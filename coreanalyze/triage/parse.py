@@ -8,7 +8,7 @@ separate glibc message).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import model
 from ..errors import BadInput
@@ -19,7 +19,9 @@ from . import (
     asan,
     backtrace_symbols,
     chromium_log,
+    context,
     coredumpctl,
+    crash_lines,
     faulthandler,
     findings,
     gdb_bt,
@@ -29,6 +31,7 @@ from . import (
     kernel_log,
     lldb_bt,
     macos_crash,
+    openmpi,
     pystack,
     source_lines,
     tflog,
@@ -49,6 +52,7 @@ PARSERS = (
     gdb_pybt.parse,
     tflog.parse,
     chromium_log.parse,
+    openmpi.parse,
     backtrace_symbols.parse,
     lldb_bt.parse,
     macos_crash.parse,
@@ -58,6 +62,7 @@ PARSERS = (
     apport.parse,
     source_lines.parse,
     abort_messages.parse,
+    crash_lines.parse,
 )
 
 
@@ -66,13 +71,15 @@ class TriageResult:
     report: model.Report
     abort_message: str | None
     formats: list[str]  # the formats recognized in the text, in the order they appear
+    # The text's other lines as (distance from the crash's line, line), for the line rules.
+    context: list[tuple[int, str]] = field(default_factory=list)
 
 
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     """Parse a pasted crash report (any mix of the known formats) into the data model.
 
-    Raises BadInput when the text holds no backtrace, fatal log line, abort message or
-    sanitizer report.
+    Raises BadInput only when the text states no crash at all: no backtrace, fatal log line,
+    abort message, sanitizer report, signal or verdict of a shell, IDE or job runner.
     """
     if not isinstance(text, str):
         raise BadInput(f"{source_name}: the crash text must be text")
@@ -82,12 +89,14 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     found: list[findings.Finding] = []
     for parser in PARSERS:
         found.extend(parser(lines, claimed))
-    useful = [f for f in found if f.substantive and (any(t.frames for t in f.threads) or f.messages or f.signal)]
+    # A verdict alone ("Segmentation fault (core dumped)") states a crash too: never refused.
+    useful = [f for f in found if f.signal is not None or (f.substantive and (any(t.frames for t in f.threads) or f.messages))]
     if not useful:
-        raise BadInput(f"no backtrace, fatal log line or sanitizer report found in {source_name}")
+        raise BadInput(f"no crash found in {source_name}: no backtrace, fatal log line, sanitizer report, signal or crash verdict")
     report, abort_message, formats = merge(found, source_name)
     report.warnings = cleaned.warnings + report.warnings
-    return TriageResult(report=report, abort_message=abort_message, formats=formats)
+    around = context.context_lines(lines, claimed, context.crash_line(found, len(lines)))
+    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around)
 
 
 def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Report:
@@ -96,7 +105,7 @@ def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Re
 
     result = parse_text(text, source_name)
     report = result.report
-    report.classification = classify(report, abort_message=result.abort_message, rules=rules)
+    report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context)
     if report.classification.abort_message is None and result.abort_message is not None:
         report.classification.abort_message = result.abort_message
     return report
