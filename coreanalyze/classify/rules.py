@@ -83,6 +83,8 @@ class Rule:
         return self.fault_kind is None or self.fault_kind == fault_kind
 
     def matches_python(self, function: str, file: str, fault_kind: str | None = None) -> bool:
+        if "\\" in file:
+            file = file.replace("\\", "/")  # a Windows path: the rules are written with "/"
         if self.python_file is None or not file or not self.python_file.search(file) or not self.applies_to(fault_kind):
             return False
         return self.function is None or bool(function and self.function.search(function))

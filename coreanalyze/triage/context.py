@@ -7,10 +7,24 @@ distance from the crash's own line, so that the nearest evidence weighs most.
 
 from __future__ import annotations
 
+import re
+
 from . import findings as fd
 
 # Lines either side of the crash's line that are read; further ones say little about it.
 REACH = 60
+# A command that ran: one typed at a prompt (IPython, a shell; the cleaner already took away
+# Python's `>>> `), or a Python statement that does something (an assignment, a call; not an
+# import, not a print that only probes whether the line before it ran).
+_PROMPT = re.compile(r"^(?:In \[\d{1,6}\]:|[$%#]|\S{1,80}[@:]\S{0,200}[$#%])\s+\S")
+_STATEMENT = re.compile(r"^(?!print\()[A-Za-z_][\w.]*(?:\[[^\]]{0,80}\])?\s*(?:[-+*/]?=(?!=)\s*\S.*|\(.*\)\s*;?)$")
+# Lines before the last command are this much further away: that command ran after them, so a
+# windowed rule ("the import just before the crash") no longer reaches them.
+BEFORE_LAST_COMMAND = 100
+
+
+def _is_command(line: str) -> bool:
+    return bool(_PROMPT.match(line) or _STATEMENT.match(line))
 
 
 def crash_line(found: list[fd.Finding], total: int) -> int:
@@ -28,8 +42,10 @@ def crash_line(found: list[fd.Finding], total: int) -> int:
 def context_lines(lines: list[str], claimed: bytearray, at: int) -> list[tuple[int, str]]:
     """(distance from `at`, stripped line) for the unclaimed non-empty lines within REACH."""
     out = []
+    last_command = next((i for i in range(at, max(-1, at - REACH - 1), -1) if _is_command(lines[i].strip())), None)
     for i in range(max(0, at - REACH), min(len(lines), at + REACH + 1)):
         s = lines[i].strip()
         if s and not claimed[i]:
-            out.append((abs(i - at), s))
+            extra = BEFORE_LAST_COMMAND if last_command is not None and i < last_command else 0
+            out.append((abs(i - at) + extra, s))
     return out

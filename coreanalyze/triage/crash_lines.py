@@ -1,5 +1,5 @@
 """Single lines that state a crash in formats no other parser reads; the last parser to run,
-so it sees only lines nobody claimed.
+so it sees only lines nobody claimed (and claims none: the line rules read them too).
 
     qemu: uncaught target signal 6 (Aborted) - core dumped         (a binary run under qemu-user)
     ...so：signal 7 (SIGBUS), code 1 (BUS_ADRALN), fault addr 0xeef5445f   (bionic's words, anywhere)
@@ -54,8 +54,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         s = line.strip()
         finding = _message(s, i) or _signal(s, i)
         if finding is not None:
+            # Not claimed: no parser runs after this one, and the line rules read these lines too.
             found.append(finding)
-            claimed[i] = 1
     return found
 
 

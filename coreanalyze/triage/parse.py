@@ -33,6 +33,7 @@ from . import (
     macos_crash,
     openmpi,
     pystack,
+    snapshot,
     source_lines,
     tflog,
     valgrind,
@@ -99,12 +100,24 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around)
 
 
+def _text_hang(report: model.Report, around: list[tuple[int, str]], rules) -> model.Classification | None:
+    """The hang verdict when the text shows a stuck process (snapshot.py), else None."""
+    from ..hang import classify_hang, hang_rules
+
+    reason = snapshot.snapshot_reason(report, around, hang_rules())
+    return classify_hang(report, None, rules, reason=reason) if reason is not None else None
+
+
 def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Report:
     """parse_text, then the same classifier a core goes through."""
     from ..classify import classify  # imported here: the classifier is optional for parsing
 
     result = parse_text(text, source_name)
     report = result.report
+    hang = _text_hang(report, result.context, rules)
+    if hang is not None:
+        report.classification = hang
+        return report
     report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context)
     if report.classification.abort_message is None and result.abort_message is not None:
         report.classification.abort_message = result.abort_message
