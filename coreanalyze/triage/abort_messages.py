@@ -58,9 +58,13 @@ _LOCALIZED = re.compile(
 # bash's job report names the command after the verdict, however long it is:
 # "script.sh: line 73: 90776 Illegal instruction: 4  python train.py --flags ...".
 _BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception)\b")
+# Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134"),
+# minus the signal from Python's subprocess ("returncode -11"), systemd's "status=11/SEGV".
 _EXIT_SIGNAL = re.compile(
     r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|(?:killed|terminated|exited) (?:by|on|with) signal (\d{1,2}|SIG[A-Z]{2,8})"
-    r"|exit (?:code|status):? (1[3-5]\d)\b|\breturn ?code:? -(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
+    r"|(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|non-zero exit status)[:=]?\s*(1[3-5]\d)\b"
+    r"|\b(?:return ?code|exit code|exit status)[:=]?\s*-(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
+    r"|\bstatus=\d{1,2}/(SEGV|ABRT|ILL|BUS|FPE|TRAP|SYS)\b"
 )
 # Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
 _EXIT_NTSTATUS = re.compile(r"exit (?:code|status)\s*:?\s*(?:(-?\d{9,10})\b|\(?(0x[89ABCabc][0-9A-Fa-f]{7})\b)(?:\s*\((0x[0-9A-Fa-f]{8})\))?")
@@ -82,7 +86,10 @@ _TF_LOG = re.compile(
     r"|^(?:INFO|WARNING|ERROR):tensorflow:"
 )
 LOG_WINDOW = 12
-_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "bus error", "Floating", "floating", "signal", "Signals.", "exit code", "exit status", "return")
+_SIGNAL_WORDS = (
+    "fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "bus error", "Floating", "floating", "signal", "Signals.",
+    "exit", "return", "status=",
+)  # fmt: skip
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -189,7 +196,7 @@ def _shell_signal(s: str) -> str | None:
     if m:
         if m.group(4):
             return signals.normalize_name(str(int(m.group(4)) - 128))
-        return signals.normalize_name(m.group(2) or m.group(3) or m.group(5) or m.group(6))
+        return signals.normalize_name(m.group(2) or m.group(3) or m.group(5) or m.group(6) or m.group(7))
     m = _BASH_JOB.search(s)
     if m:
         return signals.from_description(m.group(1))
