@@ -373,7 +373,7 @@ def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool]
 
 
 _TERMINATE_TYPE = re.compile(r"terminate called after throwing an instance of '([^']{1,300})'")
-_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ([\w:<>,* ]{1,300}?)(?::|$|\n)")
+_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ((?:[\w<>,* ]|::){1,300}?)(?::(?!:)|$|\n)")
 
 
 def exception_type(message: str | None) -> str | None:

@@ -11,8 +11,8 @@ import re
 
 from coreanalyze.classify.rules import builtin_heap_messages, required_literal
 
+from . import context, limits, signals
 from . import findings as fd
-from . import limits, signals
 
 FORMAT = "abort-message"
 FORMAT_SHELL = "shell"
@@ -60,6 +60,7 @@ _LOCALIZED = re.compile(
 _BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception)\b")
 # Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134"),
 # minus the signal from Python's subprocess ("returncode -11"), systemd's "status=11/SEGV".
+_LOCALIZED_MAX = 200
 _EXIT_SIGNAL = re.compile(
     r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|(?:killed|terminated|exited) (?:by|on|with) signal (\d{1,2}|SIG[A-Z]{2,8})"
     r"|(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|non-zero exit status)[:=]?\s*(1[3-5]\d)\b"
@@ -146,13 +147,15 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             continue
         if "import " in s and _IMPORT_COMMAND.search(s):
             import_line = (i, s)
+        elif import_line is not None and context.is_command(s):
+            import_line = None  # a later command ran: the import is not what died
         elif "python" in s and _PYTHON_COMMAND.match(s):
             python_line = (i, s)
         if ("] " in s or ":tensorflow:" in s) and _TF_LOG.search(s):
             tf_log = (i, s)
             continue
-        if any(w in s for w in _SIGNAL_WORDS) or not s.isascii():
-            name = _shell_signal(s) or (None if s.isascii() else _localized_signal(s))
+        if any(w in s for w in _SIGNAL_WORDS) or len(s) <= _LOCALIZED_MAX:
+            name = _shell_signal(s) or _localized_signal(s)
             if name is not None:
                 shell.set_signal(name, fd.SIGNAL_FROM_SHELL)
                 if first_shell is None:
@@ -210,5 +213,5 @@ def _shell_signal(s: str) -> str | None:
 
 
 def _localized_signal(s: str) -> str | None:
-    m = _LOCALIZED.match(s) if len(s) <= 200 else None
+    m = _LOCALIZED.match(s) if len(s) <= _LOCALIZED_MAX else None
     return signals.LOCALIZED_VERDICTS[m.group(1)] if m else None

@@ -23,7 +23,8 @@ _STATEMENT = re.compile(r"^(?!print\()[A-Za-z_][\w.]*(?:\[[^\]]{0,80}\])?\s*(?:[
 BEFORE_LAST_COMMAND = 100
 
 
-def _is_command(line: str) -> bool:
+def is_command(line: str) -> bool:
+    """A command that ran: typed at a prompt, or a Python statement that does something."""
     return bool(_PROMPT.match(line) or _STATEMENT.match(line))
 
 
@@ -42,7 +43,7 @@ def crash_line(found: list[fd.Finding], total: int) -> int:
 def context_lines(lines: list[str], claimed: bytearray, at: int) -> list[tuple[int, str]]:
     """(distance from `at`, stripped line) for the unclaimed non-empty lines within REACH."""
     out = []
-    last_command = next((i for i in range(at, max(-1, at - REACH - 1), -1) if _is_command(lines[i].strip())), None)
+    last_command = next((i for i in range(at, max(-1, at - REACH - 1), -1) if is_command(lines[i].strip())), None)
     for i in range(max(0, at - REACH), min(len(lines), at + REACH + 1)):
         s = lines[i].strip()
         if s and not claimed[i]:
