@@ -13,6 +13,7 @@ from typing import Sequence
 from ..hang.rules import HangRules
 from ..hang.waits import waiting_frame
 from ..model import Report, Thread
+from . import findings as fd
 
 # What a user writes about a process that stopped making progress.
 _WORDS = re.compile(r"(?i)\b(?:gcore|hangs?|hanging|hung|stuck|deadlock(?:s|ed)?|freez(?:e|es|ing)|frozen|not responding)\b")
@@ -31,6 +32,8 @@ def snapshot_reason(report: Report, context: Sequence[tuple[int, str]], rules: H
     threads = [t for t in report.threads if t.frames]
     if not threads or not all(_waits(t, rules) for t in threads):
         return None
+    if any(f.function == fd.SIGNAL_HANDLER_FRAME for t in threads for f in t.frames):
+        return None  # a crash handler ran (KCrash waiting for its helper): a crash, not a snapshot
     said = next((line for _, line in context if _WORDS.search(line)), None)
     reason = "the text names no signal and every thread it shows waits: a snapshot of a live process, not a crash"
     if said is not None:
