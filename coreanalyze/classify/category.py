@@ -67,7 +67,7 @@ def decide_category(
     rules: RuleSet,
     allocator_evidence: bool = True,
     fault_kind: str | None = None,
-    context: Sequence[tuple[int, str]] = (),
+    context: Sequence[tuple[int, str, bool]] = (),
 ) -> CategoryDecision:
     """allocator_evidence: False when the report itself names a fault that is not the heap's
     (ASan's stack-overflow inside operator new): allocator frames on top are then incidental.

@@ -101,7 +101,7 @@ def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int
 
 
 def classify(
-    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str]] = ()
+    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str, bool]] = ()
 ) -> Classification:
     """context: a pasted text's lines other than frames, as (distance from the crash's line, line)."""
     rules = rules or default_rules()

@@ -59,6 +59,8 @@ class Rule:
     # own line count. A line rule stands alone, like an abort-message rule.
     line: re.Pattern[str] | None = None
     window: int | None = None
+    # With line: only lines no later command ran after (the import that was the last thing run).
+    last_command: bool = False
 
     @property
     def frame_rule(self) -> bool:
@@ -92,12 +94,15 @@ class Rule:
     def matches_message(self, message: str | None, fault_kind: str | None = None) -> bool:
         return bool(self.abort_message is not None and message and self.abort_message.search(message) and self.applies_to(fault_kind))
 
-    def nearest_line(self, context: Sequence[tuple[int, str]], fault_kind: str | None = None) -> tuple[int, str] | None:
-        """The (distance, line) of the context line nearest the crash that this rule matches."""
+    def nearest_line(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> tuple[int, str] | None:
+        """The (distance, line) of the context line nearest the crash that this rule matches;
+        context: (distance from the crash's line, line, whether a later command ran after it)."""
         if self.line is None or not self.applies_to(fault_kind):
             return None
         best = None
-        for distance, text in context:
+        for distance, text, superseded in context:
+            if superseded and self.last_command:
+                continue
             if (self.window is None or distance <= self.window) and (best is None or distance < best[0]) and self.line.search(text):
                 best = (distance, text)
         return best
@@ -279,7 +284,7 @@ class RuleSet:
     def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
         return [r for r in self.rules if r.matches_message(message, fault_kind)]
 
-    def line_rules(self, context: Sequence[tuple[int, str]], fault_kind: str | None = None) -> list[tuple[Rule, int, str]]:
+    def line_rules(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> list[tuple[Rule, int, str]]:
         """(rule, distance, line) for every line rule that matches a line of the text's context."""
         out = []
         for rule in self.rules:
@@ -337,7 +342,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -415,6 +420,7 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         fault_kind=_optional_fault_kind(t, where),
         line=_optional_regex(t, "line", where),
         window=_int_field(t, "window", where, 0, 0, 10000) if "window" in t else None,
+        last_command=_bool_field(t, "last_command", where),
     )
     if not rule.frame_rule and rule.abort_message is None and rule.line is None:
         raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message, line")
@@ -425,6 +431,13 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
     if rule.source_file is not None and (rule.function is not None or rule.module is not None or rule.python_file is not None):
         raise _Problem(f"{where}: source_file stands alone (it reads frames that have nothing else)")
     return rule
+
+
+def _bool_field(t: dict[str, Any], key: str, where: str) -> bool:
+    value = t.get(key, False)
+    if not isinstance(value, bool):
+        raise _Problem(f"{where}: {key} must be true or false")
+    return value
 
 
 def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:

@@ -203,8 +203,9 @@ def _shell_signal(s: str) -> str | None:
     m = _BASH_JOB.search(s)
     if m:
         return signals.from_description(m.group(1))
-    # Only a line that is the shell's verdict: short, and not part of a sentence.
-    if len(s) > 200:
+    # Only a line that is the shell's verdict: short, and not part of a sentence; unless the
+    # verdict says "(core dumped)", which nothing but a crash does.
+    if len(s) > 200 and "core dumped)" not in s:
         return None
     m = _SHELL.search(s) or _JOB_VERDICT.search(s)
     if m:

@@ -2,7 +2,8 @@
 before the verdict, the command or Python statement that ran, the libraries it names.
 
 The classifier's line rules read them (rules.toml, `line = ...`): each line is given with its
-distance from the crash's own line, so that the nearest evidence weighs most.
+distance from the crash's own line, so that the nearest evidence weighs most, and with whether
+a later command ran after it (a rule about "what ran last" skips such lines).
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ REACH = 60
 # import, not a print that only probes whether the line before it ran).
 _PROMPT = re.compile(r"^(?:In \[\d{1,6}\]:|[$%#]|\S{1,80}[@:]\S{0,200}[$#%])\s+\S")
 _STATEMENT = re.compile(r"^(?!print\()[A-Za-z_][\w.]*(?:\[[^\]]{0,80}\])?\s*(?:[-+*/]?=(?!=)\s*\S.*|\(.*\)\s*;?)$")
-# Lines before the last command are this much further away: that command ran after them, so a
-# windowed rule ("the import just before the crash") no longer reaches them.
-BEFORE_LAST_COMMAND = 100
 
 
 def is_command(line: str) -> bool:
@@ -40,13 +38,15 @@ def crash_line(found: list[fd.Finding], total: int) -> int:
     return max(total - 1, 0)
 
 
-def context_lines(lines: list[str], claimed: bytearray, at: int) -> list[tuple[int, str]]:
-    """(distance from `at`, stripped line) for the unclaimed non-empty lines within REACH."""
+def context_lines(lines: list[str], claimed: bytearray, at: int) -> list[tuple[int, str, bool]]:
+    """(distance from `at`, stripped line, whether it is not among what ran last before the
+    crash) for the unclaimed non-empty lines within REACH."""
     out = []
     last_command = next((i for i in range(at, max(-1, at - REACH - 1), -1) if is_command(lines[i].strip())), None)
     for i in range(max(0, at - REACH), min(len(lines), at + REACH + 1)):
         s = lines[i].strip()
         if s and not claimed[i]:
-            extra = BEFORE_LAST_COMMAND if last_command is not None and i < last_command else 0
-            out.append((abs(i - at) + extra, s))
+            # After the crash's line nothing ran; before the last command, that command ran later.
+            superseded = i > at or (last_command is not None and i < last_command)
+            out.append((abs(i - at), s, superseded))
     return out

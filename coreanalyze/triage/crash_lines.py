@@ -10,6 +10,7 @@ so it sees only lines nobody claimed (and claims none: the line rules read them 
     hip_code_object.cpp:120: guarantee(false && "hipErrorNoBinaryForGpu: ...")   (HIP / ROCm)
     .../refcount.h:79] Check failed: ref_.load() == 0 (1 vs. 0)     (a CHECK without glog's prefix)
     F/native  (20060): flutter/cpp/backends/external.h:158 Error while inferencing model
+    [external/com_google_absl/absl/status/statusor.cc : 83] RAW: Attempting to fetch value instead of handling error
 
 A signal named in passing is weak evidence (a shell's verdict or a parser's finding wins);
 a fatal line is a message the classifier reads like any other.
@@ -42,6 +43,8 @@ _CHECK = re.compile(
     r"(?:^|[\s\[])(?:[FEW] )?((?:[A-Za-z]:)?[\w./\\-]{1,400}\.(?:cc|h|cpp|hpp|cu|c)):(\d{1,9})\] ((?:Check failed|CHECK failed|Non-OK-status)\b.*)"
     r"|^((?:Check failed|CHECK failed): .+)"
 )
+# absl's raw logging, which fatal checks inside absl itself use ("StatusOr::value() on an error").
+_ABSL_RAW = re.compile(r"^\[([\w./-]{1,300}\.(?:cc|h)) : (\d{1,9})\] RAW: (.*(?:Check|CHECK|failed|Attempting to fetch value|FATAL|Fatal).*)$")
 # Android logcat's fatal log line of native code (absl / glog on Android): "F/tag (pid): file.cc:12 msg".
 _LOGCAT_FATAL = re.compile(r"^F/([\w.-]{1,60})\s*\(\s*\d{1,9}\):\s+([\w./-]{1,300}\.(?:cc|h|cpp|hpp|c)):(\d{1,9})\]?\s+(.+)$")
 
@@ -68,6 +71,8 @@ def _message(s: str, i: int) -> fd.Finding | None:
     elif ("heck failed" in s or "HECK failed" in s or "Non-OK-status" in s) and (m := _CHECK.search(s)):
         weight = fd.MESSAGE_CHECK_FAILURE
         text = f"{m.group(1)}:{m.group(2)}] {m.group(3)}" if m.group(1) else m.group(4)
+    elif "] RAW: " in s and (m := _ABSL_RAW.match(s)):
+        weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(1)}:{m.group(2)}] {m.group(3)}"
     elif s.startswith("F/") and (m := _LOGCAT_FATAL.match(s)) and m.group(1) not in ("libc", "DEBUG"):
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(2)}:{m.group(3)}] {m.group(4)}"
     if text is None:

@@ -73,7 +73,7 @@ class TriageResult:
     abort_message: str | None
     formats: list[str]  # the formats recognized in the text, in the order they appear
     # The text's other lines as (distance from the crash's line, line), for the line rules.
-    context: list[tuple[int, str]] = field(default_factory=list)
+    context: list[tuple[int, str, bool]] = field(default_factory=list)
 
 
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
@@ -100,7 +100,7 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around)
 
 
-def _text_hang(report: model.Report, around: list[tuple[int, str]], rules) -> model.Classification | None:
+def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules) -> model.Classification | None:
     """The hang verdict when the text shows a stuck process (snapshot.py), else None."""
     from ..hang import classify_hang, hang_rules
 

@@ -25,7 +25,7 @@ def _waits(thread: Thread, rules: HangRules) -> bool:
     return position is not None and position > 0 and thread.frames[0].kind == "native"
 
 
-def snapshot_reason(report: Report, context: Sequence[tuple[int, str]], rules: HangRules) -> str | None:
+def snapshot_reason(report: Report, context: Sequence[tuple[int, str, bool]], rules: HangRules) -> str | None:
     """Why the text shows a stuck process (one sentence for the evidence), or None."""
     if report.core is None or report.core.signal.name is not None:
         return None
@@ -34,7 +34,7 @@ def snapshot_reason(report: Report, context: Sequence[tuple[int, str]], rules: H
         return None
     if any(f.function == fd.SIGNAL_HANDLER_FRAME for t in threads for f in t.frames):
         return None  # a crash handler ran (KCrash waiting for its helper): a crash, not a snapshot
-    said = next((line for _, line in context if _WORDS.search(line)), None)
+    said = next((line for _, line, _ in context if _WORDS.search(line)), None)
     reason = "the text names no signal and every thread it shows waits: a snapshot of a live process, not a crash"
     if said is not None:
         reason += f" (the report says: {' '.join(said.split())[:160]})"
