@@ -39,7 +39,7 @@ _WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
 # Markdown emphasis around it ("*Illegal instruction: 4*") and macOS's signal number after it
 # ("Abort trap: 6", "Segmentation fault: 11") are part of the verdict.
 _SHELL = re.compile(
-    r"(?:^|\s|:|[*_`])(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception)"
+    r"(?:^|\s|:|[*_`])(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception|Trace/breakpoint trap|Bad system call)"
     r"(?::? \d{1,2}\b)?(?: \(core dumped\)| \(core dumpl?ed\))?(?:\s|$|[*_`.])",
     re.IGNORECASE,
 )
@@ -57,7 +57,9 @@ _LOCALIZED = re.compile(
 )
 # bash's job report names the command after the verdict, however long it is:
 # "script.sh: line 73: 90776 Illegal instruction: 4  python train.py --flags ...".
-_BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception)\b")
+_BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception|Killed)\b")
+# "Killed" names SIGKILL (most often the kernel's out-of-memory killer) only alone on its line.
+_KILLED = re.compile(r"^(?:zsh: |\[\d{1,3}\]\s+\d{1,9}\s+)?[Kk]illed(?:\s{2,}\S.*)?$")
 # Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134"),
 # minus the signal from Python's subprocess ("returncode -11"), systemd's "status=11/SEGV".
 _LOCALIZED_MAX = 200
@@ -83,13 +85,15 @@ PYTHON_COMMAND_MESSAGE = "illegal instruction right after the Python command"
 _TF_LOG = re.compile(
     r"(?:^|\s)(?:[IWE]\d{4} \d\d:\d\d:[\d.]+\s+\d+ |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: [IWE] )"
     r"(?:external/\S+/)?(?:tensorflow(?:_core)?|tsl|xla|third_party/xla)/[\w./-]+\.(?:cc|h):\d+\] "
+    # absl's own prefix names only the file (TF 2.15+, JAX): "I0000 00:00:17.1 123 cuda_dnn.cc:529] "
+    r"|(?:^|\s)[IWE]\d{4} \d\d:\d\d:[\d.]+\s+\d+ [\w.-]+\.(?:cc|h):\d+\] "
     # TensorFlow's Python logger (estimator, TF 1.x training loops): "INFO:tensorflow:Calling model_fn."
     r"|^(?:INFO|WARNING|ERROR):tensorflow:"
 )
 LOG_WINDOW = 12
 _SIGNAL_WORDS = (
     "fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "bus error", "Floating", "floating", "signal", "Signals.",
-    "exit", "return", "status=",
+    "exit", "return", "status=", "illed", "trap", "system call",
 )  # fmt: skip
 
 
@@ -210,6 +214,8 @@ def _shell_signal(s: str) -> str | None:
     m = _SHELL.search(s) or _JOB_VERDICT.search(s)
     if m:
         return signals.from_description(m.group(1))
+    if _KILLED.match(s):
+        return "SIGKILL"
     return None
 
 

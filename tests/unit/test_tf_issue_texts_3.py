@@ -83,6 +83,8 @@ def _classify(text: str):
         ("worker exited with code 139\n", "SIGSEGV"),
         ("subprocess.CalledProcessError: Command 'python x.py' returned non-zero exit status 132.\n", "SIGILL"),
         ("Main process exited, code=dumped, status=11/SEGV\n", "SIGSEGV"),
+        ("train.sh: line 5: 1234 Killed   python train.py\n", "SIGKILL"),
+        ("Trace/breakpoint trap (core dumped)\n", "SIGTRAP"),
         ("qemu: uncaught target signal 6 (Aborted) - core dumped\n", "SIGABRT"),
         ("libc: A Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x18 in tid 27995 (GLThread 45), pid 27894\n", "SIGSEGV"),
         ("armeabi-v7a libtensorflowlite_jni.so：signal 7 (SIGBUS), code 1 (BUS_ADRALN), fault addr 0xeef5445f\n", "SIGBUS"),
@@ -200,6 +202,8 @@ def test_log_lines_before_a_bare_verdict_name_the_subsystem():
     gpu = "2018-10-31 13:54:43.930905: E tensorflow/stream_executor/cuda/cuda_dnn.cc:352] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\nSegmentation fault (core dumped)\n"
     tflite = "I/tflite  (10563): Replacing 299 out of 299 node(s) with delegate (TfLiteGpuDelegateV2) node\nF/libc    (10563): Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x18 in tid 11103 (background), pid 10563 (g_app)\n"
     assert _classify(gpu).classification.category == "gpu-driver"
+    absl = "I0000 00:00:1700000000.1 123 cuda_dnn.cc:529] Loaded cuDNN version 8907\nSegmentation fault (core dumped)\n"
+    assert _classify(absl).classification.category == "gpu-driver"
     assert _classify(tflite).classification.category == "interpreter-invoke"
 
 
