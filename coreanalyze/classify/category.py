@@ -101,11 +101,6 @@ def decide_category(
     for rule in rules.message_rules(abort_message, fault_kind):
         candidates.append(Candidate(rule.category, rule.priority, 0, f"rule {rule.name} matched the abort message", rule))
 
-    for rule, distance, line in rules.line_rules(context, fault_kind):
-        score = rule.priority - s.line_penalty * min(distance, s.line_reach)
-        shown = " ".join(line.split())[:160]
-        candidates.append(Candidate(rule.category, score, distance, f"rule {rule.name} matched the line `{shown}`", rule))
-
     # Noise frames between the top and the end of the window, at a discount.
     if ranked:
         last = ranked[-1].position
@@ -124,6 +119,13 @@ def decide_category(
         if rule is not None:
             score = rule.priority - s.distance_penalty * rank - (s.noise_penalty if ranked else 0)
             candidates.append(Candidate(rule.category, score, rank, _describe(rule, v), rule, v))
+
+    # The stack speaks first: where a frame rule matched, the text's other lines only add context.
+    framed = any(c.view is not None for c in candidates)
+    for rule, distance, line in rules.line_rules(context, fault_kind):
+        score = rule.priority - s.line_penalty * min(distance, s.line_reach) - (s.noise_penalty if framed else 0)
+        shown = " ".join(line.split())[:160]
+        candidates.append(Candidate(rule.category, score, distance, f"rule {rule.name} matched the line `{shown}`", rule))
 
     if not candidates:
         return CategoryDecision("unknown", None, None)
