@@ -162,6 +162,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             name = _shell_signal(s) or _localized_signal(s)
             if name is not None:
                 shell.set_signal(name, fd.SIGNAL_FROM_SHELL)
+                shell.detail = shell.detail or _shell_detail(s)
                 if first_shell is None:
                     first_shell = i
                     shell.line = i
@@ -194,11 +195,21 @@ def _maybe_allocator(s: str) -> bool:
     return any(anchor in s for anchor in _ALLOCATOR_ANCHORS)
 
 
+def _ntstatus(m: re.Match) -> int:
+    code = m.group(3) or m.group(2)
+    return int(code, 16) if code else int(m.group(1))
+
+
+def _shell_detail(s: str) -> str | None:
+    """What a Windows exit code says beyond its signal (a stack overflow, a damaged heap)."""
+    m = _EXIT_NTSTATUS.search(s)
+    return signals.ntstatus_detail(_ntstatus(m)) if m else None
+
+
 def _shell_signal(s: str) -> str | None:
     m = _EXIT_NTSTATUS.search(s)
     if m:
-        code = m.group(3) or m.group(2)
-        return signals.from_ntstatus(int(code, 16) if code else int(m.group(1)))
+        return signals.from_ntstatus(_ntstatus(m))
     m = _EXIT_SIGNAL.search(s)
     if m:
         if m.group(4):

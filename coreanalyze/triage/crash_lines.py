@@ -11,6 +11,7 @@ so it sees only lines nobody claimed (and claims none: the line rules read them 
     .../refcount.h:79] Check failed: ref_.load() == 0 (1 vs. 0)     (a CHECK without glog's prefix)
     F/native  (20060): flutter/cpp/backends/external.h:158 Error while inferencing model
     [external/com_google_absl/absl/status/statusor.cc : 83] RAW: Attempting to fetch value instead of handling error
+    Kernel Restarting: The kernel appears to have died. It will restart automatically.   (Jupyter)
 
 A signal named in passing is weak evidence (a shell's verdict or a parser's finding wins);
 a fatal line is a message the classifier reads like any other.
@@ -45,6 +46,11 @@ _CHECK = re.compile(
 )
 # absl's raw logging, which fatal checks inside absl itself use ("StatusOr::value() on an error").
 _ABSL_RAW = re.compile(r"^\[([\w./-]{1,300}\.(?:cc|h)) : (\d{1,9})\] RAW: (.*(?:Check|CHECK|failed|Attempting to fetch value|FATAL|Fatal).*)$")
+# A notebook's word that its kernel process died (no signal is shown): Jupyter, VS Code, Colab.
+_KERNEL_DIED = re.compile(
+    r"The kernel appears to have died|Kernel Restarting|The Kernel crashed while executing code|"
+    r"[Yy]our session crashed (?:for an unknown reason|after using all available RAM)|\bKernel died\b|kernel (?:has )?died unexpectedly"
+)
 # Android logcat's fatal log line of native code (absl / glog on Android): "F/tag (pid): file.cc:12 msg".
 _LOGCAT_FATAL = re.compile(r"^F/([\w.-]{1,60})\s*\(\s*\d{1,9}\):\s+([\w./-]{1,300}\.(?:cc|h|cpp|hpp|c)):(\d{1,9})\]?\s+(.+)$")
 
@@ -75,6 +81,11 @@ def _message(s: str, i: int) -> fd.Finding | None:
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(1)}:{m.group(2)}] {m.group(3)}"
     elif s.startswith("F/") and (m := _LOGCAT_FATAL.match(s)) and m.group(1) not in ("libc", "DEBUG"):
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(2)}:{m.group(3)}] {m.group(4)}"
+    elif ("ernel" in s or "session crashed" in s) and (m := _KERNEL_DIED.search(s)):
+        # The process died and nothing says how: a verdict without a signal (fault kind unknown).
+        finding = fd.Finding(FORMAT, i)
+        finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"the notebook's kernel process died: {m.group(0)}")
+        return finding
     if text is None:
         return None
     finding = fd.Finding(FORMAT, i)

@@ -62,12 +62,23 @@ NTSTATUS_SIGNALS = {
     0xC00000FD: "SIGSEGV",  # STATUS_STACK_OVERFLOW
     0xC0000409: "SIGABRT",  # STATUS_STACK_BUFFER_OVERRUN: __fastfail, what abort() and std::terminate use
     0x80000003: "SIGTRAP",  # STATUS_BREAKPOINT
+    0xC0000374: "SIGABRT",  # STATUS_HEAP_CORRUPTION: the heap manager ended the process
+}
+# Codes that say more than their signal: the fault itself, as a report's own class (detail).
+NTSTATUS_DETAILS = {
+    0xC00000FD: "stack-overflow (STATUS_STACK_OVERFLOW)",
+    0xC0000374: "heap-corruption (STATUS_HEAP_CORRUPTION)",
 }
 
 
 def from_ntstatus(code: int) -> str | None:
     """0xC0000005 (or its signed form -1073741819) -> 'SIGSEGV'."""
     return NTSTATUS_SIGNALS.get(code & 0xFFFFFFFF)
+
+
+def ntstatus_detail(code: int) -> str | None:
+    """0xC00000FD -> 'stack-overflow (STATUS_STACK_OVERFLOW)': what the code says beyond its signal."""
+    return NTSTATUS_DETAILS.get(code & 0xFFFFFFFF)
 
 
 def normalize_name(token: str) -> str | None:

@@ -98,6 +98,22 @@ def test_a_verdict_alone_is_never_refused(text, signal):
     assert report.classification.confidence == "low" or report.classification.category != "unknown"
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Process finished with exit code -1073741571 (0xC00000FD)\n", "stack-overflow"),
+        ("Process finished with exit code -1073740940 (0xC0000374)\n", "heap-corruption"),
+    ],
+)
+def test_windows_exit_codes_that_name_the_fault(text, kind):
+    assert _classify(text).classification.fault_kind == kind
+
+
+def test_a_notebook_kernel_that_died_is_a_crash_without_a_signal():
+    report = _classify("Kernel Restarting: The kernel appears to have died. It will restart automatically.\n")
+    assert report.core.signal.name is None and report.classification.fault_kind == "unknown"
+
+
 def test_a_text_that_states_no_crash_is_still_refused():
     with pytest.raises(BadInput, match="no crash found"):
         parse_text("Epoch 1/10\n100/100 [==============================] - 3s 21ms/step - loss: 0.31\n")
