@@ -72,7 +72,7 @@ class TriageResult:
     report: model.Report
     abort_message: str | None
     formats: list[str]  # the formats recognized in the text, in the order they appear
-    # The text's other lines as (distance from the crash's line, line), for the line rules.
+    # The text's other lines as (distance from the crash's line, line, not among what ran last), for the line rules.
     context: list[tuple[int, str, bool]] = field(default_factory=list)
 
 
