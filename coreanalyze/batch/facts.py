@@ -1,0 +1,93 @@
+"""What a batch keeps of one core's report for the fleet's view: the versions it ran (Python,
+TensorFlow, TFLite, CUDA, the GPU driver, every package), the crashing thread's functions and
+texts the known-crash database matches on. Small and bounded: a record stays a few KiB whatever
+the core's size.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from coreanalyze.batch.store import CoreRecord
+from coreanalyze.known import CrashFacts, normalize_package
+from coreanalyze.model import Report
+
+MAX_FRAMES = 64
+MAX_PACKAGES = 1000
+MAX_CHARS = 300
+
+# Packages that are "TFLite" to a person, whatever wheel brought the interpreter.
+TFLITE_PACKAGES = ("tflite-runtime", "ai-edge-litert", "ai-edge-litert-nightly", "tflite-runtime-nightly")
+CUDA_RUNTIME_PACKAGES = re.compile(r"^nvidia-cuda-runtime-cu\d+$")
+# libcuda.so.<driver version> as the driver installs it (libcuda.so.1 is only the soname).
+DRIVER_LIBRARY = re.compile(r"^libcuda\.so\.(\d{3,}\.\d+(?:\.\d+)?)$")
+CUDART_LIBRARY = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
+
+# The fixed dimensions of a fleet's breakdown, in the order people read them.
+VERSION_DIMENSIONS = ("tensorflow", "tflite", "python", "cuda", "driver", "gpu")
+
+
+def _clip(text: Any) -> str | None:
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return text.strip()[:MAX_CHARS]
+
+
+def packages_of(report: Report) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for p in (report.environment.get("packages") or [])[:MAX_PACKAGES]:
+        name, version = _clip(p.get("name")), _clip(p.get("version"))
+        if name and version:
+            found[normalize_package(name)] = version
+    return dict(sorted(found.items()))
+
+
+def versions_of(report: Report, packages: dict[str, str]) -> dict[str, str]:
+    env = report.environment
+    versions = {"python": _clip(env.get("python_version")), "tensorflow": _clip(env.get("tensorflow_version"))}
+    versions["tflite"] = next((packages[p] for p in TFLITE_PACKAGES if p in packages), None)
+    for lib in env.get("cuda_libraries") or []:
+        name = str(lib.get("path") or lib.get("library") or "").rsplit("/", 1)[-1]
+        driver, runtime = DRIVER_LIBRARY.match(name), CUDART_LIBRARY.match(name)
+        if driver:
+            versions["driver"] = driver.group(1)
+        elif runtime and "cuda" not in versions:
+            versions["cuda"] = runtime.group(1)
+    for name, version in packages.items():
+        if CUDA_RUNTIME_PACKAGES.match(name):
+            versions["cuda"] = version  # the wheel's full version beats the soname's major
+    gpu = report.classification.gpu
+    if gpu is not None:
+        versions["gpu"] = _clip(gpu.device_name)
+    return {k: v for k, v in versions.items() if v}
+
+
+def crashing_frames(report: Report) -> list[str]:
+    for thread in report.threads:
+        if thread.crashed or thread.tid == report.crashing_thread:
+            return [f.function[:MAX_CHARS] for f in thread.frames[:MAX_FRAMES] if f.function]
+    return []
+
+
+def fill_facts(record: CoreRecord, report: Report) -> None:
+    cls = report.classification
+    record.packages = packages_of(report)
+    record.versions = versions_of(report, record.packages)
+    record.frames = crashing_frames(report)
+    record.abort_message = _clip(cls.abort_message)
+    record.gpu_exception = _clip(cls.gpu.exception) if cls.gpu is not None else None
+
+
+def crash_facts(record: CoreRecord) -> CrashFacts:
+    """The known-crash database's view of a record."""
+    versions = {**record.packages, **{k: v for k, v in record.versions.items() if k in ("python", "tensorflow", "tflite")}}
+    return CrashFacts(
+        signature=record.signature,
+        abort_message=record.abort_message,
+        summary=record.summary,
+        gpu_exception=record.gpu_exception,
+        fault_kind=record.fault_kind,
+        frames=tuple(record.frames),
+        versions=versions,
+    )
