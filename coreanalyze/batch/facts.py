@@ -6,6 +6,7 @@ the core's size.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -23,6 +24,9 @@ CUDA_RUNTIME_PACKAGES = re.compile(r"^nvidia-cuda-runtime-cu\d+$")
 # libcuda.so.<driver version> as the driver installs it (libcuda.so.1 is only the soname).
 DRIVER_LIBRARY = re.compile(r"^libcuda\.so\.(\d{3,}\.\d+(?:\.\d+)?)$")
 CUDART_LIBRARY = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
+# Toolkit libraries whose soname major is CUDA's major (libnvrtc.so.13 is CUDA 13; cuFFT, cuRAND,
+# cuSOLVER, cuSPARSE, cuDNN and NCCL number their sonames their own way).
+TOOLKIT_LIBRARY = re.compile(r"^lib(?:cublas|cublasLt|nvrtc|nvJitLink)\.so\.(\d+)(?:\.[\d.]+)?$")
 
 # The fixed dimensions of a fleet's breakdown, in the order people read them.
 VERSION_DIMENSIONS = ("tensorflow", "tflite", "python", "cuda", "driver", "gpu")
@@ -47,13 +51,20 @@ def versions_of(report: Report, packages: dict[str, str]) -> dict[str, str]:
     env = report.environment
     versions = {"python": _clip(env.get("python_version")), "tensorflow": _clip(env.get("tensorflow_version"))}
     versions["tflite"] = next((packages[p] for p in TFLITE_PACKAGES if p in packages), None)
+    toolkit = None
     for lib in env.get("cuda_libraries") or []:
         name = str(lib.get("path") or lib.get("library") or "").rsplit("/", 1)[-1]
-        driver, runtime = DRIVER_LIBRARY.match(name), CUDART_LIBRARY.match(name)
+        driver, runtime, other = DRIVER_LIBRARY.match(name), CUDART_LIBRARY.match(name), TOOLKIT_LIBRARY.match(name)
         if driver:
             versions["driver"] = driver.group(1)
-        elif runtime and "cuda" not in versions:
+        elif runtime:
             versions["cuda"] = runtime.group(1)
+        elif other and toolkit is None:
+            toolkit = other.group(1)
+    if "cuda" not in versions and toolkit:
+        versions["cuda"] = toolkit
+    if "driver" not in versions:
+        versions["driver"] = _driver_from_frames(report)
     for name, version in packages.items():
         if CUDA_RUNTIME_PACKAGES.match(name):
             versions["cuda"] = version  # the wheel's full version beats the soname's major
@@ -61,6 +72,17 @@ def versions_of(report: Report, packages: dict[str, str]) -> dict[str, str]:
     if gpu is not None:
         versions["gpu"] = _clip(gpu.device_name)
     return {k: v for k, v in versions.items() if v}
+
+
+def _driver_from_frames(report: Report) -> str | None:
+    """The driver's version from a frame in libcuda.so.<version>, when the module list lacks it
+    (a core whose vendor segments were left out still names the file its frames ran in)."""
+    for thread in report.threads:
+        for frame in thread.frames[:MAX_FRAMES]:
+            match = DRIVER_LIBRARY.match(os.path.basename(frame.module or ""))
+            if match:
+                return match.group(1)
+    return None
 
 
 def crashing_frames(report: Report) -> list[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import lzma
 import os
@@ -412,7 +413,12 @@ def test_batch_with_tensorflow_cores(tf_cores, cores, tmp_path):
     assert summary["totals"]["groups"] == 3 and summary["totals"]["duplicates"] == 1
     assert summary["totals"]["failed"] == 0 and summary["totals"]["partial"] == 0
     by_kind = {(g["category"], g["fault_kind"]): g for g in summary["groups"]}
-    assert by_kind[("kernel-compute", "check-failure")]["count"] == 1
+    check = by_kind[("kernel-compute", "check-failure")]
+    assert check["count"] == 1
+    # LRNGrad's CHECK failure is a known crash; the versions are the ones this interpreter ran.
+    assert check["known"]["id"] == "tf-lrngrad-output-image-rank" and check["known"]["url"].startswith("https://github.com/tensorflow/")
+    assert check["versions"]["tensorflow"] == [{"value": importlib.metadata.version("tensorflow-cpu"), "count": 1}]
+    assert check["versions"]["python"][0]["value"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
     segv = [g for (category, kind), g in by_kind.items() if category == "kernel-compute" and kind != "check-failure"]
     assert len(segv) == 1 and segv[0]["signal"] == "SIGSEGV"
     lines = {Path(line["path"]).name: line for line in _jsonl(out)}
@@ -508,3 +514,24 @@ def test_since_needs_a_batch_directory(tmp_path, corpus):
     run = run_cli("batch", str(corpus.killed), "--out", str(tmp_path / "o"), "--since", str(tmp_path))
     assert run.code == 2 and "--since" in run.stderr and "summary.json" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_gpu_cores_carry_their_driver_cuda_and_python(gpu_crash, gpu_device_cores, tmp_path):
+    """Two real GPU-process cores of one machine (a CUDA driver thread's abort, a SIGSEGV in the
+    driver's copy of a wild host pointer): the versions each ran, read from what they mapped."""
+    inputs = tmp_path / "gpu-7"
+    inputs.mkdir()
+    os.symlink(gpu_crash.core, inputs / "core.464")
+    os.symlink(gpu_device_cores("memcpy_segv"), inputs / "core.1")
+    out = tmp_path / "out"
+    run = run_cli("batch", str(inputs), "--out", str(out), "--jobs", "1", "--sysroot", str(gpu_crash.sysroot), timeout=900)
+    assert run.code == 0, run.stderr
+    summary = _summary(out)
+    assert summary["totals"]["analyzed"] + summary["totals"]["partial"] == 2 and summary["totals"]["groups"] == 2
+    for line in _jsonl(out):
+        assert line["versions"]["driver"] == "580.159.04" and line["versions"]["python"] == "3.12.3"
+        assert line["host"] == "gpu-7" and line["host_source"] == "directory"
+    for group in summary["groups"]:
+        assert group["versions"]["driver"] == [{"value": "580.159.04", "count": 1}]
+        assert not group["correlations"]  # every core ran that driver: nothing singles a group out
+    assert any(line["versions"].get("cuda") == "13" for line in _jsonl(out))  # libnvrtc.so.13 of the cupy run

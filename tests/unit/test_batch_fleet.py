@@ -44,6 +44,9 @@ def test_shipped_known_crashes_match_the_corpus_cases():
     lrn = CrashFacts(fault_kind="check-failure", abort_message="tensor_shape.cc:362] Check failed: d < dims() (1 vs. 1)",
                      frames=("tensorflow::TensorShapeBase::dim_size", "tensorflow::LRNGradOp<Eigen::ThreadPoolDevice, float>::Compute"))
     assert known.match(lrn).id == "tf-lrngrad-output-image-rank"
+    fft = CrashFacts(fault_kind="abort", abort_message="Assertion failure: no zero-sized FFTs (fft1d_impl.h:2948)",
+                     frames=("void ducc0::google::c2r<float>(...)", "tensorflow::FFTCPU<false, true, 1>::DoFFT(tensorflow::OpKernelContext*)"))
+    assert known.match(fft).id == "tf-fft-zero-length"
     fork = CrashFacts(fault_kind="hang", signature="hang | fork-after-tensorflow-started | MatMul")
     assert known.match(fork).id == "tf-fork-after-init"
     assert known.match(CrashFacts(gpu_exception="Warp Illegal Address")).id == "cuda-illegal-address"
