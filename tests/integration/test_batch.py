@@ -471,6 +471,8 @@ def test_since_marks_new_steady_gone_and_back_and_known_crashes_show(corpus, ful
     )
     assert run.code == 0, run.stderr
     assert "Traceback" not in run.stderr
+    assert "since the previous batch: 2 new, 0 growing, 0 back, 1 steady, 2 gone" in run.stdout
+    assert "[new, known: store-result-null]" in run.stdout
     assert f"--known {damaged}: not valid TOML" in run.stderr and "its entries are not used" in run.stderr
     summary = _summary(today)
     groups = _by_signature(summary)
