@@ -28,6 +28,9 @@ CUDART_LIBRARY = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
 # cuSOLVER, cuSPARSE, cuDNN and NCCL number their sonames their own way).
 TOOLKIT_LIBRARY = re.compile(r"^lib(?:cublas|cublasLt|nvrtc|nvJitLink)\.so\.(\d+)(?:\.[\d.]+)?$")
 
+# A host name as resolvers accept it (letters, digits, '-', '.', '_'): anything else is not a name.
+HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
 # The fixed dimensions of a fleet's breakdown, in the order people read them.
 VERSION_DIMENSIONS = ("tensorflow", "tflite", "python", "cuda", "driver", "gpu")
 
@@ -99,6 +102,21 @@ def fill_facts(record: CoreRecord, report: Report) -> None:
     record.frames = crashing_frames(report)
     record.abort_message = _clip(cls.abort_message)
     record.gpu_exception = _clip(cls.gpu.exception) if cls.gpu is not None else None
+
+
+def hostname_from_core(core_path: str, report: Report) -> str | None:
+    """The HOSTNAME the process had in its environment (containers set it: the pod's or the
+    container's name), read again from the core's notes only when the report saw the variable,
+    so that cores without it cost nothing more."""
+    if "HOSTNAME" not in (report.environment.get("environment_variable_names") or []):
+        return None
+    from coreanalyze.corefile import read_core
+
+    try:
+        value = read_core(core_path).environ.get("HOSTNAME")
+    except Exception:  # noqa: BLE001 - a core the analysis could read; a second look that fails costs only the name
+        return None
+    return _clip(value) if value and HOSTNAME.match(value) else None
 
 
 def crash_facts(record: CoreRecord) -> CrashFacts:

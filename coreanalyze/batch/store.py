@@ -55,8 +55,8 @@ class CoreRecord:
     size: int | None = None  # bytes on disk
     timestamp: float | None = None  # when the process crashed, epoch seconds
     timestamp_source: str | None = None  # "xattr" | "filename" | "mtime"
-    host: str | None = None  # systemd's hostname attribute, else the directory it was found in
-    host_source: str | None = None  # "xattr" | "directory"
+    host: str | None = None  # systemd's hostname attribute, the process's HOSTNAME, else the directory
+    host_source: str | None = None  # "xattr" | "environment" | "directory"
     pid: int | None = None
     executable: str | None = None
     signal: str | None = None

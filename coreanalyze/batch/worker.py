@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
-from coreanalyze.batch.facts import crash_facts, fill_facts
+from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
 from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
@@ -173,6 +173,10 @@ def analyze_one(
             stem = report_stem(core.path, record.identity)
             fill_from_report(record, report)
             fill_facts(record, report)
+            if record.host_source != "xattr":
+                hostname = hostname_from_core(local, report)
+                if hostname:
+                    record.host, record.host_source = hostname, "environment"
             record.known = _recognize(report, record, known_crashes(config.known_files))
             record.report_json = write_report(stem, ".json", _with_known(render(report, "json"), record.known))
             record.report_html = write_report(stem, ".html", render(report, "html"))

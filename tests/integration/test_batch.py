@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import lzma
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import pytest
 import zstandard
 from support.batchcorpus import BOOT_ID, DIVZERO_USEC, REPORT_NAME, UD2_USEC, Corpus, _iso, _systemd_name
 from support.clirun import REPO, run_cli
+from support.corecache import C_CRASHERS
+from support.coregen import run_to_core
 from support.procs import assert_gone, descendants
 
 from coreanalyze.batch.identity import content_identity
@@ -537,3 +540,25 @@ def test_gpu_cores_carry_their_driver_cuda_and_python(gpu_crash, gpu_device_core
         assert group["versions"]["driver"] == [{"value": "580.159.04", "count": 1}]
         assert not group["correlations"]  # every core ran that driver: nothing singles a group out
     assert any(line["versions"].get("cuda") == "13" for line in _jsonl(out))  # libnvrtc.so.13 of the cupy run
+
+
+def test_a_containers_hostname_names_its_host(cores, tmp_path):
+    """A process with HOSTNAME in its environment (a container's, a pod's) is counted on that
+    host; the same program without it on the directory it was collected in."""
+    first = cores.c_crash("null_thread")
+    _, _, sig = C_CRASHERS["null_thread"]
+    pod = run_to_core("null_thread-pod", [str(first.exe)], tmp_path / "run", env={"HOSTNAME": "trainer-7b9f"}, kill_after_ready=sig)
+    inputs = tmp_path / "collected"
+    inputs.mkdir()
+    shutil.copy(pod.core, inputs / "core.1")
+    # The tests' own environment decides whether a plain run has HOSTNAME: only without it is there a bare case.
+    bare = None if "HOSTNAME" in os.environ else run_to_core("null_thread-bare", [str(first.exe)], tmp_path / "run-bare", kill_after_ready=sig)
+    if bare is not None:
+        shutil.copy(bare.core, inputs / "core.2")
+    out = tmp_path / "out"
+    run = run_cli("batch", str(inputs), "--out", str(out), "--jobs", "1")
+    assert run.code == 0, run.stderr
+    hosts = {Path(line["path"]).name: (line["host"], line["host_source"]) for line in _jsonl(out)}
+    assert hosts["core.1"] == ("trainer-7b9f", "environment")
+    if bare is not None:
+        assert hosts["core.2"] == ("collected", "directory")
