@@ -104,13 +104,14 @@ class KnownProblem(ValueError):
 
 
 class KnownCrashes:
-    """The entries in force: shipped ones, then each user file's (a user's id replaces a shipped one)."""
+    """The entries in force, in the order they are tried: a user's files first (in the order
+    given, each in file order), then the shipped entries that no user entry replaced by id."""
 
-    def __init__(self, entries: Iterable[KnownCrash] = ()):
+    def __init__(self, entries: Iterable[KnownCrash] = (), shipped: Iterable[KnownCrash] = ()):
         by_id: dict[str, KnownCrash] = {}
         for entry in entries:
-            by_id[entry.id] = entry
-        self.entries = list(by_id.values())
+            by_id.setdefault(entry.id, entry)  # the first of an id wins, as the first match does
+        self.entries = [*by_id.values(), *(e for e in shipped if e.id not in by_id)]
 
     def match(self, facts: CrashFacts) -> KnownCrash | None:
         for entry in self.entries:
@@ -123,16 +124,17 @@ class KnownCrashes:
 
 
 def load_known(files: Iterable[str | Path] = (), warnings: list[str] | None = None) -> KnownCrashes:
-    """The shipped database plus `files`. A damaged file or entry is left out with one line in
-    `warnings` (the rest is used): a typo in a fleet's own list must not stop a batch."""
-    entries = parse_file(SHIPPED, origin="shipped")
+    """`files` and the shipped database (see KnownCrashes for which wins). A damaged file or entry
+    is left out with one line in `warnings` (the rest is used): a typo in a fleet's own list must
+    not stop a batch."""
+    entries: list[KnownCrash] = []
     for path in files:
         try:
             entries.extend(parse_file(Path(path), warnings))
         except KnownProblem as e:
             if warnings is not None:
                 warnings.append(f"--known {path}: {e}; its entries are not used")
-    return KnownCrashes(entries)
+    return KnownCrashes(entries, parse_file(SHIPPED, origin="shipped"))
 
 
 def parse_file(path: Path, warnings: list[str] | None = None, origin: str | None = None) -> list[KnownCrash]:

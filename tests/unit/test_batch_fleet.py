@@ -75,6 +75,27 @@ frames = ['^Boom$']
     assert version_key("2.17.0rc1") == (2, 17, 0) and version_key("nightly") is None
 
 
+def test_a_users_entries_come_first_and_replace_shipped_ones_by_id(tmp_path):
+    path = write(tmp_path, "mine.toml", """
+[[crash]]
+id = "tf-fork-after-init"
+title = "our own words for the fork hang"
+[crash.match]
+signature = '^hang \\| fork-after-tensorflow-started'
+[[crash]]
+id = "any-check-failure"
+title = "every CHECK failure, ours first"
+[crash.match]
+fault_kind = "check-failure"
+""")
+    known = load_known([path])
+    assert [e.id for e in known.entries][:2] == ["tf-fork-after-init", "any-check-failure"]
+    assert [e.id for e in known.entries].count("tf-fork-after-init") == 1
+    assert known.match(CrashFacts(fault_kind="hang", signature="hang | fork-after-tensorflow-started")).title == "our own words for the fork hang"
+    lrn = CrashFacts(fault_kind="check-failure", abort_message="Check failed: d < dims()", frames=("tensorflow::LRNGradOp<float>::Compute",))
+    assert known.match(lrn).id == "any-check-failure"
+
+
 def test_damaged_known_files_warn_and_the_rest_is_used(tmp_path):
     good_and_bad = write(tmp_path, "mixed.toml", """
 [[crash]]
