@@ -78,7 +78,7 @@ def group_known(members: list[CoreRecord], example: CoreRecord, known: KnownCras
 def build_group(signature: str, members: list[CoreRecord], batch: breakdown.BatchCounts | None = None,
                 known: KnownCrashes | None = None, span: dict[str, Any] | None = None) -> dict[str, Any]:
     example = _example(members)
-    times = [r.timestamp for r in members if r.timestamp is not None]
+    times = [r.timestamp for r in members if timeline.day_of(r.timestamp)]  # a broken clock is no time
     hosts = Counter(r.host or UNKNOWN_HOST for r in members)
     host_sources = {r.host or UNKNOWN_HOST: r.host_source for r in members}
     batch = batch or breakdown.BatchCounts.of(members)
@@ -142,6 +142,9 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: 
             "duplicates": statuses["duplicate"],
             "groups": len(groups),
             "known_groups": sum(1 for g in groups if g["known"]),
+            # Analyzed cores whose time is missing or implausible (before 2000, far ahead):
+            # left out of first/last seen, the days and the trends.
+            "without_time": sum(1 for r in analyzed if not timeline.day_of(r.timestamp)),
         },
         "period": span,
         "thresholds": {

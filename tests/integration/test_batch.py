@@ -65,7 +65,7 @@ def _group(summary: dict, needle: str) -> dict:
 def test_batch_groups_real_cores(corpus, full_batch):
     out, summary = full_batch
     totals = summary["totals"]
-    assert totals == {"files": 9, "cores": 8, "analyzed": 7, "partial": 0, "failed": 1, "duplicates": 1, "groups": 5, "known_groups": 0}
+    assert totals == {"files": 9, "cores": 8, "analyzed": 7, "partial": 0, "failed": 1, "duplicates": 1, "groups": 5, "known_groups": 0, "without_time": 0}
 
     # Sorted by count: the three null-pointer crashes first.
     null_group = summary["groups"][0]
@@ -562,3 +562,19 @@ def test_a_containers_hostname_names_its_host(cores, tmp_path):
     assert hosts["core.1"] == ("trainer-7b9f", "environment")
     if bare is not None:
         assert hosts["core.2"] == ("collected", "directory")
+
+
+def test_a_core_without_a_plausible_time_is_said_and_left_out_of_the_days(corpus, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copy(corpus.killed, inputs / "core.7")
+    os.utime(inputs / "core.7", (0, 0))  # a copy that reset the file's time: 1970
+    out = tmp_path / "out"
+    run = run_cli("batch", str(inputs), "--out", str(out), "--jobs", "1")
+    assert run.code == 0, run.stderr
+    assert "1 cores without a plausible crash time" in run.stdout
+    summary = _summary(out)
+    assert summary["totals"]["without_time"] == 1 and summary["period"] is None
+    (group,) = summary["groups"]
+    assert group["first_seen"] is None and group["per_day"] == {} and group["chart"] is None
+    assert "no times" in (out / "index.html").read_text()

@@ -277,7 +277,7 @@ def test_cluster_batch_writes_what_a_local_batch_writes(corpus, local_batch, das
         "batch", *corpus.arguments, "--out", str(out), "--cluster", dask_cluster.address, "--timeout", "120"
     )
     local = _summary(local_batch)
-    assert local["totals"] == {"files": 10, "cores": 9, "analyzed": 8, "partial": 0, "failed": 1, "duplicates": 1, "groups": 6, "known_groups": 0}
+    assert local["totals"] == {"files": 10, "cores": 9, "analyzed": 8, "partial": 0, "failed": 1, "duplicates": 1, "groups": 6, "known_groups": 0, "without_time": 0}
     # The same bytes: summary, index, every report; the same records but for their durations.
     for name in ("summary.json", "index.html"):
         assert (out / name).read_text() == (local_batch / name).read_text(), name
