@@ -126,7 +126,8 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: 
         for g in groups:
             g["trend"] = since.trend_of(g["signature"], g["cores"], baseline)
     states = Counter(g["trend"]["state"] for g in groups if g["trend"])
-    gone = since.gone_groups(set(by_signature), baseline) if baseline is not None else []
+    # A shard sees part of the cores: what it lacks may be in another shard, so only the merge says "gone".
+    gone = since.gone_groups(set(by_signature), baseline) if baseline is not None and shard is None else []
     statuses = Counter(r.status for r in records)
     failed = sorted((r for r in records if r.status == "failed"), key=lambda r: (r.path, r.identity))
     return {

@@ -195,6 +195,10 @@ def test_since_states():
     assert trend["new"]["state"] == "new"
     assert [g["signature"] for g in summary["gone"]] == ["lost", "long-gone"]  # latest first, gone ones carried on
     assert summary["since"] == {"previous": baseline["previous"], "new": 1, "growing": 1, "back": 1, "steady": 1, "gone": 2}
+    # A shard sees part of the cores: nothing is gone until the shards are merged.
+    from coreanalyze.batch.shard import Shard
+
+    assert build_summary(records, shard=Shard(0, 2), baseline=baseline)["gone"] == []
     # Two new cores of a group that had one are not "growing": below the stated minimum.
     two = build_summary([record(3, "growing"), record(30, "growing"), record(31, "growing")], baseline=baseline)
     assert two["groups"][0]["trend"]["state"] == "steady"
