@@ -132,4 +132,6 @@ def index_view(summary: dict[str, Any]) -> IndexView:
     for i, g in enumerate(groups):
         style = ";".join(f"--{sort_id}:{ranks[sort_id][i]}" for sort_id, _, _ in SORTS[1:])
         rows.append({"g": g, "classes": " ".join(classes[i]), "style": style, "chart": chart(g.get("chart")), "known_url": web_link(g.get("known"))})
-    return IndexView(rows=rows, filters=filters, sorts=[(s, label) for s, label, _ in SORTS], css=Markup("\n".join(rules)))
+    # Growth means something only against a previous batch (--since).
+    sorts = [(s, label) for s, label, _ in SORTS if s != "growth" or summary.get("since")]
+    return IndexView(rows=rows, filters=filters, sorts=sorts, css=Markup("\n".join(rules)))
