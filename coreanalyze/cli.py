@@ -201,7 +201,9 @@ def triage_command(source, output, fmt, rules_files):
     "at the same paths on every worker), or local:N for N worker processes here. Needs coreanalyze[cluster].",
 )
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip; one download per wheel, shared by the workers.")
-def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch):
+@click.option("--since", "since", metavar="PREVIOUS_OUT", help="A previous batch's --out: mark groups new, growing, back, and list those gone.")
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like the shipped coreanalyze/known/crashes.toml; repeatable).")
+def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch, since, known_files):
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
@@ -228,6 +230,8 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         shard=parse_shard(shard) if shard else None,
         progress=sys.stderr.isatty(),
         cluster=cluster,
+        known_files=[Path(p) for p in known_files],
+        since=Path(since) if since else None,
     )
     result = run_batch(list(paths), options)
     for line in result.warnings:
@@ -241,12 +245,13 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
 @cli.command("merge")
 @click.argument("dirs", nargs=-1, required=True, metavar="DIR...")
 @click.option("--out", required=True, metavar="DIR", help="Where the combined batch goes (may be one of DIR...).")
-def merge_command(dirs, out):
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML; repeatable).")
+def merge_command(dirs, out, known_files):
     """Combine batch output directories (shards, machines) into one, counting each core once."""
     from coreanalyze.batch import merge_batches
     from coreanalyze.batch.outcome import merge_outcome_lines
 
-    result = merge_batches(list(dirs), out)
+    result = merge_batches(list(dirs), out, known_files)
     for line in result.warnings:
         click.echo(f"coreanalyze: warning: {line}", err=True)
     for line in merge_outcome_lines(result):

@@ -68,6 +68,7 @@ class CoreInput:
     file_identity: str  # identity of the bytes as stored (== the core's for a plain core)
     systemd: SystemdName | None = None
     xattrs: dict[str, str] = field(default_factory=dict)
+    found_under: str | None = None  # the directory argument it was found in (None: named itself)
 
     @property
     def name(self) -> str:
@@ -84,8 +85,20 @@ class CoreInput:
         return int(m.group("pid")) if m and m.group("pid") else None
 
     @property
-    def host(self) -> str | None:
-        return self.xattrs.get("hostname") or None
+    def host(self) -> tuple[str | None, str | None]:
+        """The crashed machine's name and where it came from: systemd's attribute, else the
+        directory it was collected in (a fleet's cores lie in one directory per host): the
+        first directory below the argument it was found under, or that argument's own name."""
+        if self.xattrs.get("hostname"):
+            return self.xattrs["hostname"], "xattr"
+        parent = os.path.dirname(self.path)
+        if self.found_under:
+            relative = os.path.relpath(parent, self.found_under)
+            top = relative.split(os.sep)[0] if relative not in (".", "") else os.path.basename(os.path.normpath(self.found_under))
+            name = _clean(top, 200)
+        else:
+            name = _clean(os.path.basename(parent), 200)
+        return (name, "directory") if name and name != os.sep else (None, None)
 
     @property
     def timestamp(self) -> tuple[float, str]:
@@ -176,7 +189,7 @@ def read_xattrs(path: str) -> dict[str, str]:
 # ------------------------------------------------------------------------------ discovery
 
 
-def describe(path: str) -> CoreInput:
+def describe(path: str, found_under: str | None = None) -> CoreInput:
     """Everything known about one file before analysis (reads its first bytes, its last MiB
     and its extended attributes)."""
     st = os.stat(path)
@@ -189,6 +202,7 @@ def describe(path: str) -> CoreInput:
         file_identity=content_identity(path),
         systemd=parse_systemd_name(os.path.basename(path)),
         xattrs=read_xattrs(path),
+        found_under=found_under,
     )
 
 
@@ -211,34 +225,34 @@ def discover(arguments: list[str], exclude: list[str] = ()) -> list[CoreInput]:
     """The cores named by directories, globs and files, each once (by real path), in a stable
     order. A path that does not exist or a glob that matches nothing is bad input."""
     skip = {os.path.realpath(p) for p in exclude}
-    paths: list[str] = []
+    paths: list[tuple[str, str | None]] = []  # (path, the directory argument it was found under)
     for argument in arguments:
         if os.path.isdir(argument):
-            paths.extend(_walk(argument, skip))
+            paths.extend((p, os.path.abspath(argument)) for p in _walk(argument, skip))
         elif os.path.exists(argument):
             if not os.path.isfile(argument):
                 raise BadInput(f"{argument}: not a regular file or directory")
-            paths.append(argument)
+            paths.append((argument, None))
         elif glob.has_magic(argument):
             matches = sorted(glob.glob(argument, recursive=True))
             if not matches:
                 raise BadInput(f"{argument}: matches no file")
             for match in matches:
                 if os.path.isdir(match):
-                    paths.extend(_walk(match, skip))
+                    paths.extend((p, os.path.abspath(match)) for p in _walk(match, skip))
                 elif os.path.isfile(match):
-                    paths.append(match)
+                    paths.append((match, None))
         else:
             raise BadInput(f"{argument}: no such file or directory")
     seen: set[str] = set()
     inputs: list[CoreInput] = []
-    for path in paths:
+    for path, under in paths:
         real = os.path.realpath(path)
         if real in seen or any(real == s or real.startswith(s + os.sep) for s in skip):
             continue
         seen.add(real)
         try:
-            inputs.append(describe(os.path.abspath(path)))
+            inputs.append(describe(os.path.abspath(path), under))
         except OSError as e:
             raise BadInput(f"{path}: cannot read: {e.strerror or e}") from None
     return inputs
