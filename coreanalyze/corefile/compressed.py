@@ -76,7 +76,8 @@ def announced_size(path: str, compression: str) -> int | None:
                 # ISIZE: the size modulo 2**32 of the last member; at least that much.
                 f.seek(-4, os.SEEK_END)
                 return int.from_bytes(f.read(4), "little") or None
-    except (ImportError, OSError, ValueError, RuntimeError):
+    except (ImportError, OSError, ValueError, RuntimeError, *_decompression_errors()):
+        # Only a hint: a header that cannot be read is reported by the decompression itself.
         return None
     return None
 
