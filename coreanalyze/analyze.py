@@ -38,6 +38,7 @@ class AnalyzeOptions:
     # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
     fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
+    gpu_core: str | None = None  # the driver's GPU core dump (default: looked for beside the core)
 
 
 @dataclass
@@ -256,6 +257,14 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
+    from coreanalyze.gpu.coredump import is_gpu_core
+
+    if is_gpu_core(core_path):  # a GPU core alone: what the GPU did
+        from coreanalyze.gpu.stage import gpu_core_report
+
+        return AnalysisResult(gpu_core_report(core_path))
+    if options.gpu_core is not None and not is_gpu_core(options.gpu_core):
+        raise BadInput(f"--gpu-core {options.gpu_core}: not a GPU core dump (an ELF core of the CUDA architecture)")
     # A bad rules file is bad input: the user's files are read before the work. The built-in
     # rules cannot be bad; they are read while gdb works (see _Rules).
     rules = _Rules(load_rules(options.rules_files) if options.rules_files else None)
@@ -514,6 +523,7 @@ def _analyze_with_modules(
 ):  # fmt: skip
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.gpu.stage import add_gpu_exception
     from coreanalyze.hang import classify_hang
     from coreanalyze.opinstance import add_op_instance
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
@@ -577,4 +587,5 @@ def _analyze_with_modules(
     report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
     if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
         add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
+    add_gpu_exception(report, getattr(notes, "environ", None), core_path, options.gpu_core, rules.get())
     return AnalysisResult(report, failure, exit_code)

@@ -109,6 +109,10 @@ def render_view(v: ReportView, palette: Palette) -> str:
         out += _section("Evidence", palette) + bullets(v.evidence)
     if v.hang_threads:
         out += _section("Where the threads wait", palette) + bullets(v.hang_threads)
+    if v.gpu_facts:
+        out += _section("What the GPU did", palette)
+        for label, value in v.gpu_facts:
+            out += labelled(label, value, width=24)
 
     if cls.op_instance:
         from coreanalyze.opinstance.view import instance_lines

@@ -566,6 +566,13 @@ class ReportView:
         return f"Crashing thread {self.crashed.tid}" + (f' "{self.crashed.name}"' if self.crashed.name else "")
 
     @property
+    def gpu_facts(self) -> list[tuple[str, str]]:
+        """What the GPU did (classification.gpu) as (label, value) rows, each value one line."""
+        from coreanalyze.gpu.view import gpu_facts
+
+        return [(label, one_line(value, 400)) for label, value in gpu_facts(self.classification.gpu)]
+
+    @property
     def launched_from_text(self) -> str | None:
         lf = self.report.launched_from
         if lf is None:

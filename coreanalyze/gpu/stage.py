@@ -1,0 +1,48 @@
+"""The analysis stage of a GPU exception: find the GPU core of a CPU core, read it, and give the
+report its verdict; and the report of a GPU core analyzed on its own."""
+
+from __future__ import annotations
+
+import os
+
+from coreanalyze import __version__
+from coreanalyze.errors import BadInput
+from coreanalyze.gpu.coredump import read_gpu_core
+from coreanalyze.gpu.locate import locate_gpu_core
+from coreanalyze.gpu.verdict import apply_gpu_core, apply_missing_gpu_core
+from coreanalyze.model import CoreInfo, Report
+from coreanalyze.vocabulary import FaultKind
+
+
+def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path: str, gpu_core: str | None = None, rules=None) -> None:
+    """gpu_core: the GPU core the user named (--gpu-core); else it is looked for beside the core.
+    A GPU core the user named must be readable (BadInput); one found beside the core that is
+    not is a warning."""
+    lookup = locate_gpu_core(core_path, report.core.pid if report.core else None, environ)
+    path = gpu_core or lookup.found
+    if path is None:
+        if report.classification.fault_kind != FaultKind.HANG:
+            apply_missing_gpu_core(report, lookup, rules=rules)
+        return
+    try:
+        dump = read_gpu_core(path)
+    except BadInput as e:
+        if gpu_core:
+            raise
+        report.warnings.append(f"the GPU core beside the core could not be read: {e}")
+        apply_missing_gpu_core(report, lookup, unreadable=f"the GPU core could not be read: {e}", rules=rules)
+        return
+    report.warnings.extend(f"GPU core: {line}" for line in dump.warnings)
+    apply_gpu_core(report, dump, rules)
+
+
+def gpu_core_report(path: str) -> Report:
+    """The report of a GPU core alone: what the GPU did (no host side). BadInput when the file
+    cannot be read as a GPU core."""
+    dump = read_gpu_core(path)
+    report = Report(core=CoreInfo(path=path, arch="cuda", size=os.path.getsize(path)), tool_version=__version__)
+    report.warnings.extend(dump.warnings)
+    apply_gpu_core(report, dump)
+    if dump.first is None:
+        report.classification.summary = "The GPU core records no exception: it was written on request, not after a fault."
+    return report

@@ -1,0 +1,275 @@
+"""The verdict for a GPU exception: fault kind gpu-exception, classification.gpu, the category of
+the faulting kernel, a signature anchored on the exception and the kernel, the summary, the
+evidence and the advice.
+
+From the GPU core when there is one; without it, when the stacks show that the CUDA driver
+ended the process after a GPU exception (its own thread raising SIGABRT, with GPU core dumps
+asked for in the environment), the verdict says the GPU faulted, with lower confidence, and how
+to get the GPU core next time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from coreanalyze.classify.advice import advise
+from coreanalyze.classify.names import normalize_function
+from coreanalyze.classify.rules import RuleSet, default_rules
+from coreanalyze.gpu.coredump import GpuCoreDump
+from coreanalyze.gpu.locate import ENABLE_VARIABLE, GpuCoreLookup
+from coreanalyze.gpu.rules import GpuRules, gpu_rules
+from coreanalyze.model import Classification, Culprit, GpuFault, Report
+from coreanalyze.vocabulary import Confidence, FaultKind
+
+MAX_DRIVER_FRAMES = 16
+ABORT_FUNCTIONS = frozenset({"abort", "GI_abort", "raise", "GI_raise", "gsignal", "pthread_kill", "pthread_kill_implementation"})  # how deep under the abort the driver's frame may be
+GPU_CORE_STATUS_READ = "read"
+GPU_CORE_STATUS_MISSING = "not-found"
+GPU_CORE_STATUS_UNREADABLE = "unreadable"
+# Evidence of the CPU-side classification that the GPU verdict replaces.
+_SUPERSEDED = ("culprit: ", "category ", "skipped frames ")
+_SHARED_OBJECT_VERSION = re.compile(r"\.so(\.\d+)*$")
+
+
+@dataclass(frozen=True)
+class DriverAbort:
+    tid: int | None
+    frame_index: int
+    module: str  # base name
+
+
+def _triple(values) -> str:
+    return "(" + ",".join(str(v) for v in values) + ")" if values is not None else "?"
+
+
+def kernel_key(kernel: str | None) -> str | None:
+    """The kernel as signatures name it: no return type, parameters or template arguments."""
+    if not kernel:
+        return None
+    return normalize_function(kernel) or kernel
+
+
+def fault_from_dump(dump: GpuCoreDump, previous: GpuFault | None = None) -> GpuFault:
+    first = dump.first
+    kernel = dump.kernel
+    device = dump.device(first.device) if first is not None else None
+    offset = None
+    if first is not None and kernel is not None and kernel.entry is not None and first.pc is not None:
+        delta = first.pc - kernel.entry
+        if 0 <= delta < (kernel.size or 1 << 32):
+            offset = delta
+    return GpuFault(
+        exception=first.exception if first else None,
+        kernel=kernel.name if kernel else None,
+        device=first.device if first else None,
+        sm=first.sm if first else None,
+        warp=first.warp if first else None,
+        lane=first.lane if first else None,
+        pc=first.pc if first else None,
+        grid=first.grid if first else None,
+        block=list(first.block) if first and first.block else None,
+        thread=list(first.thread) if first and first.thread else None,
+        api=previous.api if previous else None,
+        gpu_core=dump.path,
+        device_name=device.name if device else None,
+        sm_arch=device.sm_arch if device else None,
+        kernel_offset=offset,
+        gpu_core_status=GPU_CORE_STATUS_READ,
+    )
+
+
+def driver_abort(report: Report, rules: GpuRules | None = None) -> DriverAbort | None:
+    """The CUDA driver's frame under a SIGABRT of the crashing thread, if the driver raised it."""
+    rules = rules or gpu_rules()
+    core = report.core
+    if core is None or not (core.signal.name == "SIGABRT" or core.signal.number == 6):
+        return None
+    if core.signal.sender_pid is not None and core.pid is not None and core.signal.sender_pid != core.pid:
+        return None  # sent by another process (a watchdog): not the driver's own abort
+    thread = report.crashed_thread
+    if thread is None:
+        return None
+    aborted = False
+    for frame in thread.frames[:MAX_DRIVER_FRAMES]:
+        aborted = aborted or (frame.function or "").lstrip("_") in ABORT_FUNCTIONS
+        if aborted and frame.module and rules.driver_modules.search(frame.module):
+            return DriverAbort(thread.tid, frame.index, os.path.basename(frame.module))
+    return None
+
+
+def dumps_were_enabled(report: Report, lookup: GpuCoreLookup | None, rules: GpuRules | None = None) -> str | None:
+    """Why the driver was set to write a GPU core on an exception, or None."""
+    if lookup is not None and lookup.enabled:
+        return f"{ENABLE_VARIABLE}=1 in the process's environment: on a GPU exception the driver writes a GPU core, then aborts"
+    debugger = next((m.path for m in report.modules if "libcudadebugger.so" in os.path.basename(m.path)), None)
+    if debugger:
+        return f"the driver's {os.path.basename(debugger)} is loaded: GPU core dumps (or a GPU debugger) were on"
+    return None
+
+
+def _where(fault: GpuFault) -> str:
+    device = f"device {fault.device}" if fault.device is not None else "device ?"
+    parts = [device]
+    for label, value in (("SM", fault.sm), ("warp", fault.warp), ("lane", fault.lane)):
+        if value is not None:
+            parts.append(f"{label} {value}")
+    if fault.block is not None:
+        parts.append(f"block {_triple(fault.block)}")
+    if fault.thread is not None:
+        parts.append(f"thread {_triple(fault.thread)}")
+    return ", ".join(parts)
+
+
+def _pc_text(fault: GpuFault) -> str | None:
+    key = kernel_key(fault.kernel)
+    if key and fault.kernel_offset is not None:
+        return f"{key}+0x{fault.kernel_offset:x}"
+    return f"PC 0x{fault.pc:x}" if fault.pc is not None else None
+
+
+def _host_text(report: Report, abort: DriverAbort | None, fault: GpuFault) -> str:
+    sentences = []
+    if abort is not None:
+        sentences.append(f"the CUDA driver then ended the process (SIGABRT from thread {abort.tid}, in {abort.module})")
+    launched = report.launched_from
+    if launched is not None and launched.file:
+        where = f"{launched.file}:{launched.line}" if launched.line is not None else launched.file
+        call = f" in {fault.api}" if fault.api else ""
+        sentences.append(f"the host thread {launched.tid} waited{call} at {where}" + (f" ({launched.function})" if launched.function else ""))
+    return "; ".join(sentences)
+
+
+def _summary(report: Report, fault: GpuFault, abort: DriverAbort | None) -> str:
+    key = kernel_key(fault.kernel)
+    text = f"GPU exception {fault.exception or '(unknown)'}" + (f" in kernel {key}" if key else "")
+    text += f" ({_where(fault)})"
+    pc = _pc_text(fault)
+    if pc:
+        text += f" at {pc}"
+    host = _host_text(report, abort, fault)
+    return text + (f"; {host}." if host else ".")
+
+
+def _evidence(dump: GpuCoreDump, fault: GpuFault) -> list[str]:
+    device = ", ".join(p for p in (fault.device_name, fault.sm_arch) if p)
+    lines = [f"GPU core {dump.path}: {fault.exception} on device {fault.device}" + (f" ({device})" if device else "")
+             + (f", SM {fault.sm}" if fault.sm is not None else "") + (f", warp {fault.warp}, lane {fault.lane}" if fault.warp is not None else "")]
+    if dump.faulting_lanes > 1:
+        lines.append(f"{dump.faulting_lanes} lanes in {dump.faulting_warps} warp{'s' if dump.faulting_warps != 1 else ''} faulted; the first is shown")
+    kernel = dump.kernel
+    if kernel is not None and kernel.name:
+        launch = f"grid {fault.grid}" if fault.grid is not None else "its grid"
+        if kernel.grid_dim and kernel.block_dim:
+            launch += f", launched <<<{_triple(kernel.grid_dim)},{_triple(kernel.block_dim)}>>>"
+        lines.append(f"kernel {kernel.name} ({launch}), named by the symbol table of its module image in the GPU core")
+    elif fault.exception:
+        lines.append("the faulting kernel's name is not in the GPU core (no module image holds its entry)")
+    if fault.pc is not None:
+        line = f"the exception was raised at PC 0x{fault.pc:x}"
+        if fault.kernel_offset is not None:
+            line += f" ({_pc_text(fault)})"
+        if kernel is not None and kernel.pc_function:
+            line += f", in device function {kernel.pc_function}"
+        lines.append(line)
+    if dump.driver_version:
+        lines.append(f"written by NVIDIA driver {dump.driver_version}" + (f" (CUDA {dump.cuda_version})" if dump.cuda_version else ""))
+    return lines
+
+
+def _advice(category: str, fault: GpuFault, extra: list[str], rules: RuleSet, grules: GpuRules) -> list[str]:
+    values = {
+        "kernel": kernel_key(fault.kernel) or "the kernel",
+        "where": _pc_text(fault) or _where(fault),
+        "block": _triple(fault.block),
+        "thread": _triple(fault.thread),
+    }
+    lines = [line.format_map(values) for line in grules.advice_for(fault.exception)] + extra
+    for line in advise(category, FaultKind.GPU_EXCEPTION, False, {"exception": fault.exception, "kernel": fault.kernel}, rules):
+        if ENABLE_VARIABLE in line:
+            continue  # how to get the GPU core: said above, for this case
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def _classification(
+    report: Report, fault: GpuFault, *, evidence: list[str], advice_extra: list[str], confidence: Confidence,
+    abort: DriverAbort | None, rules: RuleSet, grules: GpuRules,
+) -> Classification:  # fmt: skip
+    previous = report.classification
+    rule = grules.kernel_rule(fault.kernel)
+    category = rule.category if rule else grules.default_category
+    key = kernel_key(fault.kernel)
+    if rule is not None:
+        evidence.append(f"category {category}: the kernel is {rule.description}")
+    elif fault.kernel:
+        evidence.append(f"category {category}: a CUDA kernel no rule names")
+    kept = [line for line in previous.evidence if not line.startswith(_SUPERSEDED)]
+    return Classification(
+        category=category,
+        fault_kind=FaultKind.GPU_EXCEPTION,
+        culprit=Culprit(function=key, module=None, frame_index=None) if key else previous.culprit,
+        signature=" | ".join(["gpu-exception", fault.exception or "exception unknown", key or fault.api or (_SHARED_OBJECT_VERSION.sub(".so", abort.module) if abort else "kernel unknown")]),
+        summary=_summary(report, fault, abort),
+        evidence=evidence + kept,
+        advice=_advice(category, fault, advice_extra, rules, grules),
+        abort_message=previous.abort_message,
+        confidence=confidence,
+        detail=previous.detail,
+        gpu=fault,
+        oom=previous.oom,
+        hang=previous.hang,
+    )
+
+
+def apply_gpu_core(report: Report, dump: GpuCoreDump, rules: RuleSet | None = None) -> None:
+    """The verdict of a GPU core: the GPU exception it records, and the driver's abort of the
+    process when the report holds the CPU side too."""
+    if dump.first is None:
+        report.warnings.append(f"the GPU core {dump.path} records no exception")
+        return
+    grules = gpu_rules()
+    fault = fault_from_dump(dump, report.classification.gpu)
+    abort = driver_abort(report, grules)
+    evidence = _evidence(dump, fault)
+    if abort is not None:
+        evidence.append(f"SIGABRT raised under frame #{abort.frame_index} in {abort.module} of thread {abort.tid}: the driver ended the process after the GPU exception")
+    report.classification = _classification(
+        report, fault, evidence=evidence, advice_extra=[], confidence=Confidence.HIGH, abort=abort,
+        rules=rules or default_rules(), grules=grules,
+    )  # fmt: skip
+
+
+def apply_missing_gpu_core(report: Report, lookup: GpuCoreLookup, unreadable: str | None = None, rules: RuleSet | None = None) -> None:
+    """Without a GPU core: the GPU faulted when the driver aborted the process with GPU core dumps
+    on; the advice says where the GPU core should be. Nothing changes otherwise."""
+    grules = gpu_rules()
+    abort = driver_abort(report, grules)
+    if abort is None:
+        return
+    enabled = dumps_were_enabled(report, lookup, grules)
+    if enabled is None:
+        # A driver abort with GPU core dumps off may be the driver's own check: say how to get
+        # the GPU core next time, and leave the verdict as it is.
+        if grules.missing_disabled not in report.classification.advice:
+            report.classification.advice.append(grules.missing_disabled)
+        return
+    previous = report.classification.gpu
+    fault = GpuFault(api=previous.api if previous else None, gpu_core=lookup.expected,
+                     gpu_core_status=GPU_CORE_STATUS_UNREADABLE if unreadable else GPU_CORE_STATUS_MISSING)  # fmt: skip
+    evidence = [
+        enabled,
+        f"SIGABRT raised under frame #{abort.frame_index} in {abort.module} of thread {abort.tid}: the driver ended the process",
+        unreadable or f"no GPU core named like {os.path.basename(lookup.expected)} beside the core",
+    ]
+    advice = [grules.missing_enabled.format_map({"pattern": lookup.pattern or "the driver's default name", "expected": lookup.expected})]
+    report.classification = _classification(
+        report, fault, evidence=evidence, advice_extra=advice, confidence=Confidence.MEDIUM, abort=abort,
+        rules=rules or default_rules(), grules=grules,
+    )  # fmt: skip
+    report.classification.summary = (
+        f"The GPU faulted: the CUDA driver ended the process (SIGABRT from thread {abort.tid}, in {abort.module}) after a GPU "
+        f"exception; the GPU core it wrote ({lookup.expected}) is not here, so the exception and the kernel are unknown."
+    ) + (f" {_host_text(report, None, fault).capitalize()}." if report.launched_from is not None and report.launched_from.file else "")
