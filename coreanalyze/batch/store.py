@@ -69,6 +69,8 @@ class CoreRecord:
     xattrs: dict[str, str] = field(default_factory=dict)
     # Wheels --fetch downloaded for this core (not those another core's analysis had fetched).
     wheels_downloaded: list[str] = field(default_factory=list)
+    # The GPU core dump read beside this core: the same crash, not one of its own.
+    gpu_core: str | None = None
 
     @property
     def name(self) -> str:
@@ -111,6 +113,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "seconds": (int, float, type(None)),
     "xattrs": (dict,),
     "wheels_downloaded": (list,),
+    "gpu_core": (str, type(None)),
 }
 
 

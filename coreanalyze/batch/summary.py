@@ -8,6 +8,7 @@ merge of shards produce the same summary.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -75,8 +76,12 @@ def build_group(signature: str, members: list[CoreRecord]) -> dict[str, Any]:
 
 def build_summary(records: list[CoreRecord], shard: Shard | None = None) -> dict[str, Any]:
     analyzed = [r for r in records if r.status in ANALYZED]
+    # A GPU core read with its CPU core is that crash's, not a second one.
+    companions = {os.path.realpath(r.gpu_core) for r in analyzed if r.gpu_core}
     by_signature: dict[str, list[CoreRecord]] = {}
     for r in analyzed:
+        if os.path.realpath(r.path) in companions:
+            continue
         by_signature.setdefault(r.signature or NO_SIGNATURE, []).append(r)
     groups = [build_group(sig, members) for sig, members in by_signature.items()]
     groups.sort(key=lambda g: (-g["count"], _negated(g["last_seen"]), g["signature"]))

@@ -101,6 +101,7 @@ class GpuCoreDump:
     driver_version: str | None = None  # "580.159"
     cuda_version: str | None = None  # "13.0"
     warnings: list[str] = field(default_factory=list)
+    truncated: bool = False  # parts of the file are missing: what was read is partial
 
     @property
     def first(self) -> LaneFault | None:
@@ -150,6 +151,7 @@ class _Reader:
         if count > MAX_SECTIONS:
             raise BadInput(f"{self.path}: the GPU core claims {count} sections, more than any GPU core holds")
         if shoff + count * _SECTION_HEADER.size > self.size:
+            self._truncated += 1
             self.warnings.append("the GPU core is truncated: its section table runs past the end of the file")
             count = max(0, (self.size - shoff) // _SECTION_HEADER.size)
         wanted = set(self.layout.section_types.values())
@@ -198,9 +200,11 @@ class _Reader:
         raw = self.handle.read(min(MAX_NAME_CHARS, self.strtab.size - offset)).split(b"\0", 1)[0]
         return _clean(raw.decode("utf-8", errors="replace")) or None
 
-    def truncation_warning(self) -> None:
-        if self._truncated:
-            self.warnings.append(f"the GPU core is truncated: {self._truncated} of its tables run past the end of the file")
+    def truncation_warning(self) -> bool:
+        """Whether anything ran past the end of the file (and says so once)."""
+        if self._truncated and not self.warnings:
+            self.warnings.append(f"the GPU core is truncated: {self._truncated} of its sections run past the end of the file")
+        return self._truncated > 0
 
     # ------------------------------------------------------------------ the tables
 
@@ -411,7 +415,7 @@ def read_gpu_core(path: str | os.PathLike[str], layout: Layout | None = None) ->
                 dump.kernel = reader.kernel(dump.first)
         except PARSE_ERRORS as exc:
             raise BadInput(f"{path}: the GPU core is corrupt ({type(exc).__name__})") from None
-        reader.truncation_warning()
+        dump.truncated = reader.truncation_warning()
         dump.warnings = reader.warnings
     if not dump.faults:
         dump.warnings.append("no lane or SM in the GPU core records an exception")

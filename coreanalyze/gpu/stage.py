@@ -36,13 +36,13 @@ def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path:
     apply_gpu_core(report, dump, rules)
 
 
-def gpu_core_report(path: str) -> Report:
-    """The report of a GPU core alone: what the GPU did (no host side). BadInput when the file
-    cannot be read as a GPU core."""
+def gpu_core_report(path: str) -> tuple[Report, str | None]:
+    """The report of a GPU core alone: what the GPU did (no host side), and why it is partial
+    (a truncated file) or None. BadInput when the file cannot be read as a GPU core."""
     dump = read_gpu_core(path)
     report = Report(core=CoreInfo(path=path, arch="cuda", size=os.path.getsize(path)), tool_version=__version__)
     report.warnings.extend(dump.warnings)
     apply_gpu_core(report, dump)
     if dump.first is None:
         report.classification.summary = "The GPU core records no exception: it was written on request, not after a fault."
-    return report
+    return report, ("the GPU core is truncated; this report holds what its remaining part says" if dump.truncated else None)

@@ -157,7 +157,7 @@ def _evidence(dump: GpuCoreDump, fault: GpuFault) -> list[str]:
     lines = [f"GPU core {dump.path}: {fault.exception} on device {fault.device}" + (f" ({device})" if device else "")
              + (f", SM {fault.sm}" if fault.sm is not None else "") + (f", warp {fault.warp}, lane {fault.lane}" if fault.warp is not None else "")]
     if dump.faulting_lanes > 1:
-        lines.append(f"{dump.faulting_lanes} lanes in {dump.faulting_warps} warp{'s' if dump.faulting_warps != 1 else ''} faulted; the first is shown")
+        lines.append(f"{dump.faulting_lanes} lanes in {dump.faulting_warps} warp{'s' if dump.faulting_warps != 1 else ''} carry the exception; the first is shown")
     kernel = dump.kernel
     if kernel is not None and kernel.name:
         launch = f"grid {fault.grid}" if fault.grid is not None else "its grid"
