@@ -20,6 +20,7 @@ from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.gpu.coredump import GpuCoreDump
 from coreanalyze.gpu.locate import ENABLE_VARIABLE, GpuCoreLookup
 from coreanalyze.gpu.rules import GpuRules, gpu_rules
+from coreanalyze.gpu.view import triple
 from coreanalyze.model import Classification, Culprit, GpuFault, Report
 from coreanalyze.vocabulary import Confidence, FaultKind
 
@@ -38,10 +39,6 @@ class DriverAbort:
     tid: int | None
     frame_index: int
     module: str  # base name
-
-
-def _triple(values) -> str:
-    return "(" + ",".join(str(v) for v in values) + ")" if values is not None else "?"
 
 
 def kernel_key(kernel: str | None) -> str | None:
@@ -116,9 +113,9 @@ def _where(fault: GpuFault) -> str:
         if value is not None:
             parts.append(f"{label} {value}")
     if fault.block is not None:
-        parts.append(f"block {_triple(fault.block)}")
+        parts.append(f"block {triple(fault.block)}")
     if fault.thread is not None:
-        parts.append(f"thread {_triple(fault.thread)}")
+        parts.append(f"thread {triple(fault.thread)}")
     return ", ".join(parts)
 
 
@@ -162,7 +159,7 @@ def _evidence(dump: GpuCoreDump, fault: GpuFault) -> list[str]:
     if kernel is not None and kernel.name:
         launch = f"grid {fault.grid}" if fault.grid is not None else "its grid"
         if kernel.grid_dim and kernel.block_dim:
-            launch += f", launched <<<{_triple(kernel.grid_dim)},{_triple(kernel.block_dim)}>>>"
+            launch += f", launched <<<{triple(kernel.grid_dim)},{triple(kernel.block_dim)}>>>"
         lines.append(f"kernel {kernel.name} ({launch}), named by the symbol table of its module image in the GPU core")
     elif fault.exception:
         lines.append("the faulting kernel's name is not in the GPU core (no module image holds its entry)")
@@ -182,8 +179,8 @@ def _advice(category: str, fault: GpuFault, extra: list[str], rules: RuleSet, gr
     values = {
         "kernel": kernel_key(fault.kernel) or "the kernel",
         "where": _pc_text(fault) or _where(fault),
-        "block": _triple(fault.block),
-        "thread": _triple(fault.thread),
+        "block": triple(fault.block),
+        "thread": triple(fault.thread),
     }
     lines = [line.format_map(values) for line in grules.advice_for(fault.exception)] + extra
     for line in advise(category, FaultKind.GPU_EXCEPTION, False, {"exception": fault.exception, "kernel": fault.kernel}, rules):

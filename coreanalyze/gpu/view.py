@@ -8,8 +8,9 @@ from coreanalyze.model import GpuFault
 _STATUS_WORDS = {"not-found": "not found beside the core", "unreadable": "found, but could not be read"}
 
 
-def _triple(values: list[int] | None) -> str | None:
-    return "(" + ",".join(str(v) for v in values) + ")" if values else None
+def triple(values) -> str:
+    """(x,y,z) as CUDA tools write block and thread indices; "?" when unknown."""
+    return "(" + ",".join(str(v) for v in values) + ")" if values else "?"
 
 
 def gpu_facts(gpu: GpuFault | None) -> list[tuple[str, str]]:
@@ -30,8 +31,8 @@ def gpu_facts(gpu: GpuFault | None) -> list[tuple[str, str]]:
     if gpu.pc is not None:
         rows.append(("PC", f"0x{gpu.pc:x}" + (f" (kernel +0x{gpu.kernel_offset:x})" if gpu.kernel_offset is not None else "")))
     launch = [text for text in (f"grid {gpu.grid}" if gpu.grid is not None else None,
-                                f"block {_triple(gpu.block)}" if gpu.block else None,
-                                f"thread {_triple(gpu.thread)}" if gpu.thread else None) if text]  # fmt: skip
+                                f"block {triple(gpu.block)}" if gpu.block else None,
+                                f"thread {triple(gpu.thread)}" if gpu.thread else None) if text]  # fmt: skip
     if launch:
         rows.append(("Grid / block / thread", ", ".join(launch)))
     if gpu.address is not None:

@@ -132,7 +132,8 @@ def render_view(v: ReportView, palette: Palette) -> str:
     if v.crashed:
         out += thread_lines(v.crashed, palette)
     else:
-        out.append("  " + palette.dim("(the crashing thread could not be determined)"))
+        text = v.no_crashed_thread_text.rstrip(".")
+        out.append("  " + palette.dim(f"({text[:1].lower()}{text[1:]})"))
 
     block = v.fault_block()
     if block:

@@ -566,6 +566,13 @@ class ReportView:
         return f"Crashing thread {self.crashed.tid}" + (f' "{self.crashed.name}"' if self.crashed.name else "")
 
     @property
+    def no_crashed_thread_text(self) -> str:
+        core = self.report.core
+        if core is not None and core.arch == "cuda":
+            return "A GPU core holds no host threads: analyze the CPU core written with it (the GPU core beside it is read too)."
+        return "The crashing thread could not be determined."
+
+    @property
     def gpu_facts(self) -> list[tuple[str, str]]:
         """What the GPU did (classification.gpu) as (label, value) rows, each value one line."""
         from coreanalyze.gpu.view import gpu_facts

@@ -82,3 +82,22 @@ def test_the_default_name_and_glob_characters(tmp_path):
     assert locate_gpu_core(core, 9, {}).expected == "core_<time>_<host>_9.nvcudmp"
     # Brackets in the pattern are the file's name, not a glob; a file that is no GPU core is not it.
     assert locate_gpu_core(core, 9, {"CUDA_COREDUMP_FILE": "gpu.[%p].nvcudmp"}).found == str(tmp_path / "core_1764000000_node-3_9.nvcudmp")
+
+
+def test_kernel_categories_are_rules_data():
+    from coreanalyze.gpu.rules import gpu_rules
+
+    rules = gpu_rules()
+
+    def category(kernel: str) -> str:
+        rule = rules.kernel_rule(kernel)
+        return rule.category if rule else rules.default_category
+
+    assert category("void tensorflow::functor::BiasNHWCKernel<float>(int, float const*, float const*, float*, int)") == "kernel-compute"
+    assert category("void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<...>, long>(...)") == "kernel-compute"
+    assert category("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, ...)") == "kernel-compute"
+    assert category("loop_add_fusion") == "xla" and category("input_reduce_fusion_3") == "xla" and category("triton_gemm_dot_1") == "xla"
+    assert category("ampere_sgemm_128x64_nn") == "gpu-driver" and category("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "gpu-driver"
+    assert category("scatter_rows") == rules.default_category == "gpu-driver"
+    assert rules.driver_modules.search("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04")
+    assert not rules.driver_modules.search("/opt/lib/libcudart.so.13")
