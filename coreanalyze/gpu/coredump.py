@@ -41,6 +41,7 @@ MAX_IMAGE_BYTES = 256 << 20  # one module image
 MAX_IMAGES_SCANNED = 4096  # module images searched for a PC when the grid's module is not found
 MAX_SYMBOLS = 1 << 20  # symbols read from one module image
 MAX_NAME_CHARS = 4096
+_LOCAL_FUNCTION = re.compile(r"^\$[^$]+\$(.+)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -150,6 +151,11 @@ class _Reader:
             raise BadInput(f"{self.path}: the GPU core has no section table (truncated or corrupt)")
         if count > MAX_SECTIONS:
             raise BadInput(f"{self.path}: the GPU core claims {count} sections, more than any GPU core holds")
+        if shoff >= self.size:
+            raise BadInput(
+                f"{self.path}: the GPU core is truncated: {self.size} bytes, and its section table, at the end, "
+                f"would start at byte {shoff} (the process may have exited before the driver finished writing it)"
+            )
         if shoff + count * _SECTION_HEADER.size > self.size:
             self._truncated += 1
             self.warnings.append("the GPU core is truncated: its section table runs past the end of the file")
@@ -371,12 +377,19 @@ class _Reader:
                 if i >= MAX_SYMBOLS:
                     break
                 if symbol["st_info"]["type"] == "STT_FUNC" and symbol.name:
-                    name = _clean(demangle(symbol.name, max_chars=MAX_NAME_CHARS) or symbol.name)
-                    functions.append((name, symbol["st_value"], symbol["st_size"]))
+                    functions.append((_function_name(symbol.name), symbol["st_value"], symbol["st_size"]))
             return functions
         except PARSE_ERRORS:
             self.warnings.append(f"a kernel image in the GPU core (section {image.index}) could not be read")
             return []
+
+
+def _function_name(symbol: str) -> str:
+    """A device function's symbol, demangled; the compiler names a function it did not inline
+    into a kernel `$kernel$mangled`."""
+    local = _LOCAL_FUNCTION.match(symbol)
+    name = local.group(1) if local else symbol
+    return _clean(demangle(name, max_chars=MAX_NAME_CHARS) or name)
 
 
 def _error_pc(row: dict[str, int]) -> int | None:

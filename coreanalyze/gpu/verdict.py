@@ -53,7 +53,7 @@ def fault_from_dump(dump: GpuCoreDump, previous: GpuFault | None = None) -> GpuF
     kernel = dump.kernel
     device = dump.device(first.device) if first is not None else None
     offset = None
-    if first is not None and kernel is not None and kernel.entry is not None and first.pc is not None:
+    if first is not None and kernel is not None and kernel.entry is not None and first.pc is not None and kernel.pc_function is None:
         delta = first.pc - kernel.entry
         if 0 <= delta < (kernel.size or 1 << 32):
             offset = delta
@@ -73,6 +73,8 @@ def fault_from_dump(dump: GpuCoreDump, previous: GpuFault | None = None) -> GpuF
         device_name=device.name if device else None,
         sm_arch=device.sm_arch if device else None,
         kernel_offset=offset,
+        function=kernel.pc_function if kernel else None,
+        function_offset=kernel.pc_function_offset if kernel else None,
         gpu_core_status=GPU_CORE_STATUS_READ,
     )
 
@@ -121,6 +123,8 @@ def _where(fault: GpuFault) -> str:
 
 def _pc_text(fault: GpuFault) -> str | None:
     key = kernel_key(fault.kernel)
+    if fault.function and fault.function_offset is not None:
+        return f"{kernel_key(fault.function)}+0x{fault.function_offset:x}"
     if key and fault.kernel_offset is not None:
         return f"{key}+0x{fault.kernel_offset:x}"
     return f"PC 0x{fault.pc:x}" if fault.pc is not None else None
@@ -165,10 +169,10 @@ def _evidence(dump: GpuCoreDump, fault: GpuFault) -> list[str]:
         lines.append("the faulting kernel's name is not in the GPU core (no module image holds its entry)")
     if fault.pc is not None:
         line = f"the exception was raised at PC 0x{fault.pc:x}"
-        if fault.kernel_offset is not None:
+        if fault.function:
+            line += f" ({_pc_text(fault)}), in device function {fault.function} called by the kernel"
+        elif fault.kernel_offset is not None:
             line += f" ({_pc_text(fault)})"
-        if kernel is not None and kernel.pc_function:
-            line += f", in device function {kernel.pc_function}"
         lines.append(line)
     if dump.driver_version:
         lines.append(f"written by NVIDIA driver {dump.driver_version}" + (f" (CUDA {dump.cuda_version})" if dump.cuda_version else ""))

@@ -29,7 +29,10 @@ def gpu_facts(gpu: GpuFault | None) -> list[tuple[str, str]]:
     if place:
         rows.append(("SM / warp / lane", ", ".join(place)))
     if gpu.pc is not None:
-        rows.append(("PC", f"0x{gpu.pc:x}" + (f" (kernel +0x{gpu.kernel_offset:x})" if gpu.kernel_offset is not None else "")))
+        where = f" (kernel +0x{gpu.kernel_offset:x})" if gpu.kernel_offset is not None else ""
+        if gpu.function:
+            where = f" ({gpu.function}" + (f" +0x{gpu.function_offset:x})" if gpu.function_offset is not None else ")")
+        rows.append(("PC", f"0x{gpu.pc:x}{where}"))
     launch = [text for text in (f"grid {gpu.grid}" if gpu.grid is not None else None,
                                 f"block {triple(gpu.block)}" if gpu.block else None,
                                 f"thread {triple(gpu.thread)}" if gpu.thread else None) if text]  # fmt: skip

@@ -278,3 +278,55 @@ def test_batch_over_the_gpu_core_alone(gpu_crash, tmp_path):
     assert [(g["signature"], g["count"], g["fault_kind"]) for g in groups] == [
         ("gpu-exception | Warp Illegal Address | scatter_rows", 1, "gpu-exception")
     ]
+
+
+# ------------------------------------------------------------------------------ more real GPU cores
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "gpu"  # tests/data/gpu/README.md
+
+
+@pytest.fixture(scope="module")
+def trimmed(tmp_path_factory):
+    import gzip
+
+    directory = tmp_path_factory.mktemp("trimmed-gpu-cores")
+
+    def unpack(name: str) -> Path:
+        target = directory / name.removesuffix(".gz")
+        if not target.exists():
+            target.write_bytes(gzip.decompress((FIXTURES / name).read_bytes()))
+        return target
+
+    return unpack
+
+
+def test_a_fault_in_a_device_function_names_it_and_the_kernel(trimmed):
+    cls = analyze_json(trimmed("device_function_illegal_address.nvcudmp.gz"))["classification"]
+    gpu = cls["gpu"]
+    assert cls["signature"] == "gpu-exception | Warp Illegal Address | outer_kernel"
+    assert gpu["kernel"] == "outer_kernel" and gpu["function"] == "store_row(int*, long)"
+    assert gpu["kernel_offset"] is None and gpu["function_offset"] is not None
+    assert gpu["device_name"] == "NVIDIA H200" and gpu["sm_arch"] == "sm_90"
+    assert f"at store_row+0x{gpu['function_offset']:x}" in cls["summary"]
+    assert any("in device function store_row(int*, long) called by the kernel" in line for line in cls["evidence"])
+
+
+def test_a_misaligned_address_gets_its_own_advice(trimmed):
+    cls = analyze_json(trimmed("misaligned_address.nvcudmp.gz"))["classification"]
+    assert cls["signature"] == "gpu-exception | Warp Misaligned Address | unaligned_store"
+    assert cls["gpu"]["thread"] == [0, 0, 0] and cls["gpu"]["block"] == [0, 0, 0]
+    assert "not aligned" in cls["advice"][0] and "unaligned_store" in cls["advice"][0]
+
+
+def test_a_template_kernel_is_demangled_and_signed_without_its_arguments(trimmed):
+    path = trimmed("template_kernel_two_warps.nvcudmp.gz")
+    dump = read_gpu_core(path)
+    assert dump.kernel.name == "void ops::scale_rows<float>(float*, long)"
+    assert (dump.kernel.grid_dim, dump.kernel.block_dim) == ((2, 1, 1), (64, 1, 1))
+    # Both blocks faulted, each on its own SM; the first fault is block 0's.
+    assert dump.faulting_warps == 2 and dump.faulting_lanes == 64
+    assert sorted({f.block for f in dump.faults}) == [(0, 0, 0), (1, 0, 0)] and len({f.sm for f in dump.faults}) == 2
+    assert dump.first.block == (0, 0, 0) and dump.first.thread == (0, 0, 0)
+    cls = analyze_json(path)["classification"]
+    assert cls["signature"] == "gpu-exception | Warp Illegal Address | ops::scale_rows"
+    assert cls["summary"].startswith("GPU exception Warp Illegal Address in kernel ops::scale_rows (device 0,")
