@@ -330,3 +330,21 @@ def test_a_template_kernel_is_demangled_and_signed_without_its_arguments(trimmed
     cls = analyze_json(path)["classification"]
     assert cls["signature"] == "gpu-exception | Warp Illegal Address | ops::scale_rows"
     assert cls["summary"].startswith("GPU exception Warp Illegal Address in kernel ops::scale_rows (device 0,")
+
+
+def test_names_from_a_gpu_core_are_escaped_in_every_format(gpu_crash, tmp_path):
+    hostile = b"<b>x</b>`\x1b[31m|*[a](b"
+    data = gpu_crash.gpu_core.read_bytes()
+    assert data.count(b"NVIDIA H100 80GB HBM3") == 1 and len(hostile) == len(b"NVIDIA H100 80GB HBM3")
+    path = tmp_path / "gpu.nvcudmp"
+    path.write_bytes(data.replace(b"NVIDIA H100 80GB HBM3", hostile))
+    html = run_cli(str(path), "--format", "html", "-o", "-").stdout
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    text = run_cli(str(path), "--format", "text", "-o", "-").stdout
+    assert "\x1b" not in text and "<b>x</b>" in text
+    markdown = run_cli(str(path), "--format", "markdown", "-o", "-").stdout
+    assert "\x1b" not in markdown
+    device_line = next(line for line in markdown.splitlines() if line.startswith("- **Device:**"))
+    # The value is one code span whose fence is longer than any backtick run inside it.
+    head = "- **Device:** ``"
+    assert device_line.startswith(head) and device_line.endswith("``") and "``" not in device_line[len(head) : -2]
