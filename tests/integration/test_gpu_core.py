@@ -282,7 +282,7 @@ def test_batch_over_the_gpu_core_alone(gpu_crash, tmp_path):
 
 # ------------------------------------------------------------------------------ more real GPU cores
 
-FIXTURES = Path(__file__).resolve().parents[1] / "data" / "gpu"  # tests/data/gpu/README.md
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "trimmed"  # its README says how they were made
 
 
 @pytest.fixture(scope="module")
