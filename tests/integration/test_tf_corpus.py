@@ -205,10 +205,10 @@ class TestCorpusCores:
         # tool recovers it from the initial stack. The kernel's own copy (pr_psargs, what gdb
         # prints) keeps only the first PSARGS_LEN - 1 bytes, wherever the repository is cloned.
         assert case.pid is not None
-        notes = read_core(case.core)
-        assert notes.pid == case.pid
-        assert notes.argv == [str(a) for a in case.argv], notes.argv
-        assert SCENARIOS[name].script in {Path(a).name for a in notes.argv}, notes.argv
+        with read_core(case.core) as notes:
+            assert notes.pid == case.pid
+            assert notes.argv == [str(a) for a in case.argv], notes.argv
+            assert SCENARIOS[name].script in {Path(a).name for a in notes.argv}, notes.argv
         joined = " ".join(str(a) for a in case.argv)
         assert view.generated_by.rstrip() == joined[: PSARGS_LEN - 1].rstrip(), view.generated_by
         assert case.pid in view.stacks_by_lwp, sorted(view.stacks_by_lwp)
