@@ -25,7 +25,7 @@ from coreanalyze.model import Classification, Culprit, GpuFault, Report
 from coreanalyze.vocabulary import Confidence, FaultKind
 
 MAX_DRIVER_FRAMES = 16
-ABORT_FUNCTIONS = frozenset({"abort", "GI_abort", "raise", "GI_raise", "gsignal", "pthread_kill", "pthread_kill_implementation"})  # how deep under the abort the driver's frame may be
+ABORT_FUNCTIONS = frozenset({"abort", "GI_abort"})  # how deep under the abort the driver's frame may be
 GPU_CORE_STATUS_READ = "read"
 GPU_CORE_STATUS_MISSING = "not-found"
 GPU_CORE_STATUS_UNREADABLE = "unreadable"
@@ -90,10 +90,11 @@ def driver_abort(report: Report, rules: GpuRules | None = None) -> DriverAbort |
     thread = report.crashed_thread
     if thread is None:
         return None
-    aborted = False
-    for frame in thread.frames[:MAX_DRIVER_FRAMES]:
-        aborted = aborted or (frame.function or "").lstrip("_") in ABORT_FUNCTIONS
-        if aborted and frame.module and rules.driver_modules.search(frame.module):
+    frames = thread.frames[:MAX_DRIVER_FRAMES]
+    for above, frame in zip(frames, frames[1:]):
+        # abort() called by the driver itself; a signal merely delivered while the driver ran
+        # (a watchdog's, re-raised by a handler) has no abort() above the driver's frame.
+        if (above.function or "").lstrip("_") in ABORT_FUNCTIONS and frame.module and rules.driver_modules.search(frame.module):
             return DriverAbort(thread.tid, frame.index, os.path.basename(frame.module))
     return None
 

@@ -348,3 +348,43 @@ def test_names_from_a_gpu_core_are_escaped_in_every_format(gpu_crash, tmp_path):
     # The value is one code span whose fence is longer than any backtick run inside it.
     head = "- **Device:** ``"
     assert device_line.startswith(head) and device_line.endswith("``") and "``" not in device_line[len(head) : -2]
+
+
+def test_every_lane_and_pc_is_what_cuda_gdb_read_from_the_same_gpu_core(dump):
+    from support.paths import DATA
+
+    text = (DATA / "gpu" / "texts" / "cuda_gdb.shared_gpu_core.txt").read_text()
+    focus = re.search(r"grid (\d+), block \((\d+),(\d+),(\d+)\), thread \((\d+),(\d+),(\d+)\), device (\d+), sm (\d+), warp (\d+), lane (\d+)", text)
+    grid, bx, by, bz, tx, ty, tz, device, sm, warp, lane = (int(g) for g in focus.groups())
+    first = dump.first
+    assert (first.grid, first.block, first.thread) == (grid, (bx, by, bz), (tx, ty, tz))
+    assert (first.device, first.sm, first.warp, first.lane) == (device, sm, warp, lane)
+    assert first.pc == int(re.search(r"^errorpc\s+(0x[0-9a-f]+)", text, re.M).group(1), 16)
+    assert first.lane_pc == int(re.search(r"^pc\s+(0x[0-9a-f]+)", text, re.M).group(1), 16)
+    lanes = re.findall(r"^\*?\s+(\d+) active (0x[0-9a-f]+)\s+\((\d+),(\d+),(\d+)\) (.+?)\s*$", text, re.M)
+    assert len(lanes) == dump.faulting_lanes == 32
+    read = {(f.lane, f.lane_pc, f.thread, f.exception) for f in dump.faults}
+    assert read == {(int(n), int(pc, 16), (int(x), int(y), int(z)), exc) for n, pc, x, y, z, exc in lanes}
+    sms = re.search(r"sm_90\s+(\d+)\s+(\d+)\s+(\d+)", text)
+    assert dump.device(0).sm_count == int(sms.group(1))
+
+
+def test_a_gpu_core_cut_short_when_the_process_exited_is_one_line(tmp_path):
+    # PyTorch's device-side assert: the process raised the CUDA error and exited while the driver
+    # was still writing the GPU core (tests/data/gpu/README.md); no tool can read it.
+    from support.paths import DATA
+
+    run = run_cli(str(DATA / "gpu" / "torch_assert.nvcudmp"), "-o", "-", "--format", "json")
+    assert run.code == 2
+    assert run.stderr.count("\n") == 1 and "the GPU core is truncated" in run.stderr
+    assert "exited before the driver finished writing it" in run.stderr
+
+
+@pytest.mark.parametrize("name", ["hang_spin", "hang_fh", "memcpy_segv"])
+def test_a_signal_that_only_arrived_while_the_driver_ran_is_no_gpu_exception(gpu_device_cores, gpu_crash, name):
+    # A watchdog's SIGABRT (also re-raised by faulthandler) and a SIGSEGV in the driver's copy:
+    # no abort() called by the driver, no GPU core dumps asked for.
+    cls = analyze_json(gpu_device_cores(name), "--sysroot", str(gpu_crash.sysroot))["classification"]
+    assert cls["fault_kind"] != "gpu-exception"
+    assert not (cls["gpu"] or {}).get("gpu_core_status")
+    assert not any("CUDA_ENABLE_COREDUMP_ON_EXCEPTION" in line and "next time" in line for line in cls["advice"])
