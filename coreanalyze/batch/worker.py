@@ -134,6 +134,9 @@ def analyze_one(
             report = result.report
             if report.core is not None:
                 report.core.path = core.path  # not the temporary decompressed copy
+            gpu = report.classification.gpu
+            if gpu is not None and gpu.gpu_core == local:
+                gpu.gpu_core = core.path  # a GPU core analyzed alone, from a decompressed copy
             stem = report_stem(core.path, record.identity)
             record.report_json = write_report(stem, ".json", render(report, "json"))
             record.report_html = write_report(stem, ".html", render(report, "html"))

@@ -388,3 +388,19 @@ def test_a_signal_that_only_arrived_while_the_driver_ran_is_no_gpu_exception(gpu
     assert cls["fault_kind"] != "gpu-exception"
     assert not (cls["gpu"] or {}).get("gpu_core_status")
     assert not any("CUDA_ENABLE_COREDUMP_ON_EXCEPTION" in line and "next time" in line for line in cls["advice"])
+
+
+def test_batch_looks_beside_a_compressed_core_not_its_decompressed_copy(gpu_crash, tmp_path):
+    from support.gpudata import CORE, GPU_DATA
+
+    directory = tmp_path / "compressed"
+    _link(directory, GPU_DATA / CORE, f"core.{PID}.zst")
+    _link(directory, gpu_crash.gpu_core, f"gpu.{PID}.nvcudmp")
+    out = tmp_path / "out"
+    run = run_cli("batch", str(directory), "--out", str(out), "--jobs", "1", "--sysroot", str(gpu_crash.sysroot))
+    assert run.code == 0, run.stderr
+    groups = _groups(out)
+    assert [(g["signature"], g["count"]) for g in groups] == [("gpu-exception | Warp Illegal Address | scatter_rows", 1)]
+    report = json.loads((out / groups[0]["example"]["report_json"]).read_text())
+    assert report["core"]["path"] == str(directory / f"core.{PID}.zst")
+    assert report["classification"]["gpu"]["gpu_core"] == str(directory / f"gpu.{PID}.nvcudmp")
