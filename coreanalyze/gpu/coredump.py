@@ -246,10 +246,11 @@ class _Reader:
             device, sm, cta_row, warp_row, warp, cta = place
             rows = self.rows(lanes, "lane_table", limit=min(budget, 1024))
             budget -= len(rows)
+            valid = warp.get("validLanesMask", 0xFFFFFFFF)
             for lane_index, lane in enumerate(rows):
                 code = lane["exception"]
-                if not code:
-                    continue
+                if not code or not (valid >> lane.get("ln", lane_index)) & 1:
+                    continue  # no exception, or a lane the warp does not run
                 dump.faulting_lanes += 1
                 warps.add((device, sm, cta_row, warp_row))
                 faulting_sms.add((device, sm))
