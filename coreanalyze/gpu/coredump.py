@@ -35,11 +35,12 @@ MAX_SECTIONS = 16_000_000  # a full dump of eight large GPUs stays under this
 HEADER_CHUNK = 65_536  # section headers read at a time
 MAX_TABLE_BYTES = 256 << 20  # one table section
 MAX_ROWS = 1 << 20  # rows read from one table
-MAX_LANE_ROWS = 1 << 23  # lane rows read in all
+MAX_LANE_ROWS = 1 << 22  # lane rows read in all
+MAX_TOTAL_ROWS = 1 << 23  # rows of every table read in all
 MAX_FAULTS_KEPT = 256  # faulting lanes described (all are counted)
 MAX_IMAGE_BYTES = 256 << 20  # one module image
 MAX_IMAGES_SCANNED = 4096  # module images searched for a PC when the grid's module is not found
-MAX_SYMBOLS = 1 << 20  # symbols read from one module image
+MAX_SYMBOLS = 1 << 20  # symbols read from the module images in all
 MAX_NAME_CHARS = 4096
 _LOCAL_FUNCTION = re.compile(r"^\$[^$]+\$(.+)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -142,6 +143,8 @@ class _Reader:
         self.sections: dict[int, Section] = {}  # the kept ones, by index
         self.strtab: Section | None = None
         self._truncated = 0
+        self._rows_left = MAX_TOTAL_ROWS
+        self._symbols_left = MAX_SYMBOLS
 
     # ------------------------------------------------------------------ the container
 
@@ -189,7 +192,26 @@ class _Reader:
         return self.handle.read(size)
 
     def rows(self, section: Section, table: str, limit: int = MAX_ROWS) -> list[dict[str, int]]:
-        return decode_rows(self.layout.tables[table], self.data(section), section.entry_size, limit)
+        if self._rows_left <= 0:
+            return []
+        size = section.entry_size or self.layout.tables[table].fields[-1].end
+        # Read no more bytes than the rows wanted need: a table may claim any size.
+        wanted = Section(section.index, section.type, section.offset, min(section.size, limit * size), section.entry_size, section.link, section.info)
+        rows = decode_rows(self.layout.tables[table], self.data(wanted), section.entry_size, min(limit, self._rows_left))
+        self._rows_left -= len(rows)
+        if self._rows_left <= 0:
+            self.warnings.append(f"more than {MAX_TOTAL_ROWS} table rows in the GPU core; the rest were not read")
+        return rows
+
+    def row(self, section: Section, table: str, index: int) -> dict[str, int] | None:
+        """One row of a table, read alone (a lane table names its warp's row by index)."""
+        layout = self.layout.tables[table]
+        size = section.entry_size or layout.fields[-1].end
+        start = index * size
+        if size < layout.min_size or start + size > section.size or section.offset + start + size > self.size:
+            return None
+        self.handle.seek(section.offset + start)
+        return layout.decode(self.handle.read(size))
 
     def of_type(self, table: str) -> list[Section]:
         sh_type = self.layout.section_types[table]
@@ -293,11 +315,11 @@ class _Reader:
         sms = self.parent(ctas, "sm_table") if ctas else None
         if warps is None or ctas is None or sms is None:
             return None
-        warp_rows = self.rows(warps, "warp_table", limit=lanes.info + 1)
-        cta_rows = self.rows(ctas, "cta_table", limit=warps.info + 1)
-        if lanes.info >= len(warp_rows) or warps.info >= len(cta_rows):
+        warp = self.row(warps, "warp_table", lanes.info)
+        cta = self.row(ctas, "cta_table", warps.info)
+        if warp is None or cta is None:
             return None
-        return sms.info, ctas.info, warps.info, lanes.info, warp_rows[lanes.info], cta_rows[warps.info]
+        return sms.info, ctas.info, warps.info, lanes.info, warp, cta
 
     def grid(self, device: int, grid_id: int | None) -> dict[str, int] | None:
         if grid_id is None:
@@ -374,9 +396,10 @@ class _Reader:
             if symtab is None or not hasattr(symtab, "iter_symbols"):
                 return []
             functions = []
-            for i, symbol in enumerate(symtab.iter_symbols()):
-                if i >= MAX_SYMBOLS:
-                    break
+            for symbol in symtab.iter_symbols():
+                self._symbols_left -= 1
+                if self._symbols_left < 0:
+                    break  # every image's symbols together are bounded, not one image's
                 if symbol["st_info"]["type"] == "STT_FUNC" and symbol.name:
                     functions.append((_function_name(symbol.name), symbol["st_value"], symbol["st_size"]))
             return functions
