@@ -30,7 +30,7 @@ GPU_CORE_STATUS_READ = "read"
 GPU_CORE_STATUS_MISSING = "not-found"
 GPU_CORE_STATUS_UNREADABLE = "unreadable"
 # Evidence of the CPU-side classification that the GPU verdict replaces.
-_SUPERSEDED = ("culprit: ", "category ", "skipped frames ")
+_SUPERSEDED = ("culprit: ", "category ", "skipped frames ", "SIGABRT with no ")
 _SHARED_OBJECT_VERSION = re.compile(r"\.so(\.\d+)*$")
 
 
