@@ -157,7 +157,8 @@ class _Reader:
         if shoff >= self.size:
             raise BadInput(
                 f"{self.path}: the GPU core is truncated: {self.size} bytes, and its section table, at the end, "
-                f"would start at byte {shoff} (the process may have exited before the driver finished writing it)"
+                f"would start at byte {shoff} (the process may have exited before the driver finished writing it; "
+                "CUDA_COREDUMP_SHOW_PROGRESS=1 makes the driver print the exception and the kernel on stderr)"
             )
         if shoff + count * _SECTION_HEADER.size > self.size:
             self._truncated += 1

@@ -36,6 +36,7 @@ class GpuRules:
     kernels: tuple[KernelRule, ...]
     advice: tuple[ExceptionAdvice, ...]
     missing_enabled: str
+    missing_unreadable: str
     missing_disabled: str
 
     def kernel_rule(self, kernel: str | None) -> KernelRule | None:
@@ -57,5 +58,6 @@ def gpu_rules(path: Path = RULES_FILE) -> GpuRules:
         kernels=tuple(KernelRule(k["category"], re.compile(k["pattern"]), k.get("description", "")) for k in data.get("kernel", [])),
         advice=tuple(ExceptionAdvice(frozenset(a["exceptions"]), a["text"]) for a in data.get("advice", [])),
         missing_enabled=data["missing"]["enabled"],
+        missing_unreadable=data["missing"]["unreadable"],
         missing_disabled=data["missing"]["disabled"],
     )

@@ -30,7 +30,7 @@ def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path:
         if gpu_core:
             raise
         report.warnings.append(f"the GPU core beside the core could not be read: {e}")
-        apply_missing_gpu_core(report, lookup, unreadable=f"the GPU core could not be read: {e}", rules=rules)
+        apply_missing_gpu_core(report, lookup, unreadable=str(e), rules=rules)
         return
     report.warnings.extend(f"GPU core: {line}" for line in dump.warnings)
     apply_gpu_core(report, dump, rules)

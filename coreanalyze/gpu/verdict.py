@@ -259,19 +259,24 @@ def apply_missing_gpu_core(report: Report, lookup: GpuCoreLookup, unreadable: st
             report.classification.advice.append(grules.missing_disabled)
         return
     previous = report.classification.gpu
-    fault = GpuFault(api=previous.api if previous else None, gpu_core=lookup.expected,
+    where = lookup.found if unreadable and lookup.found else lookup.expected
+    fault = GpuFault(api=previous.api if previous else None, gpu_core=where,
                      gpu_core_status=GPU_CORE_STATUS_UNREADABLE if unreadable else GPU_CORE_STATUS_MISSING)  # fmt: skip
     evidence = [
         enabled,
         f"SIGABRT raised under frame #{abort.frame_index} in {abort.module} of thread {abort.tid}: the driver ended the process",
-        unreadable or f"no GPU core named like {os.path.basename(lookup.expected)} beside the core",
+        f"the GPU core could not be read: {unreadable}" if unreadable else f"no GPU core named like {os.path.basename(lookup.expected)} beside the core",
     ]
-    advice = [grules.missing_enabled.format_map({"pattern": lookup.pattern or "the driver's default name", "expected": lookup.expected})]
+    if unreadable:
+        advice = [grules.missing_unreadable.format_map({"reason": unreadable})]
+    else:
+        advice = [grules.missing_enabled.format_map({"pattern": lookup.pattern or "the driver's default name", "expected": lookup.expected})]
     report.classification = _classification(
         report, fault, evidence=evidence, advice_extra=advice, confidence=Confidence.MEDIUM, abort=abort,
         rules=rules or default_rules(), grules=grules,
     )  # fmt: skip
+    state = "could not be read" if unreadable else "is not here"
     report.classification.summary = (
         f"The GPU faulted: the CUDA driver ended the process (SIGABRT from thread {abort.tid}, in {abort.module}) after a GPU "
-        f"exception; the GPU core it wrote ({lookup.expected}) is not here, so the exception and the kernel are unknown."
+        f"exception; the GPU core it wrote ({where}) {state}, so the exception and the kernel are unknown."
     ) + (f" {_host_text(report, None, fault).capitalize()}." if report.launched_from is not None and report.launched_from.file else "")

@@ -187,6 +187,8 @@ def test_a_broken_gpu_core_beside_the_core_is_a_warning(gpu_crash, tmp_path):
     assert run.code == 0, run.stderr
     cls = run.json["classification"]
     assert cls["fault_kind"] == "gpu-exception" and cls["gpu"]["gpu_core_status"] == "unreadable"
+    assert cls["gpu"]["gpu_core"] == str(directory / f"gpu.{PID}.nvcudmp") and "could not be read" in cls["summary"]
+    assert any("CUDA_COREDUMP_SHOW_PROGRESS=1" in line for line in cls["advice"])
     assert "the GPU core beside the core could not be read" in run.stderr
 
 
