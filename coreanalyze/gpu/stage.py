@@ -8,7 +8,8 @@ import os
 from coreanalyze import __version__
 from coreanalyze.errors import BadInput
 from coreanalyze.gpu.coredump import read_gpu_core
-from coreanalyze.gpu.locate import locate_gpu_core
+from coreanalyze.gpu.locate import ENABLE_VARIABLE, locate_gpu_core
+from coreanalyze.gpu.rules import gpu_rules
 from coreanalyze.gpu.verdict import apply_gpu_core, apply_missing_gpu_core
 from coreanalyze.model import CoreInfo, Report
 from coreanalyze.vocabulary import FaultKind
@@ -18,6 +19,8 @@ def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path:
     """gpu_core: the GPU core the user named (--gpu-core); else it is looked for beside the core.
     A GPU core the user named must be readable (BadInput); one found beside the core that is
     not is a warning."""
+    if gpu_core is None and not _used_the_gpu(report, environ):
+        return  # no driver in the process: no GPU core to look for
     lookup = locate_gpu_core(core_path, report.core.pid if report.core else None, environ)
     path = gpu_core or lookup.found
     if path is None:
@@ -34,6 +37,11 @@ def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path:
         return
     report.warnings.extend(f"GPU core: {line}" for line in dump.warnings)
     apply_gpu_core(report, dump, rules)
+
+
+def _used_the_gpu(report: Report, environ: dict[str, str] | None) -> bool:
+    driver = gpu_rules().driver_modules
+    return bool(environ and environ.get(ENABLE_VARIABLE)) or any(driver.search(m.path) for m in report.modules)
 
 
 def gpu_core_report(path: str) -> tuple[Report, str | None]:
