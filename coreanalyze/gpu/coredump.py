@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import struct
 from dataclasses import dataclass, field
 
@@ -127,6 +128,8 @@ def is_gpu_core_header(head: bytes) -> bool:
 
 def is_gpu_core(path: str | os.PathLike[str]) -> bool:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO or a device would block or never end
         with open(path, "rb") as f:
             return is_gpu_core_header(f.read(20))
     except OSError:

@@ -158,10 +158,13 @@ def test_gpu_core_option(gpu_crash, tmp_path):
     assert report["classification"]["signature"] == "gpu-exception | Warp Illegal Address | scatter_rows"
 
 
-def test_gpu_core_option_that_is_no_gpu_core_is_bad_input(gpu_crash):
-    run = run_cli(str(gpu_crash.core), "--gpu-core", str(gpu_crash.script), "-o", "-", "--format", "json")
-    assert run.code == 2
-    assert run.stderr.count("\n") == 1 and "not a GPU core dump" in run.stderr
+def test_gpu_core_option_that_is_no_gpu_core_is_bad_input(gpu_crash, tmp_path):
+    fifo = tmp_path / "gpu.fifo"
+    os.mkfifo(fifo)  # opening it would block forever
+    for given in (gpu_crash.script, fifo):
+        run = run_cli(str(gpu_crash.core), "--gpu-core", str(given), "-o", "-", "--format", "json", timeout=60)
+        assert run.code == 2
+        assert run.stderr.count("\n") == 1 and "not a GPU core dump" in run.stderr
 
 
 def test_without_the_gpu_core_the_driver_abort_still_says_the_gpu_faulted(gpu_crash, tmp_path):
