@@ -43,6 +43,7 @@ MAX_IMAGE_BYTES = 256 << 20  # one module image
 MAX_IMAGES_SCANNED = 4096  # module images searched for a PC when the grid's module is not found
 MAX_SYMBOLS = 1 << 20  # symbols read from the module images in all
 MAX_NAME_CHARS = 4096
+MAX_WARNINGS = 20
 _LOCAL_FUNCTION = re.compile(r"^\$[^$]+\$(.+)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -457,7 +458,7 @@ def read_gpu_core(path: str | os.PathLike[str], layout: Layout | None = None) ->
         except PARSE_ERRORS as exc:
             raise BadInput(f"{path}: the GPU core is corrupt ({type(exc).__name__})") from None
         dump.truncated = reader.truncation_warning()
-        dump.warnings = reader.warnings
+        dump.warnings = list(dict.fromkeys(reader.warnings))[:MAX_WARNINGS]  # each once, a few
     if not dump.faults:
         dump.warnings.append("no lane or SM in the GPU core records an exception")
     return dump

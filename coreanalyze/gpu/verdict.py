@@ -24,8 +24,8 @@ from coreanalyze.gpu.view import triple
 from coreanalyze.model import Classification, Culprit, GpuFault, Report
 from coreanalyze.vocabulary import Confidence, FaultKind
 
-MAX_DRIVER_FRAMES = 16
-ABORT_FUNCTIONS = frozenset({"abort", "GI_abort"})  # how deep under the abort the driver's frame may be
+MAX_DRIVER_FRAMES = 16  # how deep in the crashing thread the driver's call to abort() may be
+ABORT_FUNCTIONS = frozenset({"abort", "GI_abort"})
 GPU_CORE_STATUS_READ = "read"
 GPU_CORE_STATUS_MISSING = "not-found"
 GPU_CORE_STATUS_UNREADABLE = "unreadable"
@@ -99,7 +99,7 @@ def driver_abort(report: Report, rules: GpuRules | None = None) -> DriverAbort |
     return None
 
 
-def dumps_were_enabled(report: Report, lookup: GpuCoreLookup | None, rules: GpuRules | None = None) -> str | None:
+def dumps_were_enabled(report: Report, lookup: GpuCoreLookup | None) -> str | None:
     """Why the driver was set to write a GPU core on an exception, or None."""
     if lookup is not None and lookup.enabled:
         return f"{ENABLE_VARIABLE}=1 in the process's environment: on a GPU exception the driver writes a GPU core, then aborts"
@@ -251,7 +251,7 @@ def apply_missing_gpu_core(report: Report, lookup: GpuCoreLookup, unreadable: st
     abort = driver_abort(report, grules)
     if abort is None:
         return
-    enabled = dumps_were_enabled(report, lookup, grules)
+    enabled = dumps_were_enabled(report, lookup)
     if enabled is None:
         # A driver abort with GPU core dumps off may be the driver's own check: say how to get
         # the GPU core next time, and leave the verdict as it is.
