@@ -191,7 +191,8 @@ class _GdbPlan:
 
 
 def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
-    """gdb's view of the core into the report; returns the abort message gdb found, if any."""
+    """gdb's view of the core into the report; returns the abort message gdb found, if any, and
+    the instructions at the pcs a signal interrupted."""
     from coreanalyze.classify import load_rules
     from coreanalyze.gdb.libcopies.naming import collected_core
     from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
@@ -249,7 +250,7 @@ def _run_gdb(report: Report, options: AnalyzeOptions, plan: _GdbPlan):
                 report.environment["packages"] = as_dicts(
                     imported_packages(stacks.walk.imports, distributions_in_memory(plan.memory))
                 )
-        return analysis.abort_message
+        return analysis.abort_message, analysis.interrupted_instructions
 
 
 def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None) -> AnalysisResult:
@@ -441,6 +442,8 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
             options, fetched = _fetch_libraries(notes, report, options, overlay, runtime)
             if link_map is not None and options.sysroot == overlay:
                 link_map = _place_fetched(notes, executable, overlay, link_map, report)
+        if options.sysroot != overlay:
+            options = _overlay_for_loader_names(notes, report, options, overlay)
         mark_sources(
             report.modules, python=options.python, sysroot=user_sysroot, image=image,
             wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
@@ -471,7 +474,6 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
-    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
 
     walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
     packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
@@ -492,10 +494,28 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     for module in report.modules:
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
+    return _with_overlay(options, overlay), result
+
+
+def _with_overlay(options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+    """The options with the overlay as sysroot. It links the mapped files only: the given
+    sysroot's debug files stay in reach as a debug directory."""
+    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
+
     debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
     extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
-    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra])
+
+
+def _overlay_for_loader_names(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+    """gdb finds libraries by the loader's names; where a name is not a file here but its
+    library is (a sysroot of the mapped files lacks the SONAME links), gdb gets the overlay."""
+    from coreanalyze.fetch.overlay import build_overlay, loader_names_missing
+
+    if not loader_names_missing(notes, report.modules, options.sysroot):
+        return options
+    build_overlay(overlay, notes, report.modules, {})
+    return _with_overlay(options, overlay)
 
 
 def _suggest_fetch(report: Report, options: AnalyzeOptions) -> None:
@@ -525,14 +545,17 @@ def _analyze_with_modules(
 ):  # fmt: skip
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
+    from coreanalyze.gpu.host import host_launched_from
     from coreanalyze.gpu.stage import add_gpu_exception
     from coreanalyze.hang import classify_hang
     from coreanalyze.opinstance import add_op_instance
+    from coreanalyze.reraise import settle_reraised_signal
     from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, improve_frames
 
     failure = None
     exit_code = EXIT_OK
     abort_message = None
+    interrupted: dict[int, str] = {}
     symbolizer = Symbolizer(options.debug_dirs, options.sysroot)
     gdb_debug_dirs = debug_dirs_for_gdb(report, options.debug_dirs, sysroot=options.sysroot, symbolizer=symbolizer)
     fast = _fast_libraries(notes, report, options, gdb_debug_dirs)
@@ -549,7 +572,7 @@ def _analyze_with_modules(
         plan = _GdbPlan(
             core_path, executable, gdb_debug_dirs, fast, gdb_pool, own_gdb, link_map, while_gdb_loads, notes.memory, runtime
         )
-        abort_message = _run_gdb(report, options, plan)
+        abort_message, interrupted = _run_gdb(report, options, plan)
     except GdbError as e:
         failure, exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         report.warnings.append(failure)
@@ -584,9 +607,13 @@ def _analyze_with_modules(
     abort_message = _uncaught_exception(report, notes, abort_message)
     report.environment.update(describe_environment(notes, report, include_env=options.include_env))
     _suggest_fetch(report, options)
+    # A handler that re-raised (faulthandler, a crash reporter): the signal frame holds the original.
+    settle_reraised_signal(report, notes.memory, rules.get(), interrupted)
     # A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash.
     hang = classify_hang(report, notes, rules.get())
     report.classification = hang or classify(report, abort_message=abort_message, rules=rules.get())
+    # A crash in a thread of the GPU driver: the user's Python line is the one blocked in a GPU call.
+    report.launched_from = host_launched_from(report) or report.launched_from
     if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
         add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
     add_gpu_exception(report, getattr(notes, "environ", None), options.gpu_core_beside or core_path, options.gpu_core, rules.get())

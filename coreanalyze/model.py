@@ -57,6 +57,10 @@ class Frame:
     inlined: bool = False
     reliable: bool = True  # False when the module is missing or its build-id differs
     locals: dict[str, str] | None = None  # python frames with --locals: name -> safe repr
+    # An unnamed native frame of a library that names only what it exports (libcuda, libcudnn,
+    # ROCm's libraries): the exported function the call entered the library through, the
+    # nearest named frame further out in the same library ("cuCtxSynchronize_v2").
+    entry_point: str | None = None
 
 
 @dataclass

@@ -194,7 +194,9 @@ def _is_elf_object(notes: CoreNotes, path: str, mappings: list[Mapping], local_p
     first = next((m for m in mappings if m.file_offset == 0), None)
     if first is not None:
         head = notes.memory.read(first.start, 4)
-        if head is not None:
+        # Zeros are no header: the loader never writes there, so the page's bytes were lost
+        # (a core whose file-backed pages were zero-filled to shrink it).
+        if head is not None and head != b"\0\0\0\0":
             return head == b"\x7fELF"
     # The core did not keep the file's first page: ask the local file, if there is one.
     if local_path is not None:

@@ -14,8 +14,9 @@ from typing import Mapping, Sequence
 from coreanalyze.arch import accessed_address
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.gpuerrors import match_error
 from coreanalyze.classify.rules import RuleSet, default_rules
-from coreanalyze.model import Frame, SignalInfo
+from coreanalyze.model import Frame, GpuFault, OomInfo, SignalInfo
 from coreanalyze.signals import SI_KERNEL, SIGNAL_NAMES, code_number
 from coreanalyze.signals import code_name as _code_name
 
@@ -89,6 +90,20 @@ class Origin:
     sent: bool  # delivered by kill/tgkill/sigqueue (or the kernel on behalf of a limit)
     by_self: bool  # ... by the process itself (abort(), raise(), a handler re-raising)
     sender: str  # for sentences
+
+
+def reraise_evidence(signal: SignalInfo | None) -> list[str]:
+    """The line that says the signal is the one a handler caught and raised again (its
+    signal frame was read: coreanalyze.reraise); [] for any other signal."""
+    if signal is None or not signal.reraised_by:
+        return []
+    caught = signal_name(signal) or "the signal"
+    if code_name(signal):
+        caught += f" ({code_name(signal)})"
+    return [
+        f"{caught} was caught by {signal.reraised_by}, which raised it again: the core's own siginfo is the re-raise,"
+        " the registers shown are those the signal interrupted"
+    ]
 
 
 def signal_origin(signal: SignalInfo, pid: int | None, abort_on_stack: bool) -> Origin:
@@ -188,7 +203,12 @@ def fault_kind_from_views(
     fault_instruction: str | None = None,
     rules: RuleSet,
     detail: str | None = None,
+    gpu: GpuFault | None = None,
+    oom: OomInfo | None = None,
 ) -> tuple[str, list[str]]:
+    device = device_facts_kind(gpu, oom)
+    if device is not None:
+        return device
     verdict = report_class_kind(detail, rules)
     if verdict == "invalid-access" and signal is not None and signal.address is not None and signal.name == "SIGSEGV":
         # The report names an invalid access and the signal says where: the address tells
@@ -209,6 +229,9 @@ def fault_kind_from_views(
     name = signal_name(signal)
     cname = code_name(signal)
     top = [*pick.handler_frames, *pick.skipped]
+    # Handler frames nobody has explained: with reraised_by set, the signal is already the one
+    # the handler caught, so its frames say nothing about the fault.
+    unexplained_handler = bool(pick.handler_frames) and not (signal is not None and signal.reraised_by)
     abort_on_stack = any(v.role == "abort" for v in top)
     malloc_on_top = [v for v in pick.allocator_frames]
     logging_on_top = [v for v in top if v.role == "logging"]
@@ -219,16 +242,24 @@ def fault_kind_from_views(
     check_msg = _search_any(f.check_messages, abort_message)
     assert_msg = _search_any(f.assert_messages, abort_message)
 
+    def uncaught(label: str) -> tuple[str, list[str]]:
+        thrown = exception_type(abort_message) or thrown_exception(views, rules)
+        what = f" (uncaught {thrown})" if thrown else ""
+        if thrown and f.oom_exceptions is not None and f.oom_exceptions.search(thrown):
+            return "out-of-memory", [f"{label} from std::terminate{what}: an allocation failed and nothing caught its exception"]
+        return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+
     def aborted() -> tuple[str, list[str]]:
         label = name or "abort"
+        device = device_message_kind(abort_message)
+        if device is not None:
+            return device
         if heap_msg:
             return "heap-corruption", [f"{label} after the allocator reported {short_message(abort_message)!r}"]
         if terminate_on_top and not (malloc_on_top and malloc_on_top[0].position < terminate_on_top[0].position):
             # operator new throwing bad_alloc leaves allocator frames under std::terminate:
             # the uncaught exception, not the heap, ended the process.
-            thrown = exception_type(abort_message) or thrown_exception(views, rules)
-            what = f" (uncaught {thrown})" if thrown else ""
-            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+            return uncaught(label)
         if malloc_on_top:
             return "heap-corruption", [f"{label} raised from inside the allocator ({', '.join(v.label for v in malloc_on_top[:3])})"]
         if check_msg:
@@ -240,15 +271,16 @@ def fault_kind_from_views(
         if assert_on_top or (assert_msg and "Assertion" in assert_msg.group(0)):
             return "abort", [f"{label} from a failed assert()"]
         if terminate_on_top or (assert_msg and "terminate" in assert_msg.group(0)):
-            thrown = exception_type(abort_message) or thrown_exception(views, rules)
-            what = f" (uncaught {thrown})" if thrown else ""
-            return "uncaught-exception", [f"{label} from std::terminate{what}: an uncaught C++ exception"]
+            return uncaught(label)
         return "abort", [f"{label} with no allocator or check-failure evidence"]
 
     if name is None:
         if heap_msg or check_msg or assert_msg or abort_on_stack or malloc_on_top or logging_on_top:
             kind, ev = aborted()
             return kind, ["no signal information", *ev]
+        device = device_message_kind(abort_message)
+        if device is not None:
+            return device[0], ["no signal information", *device[1]]
         return "unknown", ["no signal information and no abort evidence"]
 
     origin = signal_origin(signal, pid, abort_on_stack)
@@ -258,13 +290,13 @@ def fault_kind_from_views(
             ev += f" ({cname})"
         return "sent-signal", [ev]
 
-    if name in ("SIGILL", "SIGTRAP") and (check_msg or logging_on_top) and not pick.handler_frames:
+    if name in ("SIGILL", "SIGTRAP") and (check_msg or logging_on_top) and not unexplained_handler:
         # CHECK / LOG(FATAL) in Chromium, V8, absl builds end in a trap instruction (ud2, int3,
         # brk), not abort(): the check failure is the cause, the trap how the process stopped.
         why = short_message(abort_message) if check_msg else logging_on_top[0].label
         return "check-failure", [f"{name} raised by a fatal check / log ({why})"]
 
-    if name in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") and _asserted(assert_msg) and not check_msg and not pick.handler_frames:
+    if name in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") and _asserted(assert_msg) and not check_msg and not unexplained_handler:
         # WebKit's ASSERT, V8's CSA_ASSERT: the failed assertion is the cause; the trap (or the
         # write to a poison address) after it is how the runtime chose to stop.
         return "abort", [f"{name} right after a failed assertion ({short_message(abort_message)!r})"]
@@ -273,12 +305,14 @@ def fault_kind_from_views(
         kind, ev = aborted()
         if origin.by_self:
             ev.insert(0, f"SIGABRT raised by the process itself ({cname or 'tgkill'})")
+        elif signal.reraised_by and cname is None and any(v.role == "abort" for v in pick.skipped):
+            ev.insert(0, "SIGABRT raised by the process itself (abort/raise under the handler)")
         return kind, ev
 
-    if origin.by_self and name in FAULT_SIGNALS and not pick.handler_frames:
+    if origin.by_self and name in FAULT_SIGNALS and not unexplained_handler:
         return "sent-signal", [f"{name} was raised by the process itself (raise/kill on its own pid, {cname or 'no si_code'}), not by a fault"]
     reraised = []
-    if origin.by_self and pick.handler_frames:
+    if origin.by_self and unexplained_handler:
         handler = next((v.label for v in pick.handler_frames if "faulthandler" in v.label or "Stacktrace" in v.label), None)
         who = f"the signal handler {handler}" if handler else "a signal handler in the process (Python's faulthandler or similar)"
         reraised = [f"{name} re-raised by {who}; the original fault address is lost"]
@@ -358,6 +392,27 @@ def fault_kind_from_views(
     if name in DELIVERED_SIGNALS:
         return "sent-signal", [f"{name} is delivered from outside ({origin.sender or cname or 'sender unknown'})"]
     return "unknown", [f"{name} ({cname or 'no si_code'}) is not a fault signal this tool knows"]
+
+
+def device_facts_kind(gpu: GpuFault | None, oom: OomInfo | None) -> tuple[str, list[str]] | None:
+    """The fault kind the report's own GPU or allocation facts name (a GPU core, a GPU text)."""
+    if oom is not None:
+        return "out-of-memory", [f"the allocator {oom.allocator or ''} could not allocate the memory asked for".replace("  ", " ")]
+    if gpu is None or not gpu.exception:
+        return None
+    error = match_error(gpu.exception)
+    if error is not None and error.fault_kind != "gpu-exception":
+        return None  # an API error (no kernel image, an old driver): not a fault of the device
+    return "gpu-exception", [f"the GPU raised {gpu.exception}" + (f" in kernel {gpu.kernel}" if gpu.kernel else "")]
+
+
+def device_message_kind(abort_message: str | None) -> tuple[str, list[str]] | None:
+    """A fatal message that names a GPU fault or a failed allocation (gpu_errors.toml)."""
+    error = match_error(abort_message)
+    if error is None or not error.fault_kind:
+        return None
+    what = "the GPU faulted" if error.fault_kind == "gpu-exception" else "an allocation failed"
+    return error.fault_kind, [f"the fatal message names {error.matched}: {what} ({error.exception})"]
 
 
 def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool] | None:

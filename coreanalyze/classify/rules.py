@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from coreanalyze.errors import BadInput
 from coreanalyze.model import FAULT_KINDS
+from coreanalyze.vocabulary import GpuCallRole
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,10 +117,29 @@ class AdviceEntry:
     fault_kind: str | None = None
     custom_op: bool | None = None
     origin: str = "built-in"
+    loaded: tuple[str, ...] = ()  # only for a process that loaded one of these [[framework]]s
+    host_call: str | None = None  # only when the crashing thread is in a GPU call of this role
+    signal_code: str | None = None  # only for this si_code ("SEGV_MAPERR")
+    unset: tuple[str, ...] = ()  # only when the process's environment sets none of these variables
 
     @property
     def specificity(self) -> int:
-        return (2 if self.fault_kind else 0) + (1 if self.category else 0) + (4 if self.custom_op else 0)
+        return (
+            (2 if self.fault_kind else 0) + (1 if self.category else 0) + (4 if self.custom_op else 0)
+            + (4 if self.host_call else 0) + (2 if self.signal_code else 0)
+        )
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework or GPU runtime a process may have loaded: by its distribution's name, a
+    library it maps, or (for a pasted backtrace) its frames' functions and Python files."""
+
+    name: str
+    package: re.Pattern[str] | None = None
+    module: re.Pattern[str] | None = None
+    function: re.Pattern[str] | None = None
+    python_file: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +193,8 @@ class FaultKindData:
     terminate_frames: re.Pattern[str] | None = None
     assert_frames: re.Pattern[str] | None = None
     stack_protector_frames: re.Pattern[str] | None = None
+    # Exceptions that mean an allocation failed: uncaught, they end the process out of memory.
+    oom_exceptions: re.Pattern[str] | None = None
     # Source files of the C++ standard library: a frame there is the library's, never the culprit.
     std_library_files: re.Pattern[str] | None = None
     runtime_libraries: re.Pattern[str] | None = None
@@ -203,6 +225,7 @@ class RuleSet:
     wait_markers: tuple[str, ...] = ()
     cpu_features: list[CpuFeature] = field(default_factory=list)
     advice: list[AdviceEntry] = field(default_factory=list)
+    frameworks: list[Framework] = field(default_factory=list)
     settings: Settings = field(default_factory=Settings)
     sources: list[str] = field(default_factory=list)
     _skip_cache: dict[str, re.Pattern[str]] | None = field(default=None, repr=False, compare=False)
@@ -306,7 +329,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return value
 
 
-_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
+_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip", "framework"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind"}
 
@@ -401,7 +424,7 @@ def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:
     return kind
 
 
-def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> AdviceEntry:
+def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str], frameworks: Sequence[str]) -> AdviceEntry:
     where = f"advice #{i + 1}"
     category = t.get("category")
     if category is not None and category not in categories:
@@ -413,7 +436,37 @@ def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[s
     lines = tuple(_str_list(t.get("text"), f"{where}: text"))
     if not lines:
         raise _Problem(f"{where}: text is empty")
-    return AdviceEntry(lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin)
+    loaded = tuple(_str_list(t.get("loaded", []), f"{where}: loaded"))
+    unknown = [name for name in loaded if name not in frameworks]
+    if unknown:
+        raise _Problem(f"{where}: loaded: unknown framework(s) {', '.join(unknown)} (one of: {', '.join(frameworks)})")
+    host_call = t.get("host_call")
+    if host_call is not None and host_call not in tuple(GpuCallRole):
+        raise _Problem(f"{where}: unknown host_call {host_call!r} (one of: {', '.join(GpuCallRole)})")
+    signal_code = t.get("signal_code")
+    if signal_code is not None and (not isinstance(signal_code, str) or not signal_code):
+        raise _Problem(f"{where}: signal_code must be a name such as SEGV_MAPERR")
+    return AdviceEntry(
+        lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin,
+        loaded=loaded, host_call=host_call, signal_code=signal_code, unset=tuple(_str_list(t.get("unset", []), f"{where}: unset")),
+    )  # fmt: skip
+
+
+def _parse_framework(t: dict[str, Any], i: int) -> Framework:
+    name = t.get("name")
+    where = f"framework #{i + 1}"
+    if not isinstance(name, str) or not _CATEGORY_NAME.match(name):
+        raise _Problem(f"{where}: name must be lower-case words joined by '-' (got {name!r})")
+    framework = Framework(
+        name=name,
+        package=_optional_regex(t, "package", where),
+        module=_optional_regex(t, "module", where),
+        function=_optional_regex(t, "function", where),
+        python_file=_optional_regex(t, "python_file", where),
+    )
+    if not any((framework.package, framework.module, framework.function, framework.python_file)):
+        raise _Problem(f"{where}: needs at least one of package, module, function, python_file")
+    return framework
 
 
 def _read_skip_file(path: Path) -> list[str]:
@@ -528,6 +581,7 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             terminate_frames=_optional_regex(fk, "terminate_frames", "[fault_kind]") or f.terminate_frames,
             assert_frames=_optional_regex(fk, "assert_frames", "[fault_kind]") or f.assert_frames,
             stack_protector_frames=_optional_regex(fk, "stack_protector_frames", "[fault_kind]") or f.stack_protector_frames,
+            oom_exceptions=_optional_regex(fk, "oom_exceptions", "[fault_kind]") or f.oom_exceptions,
             std_library_files=_optional_regex(fk, "std_library_files", "[fault_kind]") or f.std_library_files,
             runtime_libraries=_optional_regex(fk, "runtime_libraries", "[fault_kind]") or f.runtime_libraries,
             stack_overflow_slack=_int_field(fk, "stack_overflow_slack", "[fault_kind]", f.stack_overflow_slack, 0, 1 << 30),
@@ -569,7 +623,11 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         else:
             rs.rules.append(rule)
 
-    new_advice = [_parse_advice(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "advice"))]
+    for i, t in enumerate(_tables(data, "framework")):
+        framework = _parse_framework(t, i)
+        rs.frameworks = [f for f in rs.frameworks if f.name != framework.name] + [framework]
+    names = [f.name for f in rs.frameworks]
+    new_advice = [_parse_advice(t, i, origin, rs.categories, names) for i, t in enumerate(_tables(data, "advice"))]
     rs.advice = new_advice + rs.advice if origin != "built-in" else rs.advice + new_advice
 
     new_roles = []

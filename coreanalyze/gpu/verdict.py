@@ -10,13 +10,16 @@ to get the GPU core next time.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
 
 from coreanalyze.classify.advice import advise
+from coreanalyze.classify.device import device_signature
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import RuleSet, default_rules
+from coreanalyze.classify.signature import HASH_CHARS
 from coreanalyze.gpu.coredump import GpuCoreDump
 from coreanalyze.gpu.locate import ENABLE_VARIABLE, GpuCoreLookup
 from coreanalyze.gpu.rules import GpuRules, gpu_rules
@@ -196,6 +199,17 @@ def _advice(category: str, fault: GpuFault, extra: list[str], rules: RuleSet, gr
     return lines
 
 
+def _signature(fault: GpuFault, abort: DriverAbort | None) -> str:
+    """As a GPU text's (classify.device): the exception and the kernel, so that a GPU core and
+    the cuda-gdb or compute-sanitizer output of the same fault group together. Without the
+    GPU core, the host's call (or the driver library) stands where the kernel would."""
+    if fault.exception or fault.kernel:
+        return device_signature(FaultKind.GPU_EXCEPTION, fault, None) or ""
+    anchor = f"host {fault.api}" if fault.api else (_SHARED_OBJECT_VERSION.sub(".so", abort.module) if abort else "no kernel")
+    key = " | ".join([FaultKind.GPU_EXCEPTION, "unknown exception", anchor])
+    return f"{key} #{hashlib.sha1(key.encode('utf-8', 'replace')).hexdigest()[:HASH_CHARS]}"
+
+
 def _classification(
     report: Report, fault: GpuFault, *, evidence: list[str], advice_extra: list[str], confidence: Confidence,
     abort: DriverAbort | None, rules: RuleSet, grules: GpuRules,
@@ -213,7 +227,7 @@ def _classification(
         category=category,
         fault_kind=FaultKind.GPU_EXCEPTION,
         culprit=Culprit(function=key, module=None, frame_index=None) if key else previous.culprit,
-        signature=" | ".join(["gpu-exception", fault.exception or "exception unknown", key or fault.api or (_SHARED_OBJECT_VERSION.sub(".so", abort.module) if abort else "kernel unknown")]),
+        signature=_signature(fault, abort),
         summary=_summary(report, fault, abort),
         evidence=evidence + kept,
         advice=_advice(category, fault, advice_extra, rules, grules),
@@ -279,4 +293,7 @@ def apply_missing_gpu_core(report: Report, lookup: GpuCoreLookup, unreadable: st
     report.classification.summary = (
         f"The GPU faulted: the CUDA driver ended the process (SIGABRT from thread {abort.tid}, in {abort.module}) after a GPU "
         f"exception; the GPU core it wrote ({where}) {state}, so the exception and the kernel are unknown."
-    ) + (f" {_host_text(report, None, fault).capitalize()}." if report.launched_from is not None and report.launched_from.file else "")
+    )
+    host = _host_text(report, None, fault)
+    if host:
+        report.classification.summary += f" {host[:1].upper()}{host[1:]}."

@@ -83,6 +83,8 @@ def render_view(v: ReportView, palette: Palette) -> str:
         sig = v.signal_text + (f" at {v.fault_address}" if v.fault_address else "")
         if v.sender_pid is not None:
             sig += f", sent by pid {v.sender_pid}"
+        if v.reraised_text:
+            sig += f", {v.reraised_text}"
         out += labelled("Signal", sig)
     if v.crashed:
         out += labelled("Thread", f"{v.crashed.tid}" + (f' "{v.crashed.name}"' if v.crashed.name else "")

@@ -200,15 +200,21 @@ class FrameRow:
     def function(self) -> str:
         f = self.frame
         if f is None or not f.function:
-            return "??"
+            return self._unnamed
         return one_line(f.function, MAX_FUNCTION)
+
+    @property
+    def _unnamed(self) -> str:
+        """An unnamed frame: "??", with the exported function a stripped library ran it for."""
+        entry = self.frame.entry_point if self.frame is not None else None
+        return one_line(f"?? under {entry}", MAX_FUNCTION) if entry else "??"
 
     @property
     def function_parts(self) -> tuple[str, str]:
         """The function's name and its parameter list (maybe ""), each clipped for display."""
         f = self.frame
         if f is None or not f.function:
-            return "??", ""
+            return self._unnamed, ""
         if f.kind == "python":
             return self.function, ""
         name, params = split_signature(f.function)
@@ -509,6 +515,14 @@ class ReportView:
         return core.signal.sender_pid
 
     @property
+    def reraised_text(self) -> str | None:
+        """"re-raised by faulthandler": the handler that caught the signal and raised it again."""
+        core = self.report.core
+        if core is None or not core.signal.reraised_by:
+            return None
+        return one_line(f"re-raised by {core.signal.reraised_by}", 200)
+
+    @property
     def culprit_text(self) -> str | None:
         c = self.classification.culprit
         if not c.function and not c.module:
@@ -630,6 +644,7 @@ class ReportView:
             ("fault address", self.fault_address),
             ("sent by pid", sig.sender_pid),
             ("sender uid", sig.sender_uid),
+            ("re-raised by", sig.reraised_by),
             ("errno", sig.errno),
             ("uid", core.uid),
             ("gid", core.gid),

@@ -80,6 +80,9 @@ class Finding:
     # What gdb printed besides the backtrace (p $_siginfo..si_addr, p $sp, info frame).
     fault_address: int | None = None
     stack_pointer: int | None = None
+    # What a GPU text says the device did, or which allocation failed (gpu_*.py parsers).
+    gpu: model.GpuFault | None = None
+    oom: model.OomInfo | None = None
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .. import model
 from . import findings as fd
 from . import limits
+from .gpu_facts import merged_gpu, merged_oom
 
 # Which format's native stack to prefer for one thread, best first.
 NATIVE_PREFERENCE = (
@@ -98,6 +99,7 @@ def merge(found: list[fd.Finding], source_name: str) -> tuple[model.Report, str 
     report.core = _core_info(found, source_name, warnings)
     abort_message = _abort_message(found)
     report.classification.detail = next((f.detail for f in found if f.detail), None)
+    report.classification.gpu, report.classification.oom = merged_gpu(found), merged_oom(found)
     if report.core.signal.address is None:
         report.core.signal.address = next((f.fault_address for f in found if f.fault_address is not None), None)
     sp = next((f.stack_pointer for f in found if f.stack_pointer is not None), None)
