@@ -21,6 +21,7 @@ from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.classify.signature import HASH_CHARS
 from coreanalyze.gpu.coredump import GpuCoreDump
+from coreanalyze.gpu.host import call_words, find_host_call, thread_words
 from coreanalyze.gpu.locate import ENABLE_VARIABLE, GpuCoreLookup
 from coreanalyze.gpu.rules import GpuRules, gpu_rules
 from coreanalyze.gpu.view import triple
@@ -138,11 +139,11 @@ def _host_text(report: Report, abort: DriverAbort | None, fault: GpuFault) -> st
     sentences = []
     if abort is not None:
         sentences.append(f"the CUDA driver then ended the process (SIGABRT from thread {abort.tid}, in {abort.module})")
-    launched = report.launched_from
-    if launched is not None and launched.file:
-        where = f"{launched.file}:{launched.line}" if launched.line is not None else launched.file
-        call = f" in {fault.api}" if fault.api else ""
-        sentences.append(f"the host thread {launched.tid} waited{call} at {where}" + (f" ({launched.function})" if launched.function else ""))
+    call = find_host_call(report)
+    crashed = report.crashed_thread
+    if call is not None and (crashed is None or call.tid != crashed.tid):
+        # Where the user stands, in the words of the host side's verdict (gpu.host).
+        sentences.append(f"{thread_words(call)} was {call_words(call)}")
     return "; ".join(sentences)
 
 
@@ -295,5 +296,5 @@ def apply_missing_gpu_core(report: Report, lookup: GpuCoreLookup, unreadable: st
         f"exception; the GPU core it wrote ({where}) {state}, so the exception and the kernel are unknown."
     )
     host = _host_text(report, None, fault)
-    if host:
+    if host:  # one sentence of its own: capitalized
         report.classification.summary += f" {host[:1].upper()}{host[1:]}."

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.clirun import analyze_json, run_cli
+from support.gpudata import core_alone
 
 from coreanalyze.errors import BadInput
 from coreanalyze.gpu.coredump import read_gpu_core
@@ -155,6 +156,10 @@ def test_cpu_core_finds_its_gpu_core_and_names_the_kernel(cpu_with_gpu_core, gpu
     # The CPU side: the driver's own thread raised the SIGABRT.
     crashed = cpu_with_gpu_core["crashing_thread"]
     assert f"SIGABRT from thread {crashed}, in libcuda.so" in cls["summary"]
+    # Where the user stands: the Python line blocked in the synchronize that saw the fault.
+    assert f"the main thread ({PID}) was waiting for the GPU in cuCtxSynchronize_v2, from Python launch (" in cls["summary"]
+    assert cls["summary"].endswith(".py:17).")
+    assert (cpu_with_gpu_core["launched_from"]["tid"], cpu_with_gpu_core["launched_from"]["line"]) == (PID, 17)
     assert any(line.startswith(f"GPU core {gpu_crash.gpu_core}: Warp Illegal Address") for line in cls["evidence"])
     assert any("the driver ended the process after the GPU exception" in line for line in cls["evidence"])
     assert cls["confidence"] == "high"
@@ -177,7 +182,7 @@ def test_gpu_core_option_that_is_no_gpu_core_is_bad_input(gpu_crash, tmp_path):
 
 
 def test_without_the_gpu_core_the_driver_abort_still_says_the_gpu_faulted(gpu_crash, tmp_path):
-    core = _link(tmp_path / "alone", gpu_crash.core, f"core.{PID}")
+    core = core_alone(gpu_crash, tmp_path / "alone")
     cls = analyze_json(core, "--sysroot", str(gpu_crash.sysroot))["classification"]
     assert cls["fault_kind"] == "gpu-exception"
     assert cls["confidence"] == "medium"
