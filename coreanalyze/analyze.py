@@ -74,9 +74,14 @@ def _resolve_executable(notes, options: AnalyzeOptions, report: Report) -> str |
     if not core_exe:
         report.warnings.append("the core does not name its executable; pass --python")
         return None
-    local = Path(options.sysroot, core_exe.lstrip("/")) if options.sysroot else Path(core_exe)
-    if local.is_file():
-        return str(local)
+    if options.sysroot:
+        from coreanalyze.rootpaths import file_in_root
+
+        local = file_in_root(options.sysroot, core_exe)
+    else:
+        local = core_exe if os.path.isfile(core_exe) else None
+    if local:
+        return local
     report.warnings.append(f"the core's executable {core_exe} is not on this machine; pass --python or --sysroot")
     return None
 
@@ -438,12 +443,15 @@ def _analyze_notes(core_path: str, notes, options: AnalyzeOptions, rules: _Rules
     runtime = _python_runtime(notes, report)
     with tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-") as overlay:
         fetched = None
+        if user_sysroot and os.path.isdir(user_sysroot):
+            options = _loader_view(notes, report, options, overlay)
         if options.fetch:
             options, fetched = _fetch_libraries(notes, report, options, overlay, runtime)
             if link_map is not None and options.sysroot == overlay:
                 link_map = _place_fetched(notes, executable, overlay, link_map, report)
         if options.sysroot != overlay:
-            options = _overlay_for_loader_names(notes, report, options, overlay)
+            # An image's copy, or this machine's own files: the loader's names may still be missing.
+            options = _loader_view(notes, report, options, overlay)
         mark_sources(
             report.modules, python=options.python, sysroot=user_sysroot, image=image,
             wheels=fetched.wheels if fetched else None, unfetched=fetched.unfetched if fetched else (),
@@ -476,20 +484,23 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
     from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
 
     walk = walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
-    packages = as_dicts(imported_packages(walk.get("imports") or [], distributions_in_memory(notes.memory)))
+    in_memory = distributions_in_memory(notes.memory)
+    packages = as_dicts(imported_packages(walk.get("imports") or [], in_memory))
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
         return options, None
     result = fetch_missing(
-        notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
-    )
+        notes, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch,
+        distributions=in_memory,
+    )  # fmt: skip
     report.environment["fetch_attempts"] = [asdict(a) for a in result.attempts]
+    report.environment["fetch_target"] = result.target
     if result.unfetched:
         report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
     if not result.files:
         return options, result
-    build_overlay(overlay, notes, report.modules, result.files)
+    build_overlay(overlay, notes, report.modules, result.files, options.sysroot if options.sysroot != overlay else None)
     report.modules = module_table(notes, executable=options.python, sysroot=overlay)
     for module in report.modules:
         if module.path in result.files:
@@ -498,23 +509,26 @@ def _fetch_libraries(notes, report: Report, options: AnalyzeOptions, overlay: st
 
 
 def _with_overlay(options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
-    """The options with the overlay as sysroot. It links the mapped files only: the given
-    sysroot's debug files stay in reach as a debug directory."""
+    """The options with the overlay sysroot. The overlay links the mapped files only: the given
+    sysroot's debug files stay in reach."""
     from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
 
+    if options.sysroot == overlay:
+        return options
     debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
     extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
     return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra])
 
 
-def _overlay_for_loader_names(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
-    """gdb finds libraries by the loader's names; where a name is not a file here but its
-    library is (a sysroot of the mapped files lacks the SONAME links), gdb gets the overlay."""
-    from coreanalyze.fetch.overlay import build_overlay, loader_names_missing
+def _loader_view(notes, report: Report, options: AnalyzeOptions, overlay: str) -> AnalyzeOptions:
+    """A --sysroot directory where gdb would miss files the loader found (no merged-/usr links,
+    links from the machine's root): the overlay links every name to its file, and gdb and the
+    rest of the analysis use it."""
+    from coreanalyze.fetch.overlay import build_overlay, gdb_would_miss
 
-    if not loader_names_missing(notes, report.modules, options.sysroot):
+    if not gdb_would_miss(options.sysroot or "/", notes, report.modules):
         return options
-    build_overlay(overlay, notes, report.modules, {})
+    build_overlay(overlay, notes, report.modules, {}, options.sysroot)
     return _with_overlay(options, overlay)
 
 

@@ -155,6 +155,10 @@ class OpInstance:
     reproducer: str | None = None
     version: int | None = None  # TFLite op version
     outputs: list[OpInput] = field(default_factory=list)  # TFLite: the node's output tensors
+    missing: list[str] = field(default_factory=list)  # fields that could not be read, each with why
+    # Mapped files some fields were read from (the core leaves out unmodified file pages):
+    # path -> how the file's identity was checked ("size", "size and N pages of content").
+    read_from_files: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

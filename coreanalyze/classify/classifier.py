@@ -8,6 +8,7 @@ them together and writes down the evidence.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
 from coreanalyze.classify.advice import ProcessFacts, advise
 from coreanalyze.classify.category import decide_category
@@ -132,7 +133,10 @@ def _environment_names(report: Report) -> frozenset[str] | None:
     return frozenset(n for n in names if isinstance(n, str)) if isinstance(names, list) else None
 
 
-def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
+def classify(
+    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str, bool]] = ()
+) -> Classification:
+    """context: a pasted text's lines other than frames, as (distance from the crash's line, line)."""
     from coreanalyze.gpu.host import evidence_line
 
     rules = rules or default_rules()
@@ -153,7 +157,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         detail=report.classification.detail, gpu=report.classification.gpu, oom=report.classification.oom,
     )
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption", "out-of-memory"), fault_kind=kind
+        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, "heap-corruption", "out-of-memory"),
+        fault_kind=kind, context=context,
     )
     detail = report.classification.detail
     if detail is None and kind in ("uncaught-exception", "out-of-memory"):

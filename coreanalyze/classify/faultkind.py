@@ -270,7 +270,7 @@ def fault_kind_from_views(
             return "abort", [f"{label} from the stack protector / fortify check ({protector_on_top[0].label}): a buffer overflow on the stack"]
         if assert_on_top or (assert_msg and "Assertion" in assert_msg.group(0)):
             return "abort", [f"{label} from a failed assert()"]
-        if terminate_on_top or (assert_msg and "terminate" in assert_msg.group(0)):
+        if terminate_on_top or (assert_msg and "terminat" in assert_msg.group(0)):
             return uncaught(label)
         return "abort", [f"{label} with no allocator or check-failure evidence"]
 
@@ -283,7 +283,9 @@ def fault_kind_from_views(
             return device[0], ["no signal information", *device[1]]
         return "unknown", ["no signal information and no abort evidence"]
 
-    origin = signal_origin(signal, pid, abort_on_stack)
+    # A SIGABRT right after the process printed its own fatal message was its own abort().
+    own_abort = abort_on_stack or (name == "SIGABRT" and bool(heap_msg or check_msg or assert_msg))
+    origin = signal_origin(signal, pid, own_abort)
     if origin.sent and not origin.by_self:
         ev = f"{name} was sent by {origin.sender}"
         if cname:
@@ -426,7 +428,7 @@ def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool]
 
 
 _TERMINATE_TYPE = re.compile(r"terminate called after throwing an instance of '([^']{1,300})'")
-_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ([\w:<>,* ]{1,300}?)(?::|$|\n)")
+_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ((?:[\w<>,* ]|::){1,300}?)(?::(?!:)|$|\n)")
 
 
 def exception_type(message: str | None) -> str | None:

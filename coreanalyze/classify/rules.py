@@ -55,6 +55,13 @@ class Rule:
     description: str = ""
     origin: str = "built-in"
     fault_kind: str | None = None  # applies only to crashes of this fault kind
+    # Searched in each line of a pasted crash text (log lines, the command or Python statement
+    # that ran, the libraries it names); `window`: only lines at most this far from the crash's
+    # own line count. A line rule stands alone, like an abort-message rule.
+    line: re.Pattern[str] | None = None
+    window: int | None = None
+    # With line: only lines no later command ran after (the import that was the last thing run).
+    last_command: bool = False
 
     @property
     def frame_rule(self) -> bool:
@@ -79,12 +86,27 @@ class Rule:
         return self.fault_kind is None or self.fault_kind == fault_kind
 
     def matches_python(self, function: str, file: str, fault_kind: str | None = None) -> bool:
+        if "\\" in file:
+            file = file.replace("\\", "/")  # a Windows path: the rules are written with "/"
         if self.python_file is None or not file or not self.python_file.search(file) or not self.applies_to(fault_kind):
             return False
         return self.function is None or bool(function and self.function.search(function))
 
     def matches_message(self, message: str | None, fault_kind: str | None = None) -> bool:
         return bool(self.abort_message is not None and message and self.abort_message.search(message) and self.applies_to(fault_kind))
+
+    def nearest_line(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> tuple[int, str] | None:
+        """The (distance, line) of the context line nearest the crash that this rule matches;
+        context: (distance from the crash's line, line, whether a later command ran after it)."""
+        if self.line is None or not self.applies_to(fault_kind):
+            return None
+        best = None
+        for distance, text, superseded in context:
+            if superseded and self.last_command:
+                continue
+            if (self.window is None or distance <= self.window) and (best is None or distance < best[0]) and self.line.search(text):
+                best = (distance, text)
+        return best
 
 
 @dataclass(frozen=True)
@@ -182,6 +204,9 @@ class Settings:
     signature_templates: bool = False
     custom_op_priority: int = 85
     custom_op_category: str = "kernel-compute"
+    # A line rule loses this much per line between its line and the crash's (at most line_reach lines).
+    line_penalty: int = 1
+    line_reach: int = 20
 
 
 @dataclass(frozen=True)
@@ -282,6 +307,15 @@ class RuleSet:
     def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
         return [r for r in self.rules if r.matches_message(message, fault_kind)]
 
+    def line_rules(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> list[tuple[Rule, int, str]]:
+        """(rule, distance, line) for every line rule that matches a line of the text's context."""
+        out = []
+        for rule in self.rules:
+            hit = rule.nearest_line(context, fault_kind) if rule.line is not None else None
+            if hit is not None:
+                out.append((rule, *hit))
+        return out
+
 
 # ---------------------------------------------------------------------------------------------
 # Loading
@@ -331,7 +365,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip", "framework"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -407,14 +441,26 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         description=str(t.get("description", "")),
         origin=origin,
         fault_kind=_optional_fault_kind(t, where),
+        line=_optional_regex(t, "line", where),
+        window=_int_field(t, "window", where, 0, 0, 10000) if "window" in t else None,
+        last_command=_bool_field(t, "last_command", where),
     )
-    if not rule.frame_rule and rule.abort_message is None:
-        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message")
+    if not rule.frame_rule and rule.abort_message is None and rule.line is None:
+        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message, line")
+    if rule.line is not None and (rule.frame_rule or rule.abort_message is not None):
+        raise _Problem(f"{where}: line stands alone (it reads the text around the crash, not a frame or the message)")
     if rule.python_file is not None and rule.module is not None:
         raise _Problem(f"{where}: python_file and module cannot be combined (Python frames have no library)")
     if rule.source_file is not None and (rule.function is not None or rule.module is not None or rule.python_file is not None):
         raise _Problem(f"{where}: source_file stands alone (it reads frames that have nothing else)")
     return rule
+
+
+def _bool_field(t: dict[str, Any], key: str, where: str) -> bool:
+    value = t.get(key, False)
+    if not isinstance(value, bool):
+        raise _Problem(f"{where}: {key} must be true or false")
+    return value
 
 
 def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:
@@ -510,6 +556,8 @@ def _merge_document(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             signature_templates=templates,
             custom_op_priority=_int_field(settings, "custom_op_priority", "[settings]", s.custom_op_priority, 0, 100),
             custom_op_category=custom_cat,
+            line_penalty=_int_field(settings, "line_penalty", "[settings]", s.line_penalty, 0, 100),
+            line_reach=_int_field(settings, "line_reach", "[settings]", s.line_reach, 0, 1000),
         )
 
     for i, t in enumerate(_tables(data, "fold")):

@@ -10,6 +10,10 @@ The same overlay serves a sysroot that holds the mapped files but not the loader
 them: a copy of what the core maps has `libcuda.so.580.159.04` but not the `libcuda.so.1` link
 the program opened, and gdb, finding no file under that name, would load nothing for the
 library (no unwind tables, no exported names: every frame in it `??` and the stack ending there).
+
+The same overlay serves a --sysroot whose files gdb would miss by joining its root and a name:
+one without the merged-/usr links (`lib -> usr/lib`), or with links that point from the
+machine's root (rootpaths.py finds those files as the machine's loader did).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ import os
 from coreanalyze import model
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.gdb.linkmap import read_link_map
+from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.rootpaths import file_in_root
 from coreanalyze.symbols.paths import under
 
 
-def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(path in the core's terms -> file here, the loader's names missing here whose library is)."""
+def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str]) -> dict[str, str]:
+    """Every name of the core (mapped path, loader's name) -> the file here that stands for it."""
     targets: dict[str, str] = {}
     by_start: dict[int, str] = {}
     for module in modules:
@@ -32,18 +38,26 @@ def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, s
             targets[module.path] = os.path.abspath(target)
             if module.start is not None:
                 by_start[module.start] = targets[module.path]
-    named: list[str] = []
     for library in read_link_map(notes):
         # l_addr is the load bias: the start of the library's first mapping for a shared object.
         target = by_start.get(library.base)
-        if target is not None and library.name not in targets:
-            targets[library.name] = target
-            named.append(library.name)
-    return targets, named
+        if target is not None:
+            targets.setdefault(library.name, target)
+    return targets
 
 
-def build_overlay(root: str, notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str]) -> None:
-    targets, _ = _targets(notes, modules, fetched)
+def build_overlay(
+    root: str, notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str], sysroot: str | None = None
+) -> None:
+    """sysroot: the user's --sysroot directory, whose other mapped files (a memory-mapped model,
+    a vocabulary: no modules) are linked too, so that what reads them finds them in the overlay."""
+    targets = _targets(notes, modules, fetched)
+    if sysroot:
+        for mapping in notes.mappings:
+            if mapping.path.startswith("/") and not mapping.path.endswith(DELETED_SUFFIX) and mapping.path not in targets:
+                found = file_in_root(sysroot, mapping.path)
+                if found is not None:
+                    targets[mapping.path] = os.path.abspath(found)
     for path, target in targets.items():
         link = under(root, path)
         if link is None or os.path.lexists(link):
@@ -52,13 +66,13 @@ def build_overlay(root: str, notes: CoreNotes, modules: list[model.Module], fetc
         os.symlink(target, link)
 
 
-def loader_names_missing(notes: CoreNotes, modules: list[model.Module], sysroot: str | None) -> list[str]:
-    """The loader's names under which gdb would find no file (under sysroot, else here), though
-    the library they name is here under the path the core maps: gdb needs the overlay."""
-    _, named = _targets(notes, modules, {})
-    missing = []
-    for name in named:
-        local = under(sysroot, name) if sysroot else name
-        if local is not None and not os.path.isfile(local):
-            missing.append(name)
-    return missing
+def gdb_would_miss(root: str, notes: CoreNotes, modules: list[model.Module]) -> bool:
+    """True when gdb, which only joins its sysroot and a name, would not find under `root` the
+    file that stands for one of the core's names: a loader's name that is a link on the machine
+    (`libz.so.1`, `/lib64/ld-linux-x86-64.so.2`) and not in the copy, merged-/usr links the copy
+    lacks, links from the machine's root (the module table finds those files: rootpaths.py)."""
+    for name, target in _targets(notes, modules, {}).items():
+        plain = under(root, name)
+        if plain is None or os.path.realpath(plain) != os.path.realpath(target):
+            return True
+    return False

@@ -39,6 +39,16 @@ def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path:
     apply_gpu_core(report, dump, rules)
 
 
+def name_as_given(report: Report, copy: str, given: str) -> None:
+    """A core analyzed from a decompressed copy: the report names the file given, also as the
+    GPU core when the copy was one."""
+    if report.core is not None:
+        report.core.path = given
+    gpu = report.classification.gpu
+    if gpu is not None and gpu.gpu_core == copy:
+        gpu.gpu_core = given
+
+
 def _used_the_gpu(report: Report, environ: dict[str, str] | None) -> bool:
     driver = gpu_rules().driver_modules
     return bool(environ and environ.get(ENABLE_VARIABLE)) or any(driver.search(m.path) for m in report.modules)

@@ -168,6 +168,9 @@ def render_view(v: ReportView, palette: Palette) -> str:
                 line += f"  {one_line(m.build_id, 80)}"
             if m.local_path and m.local_path != m.path:
                 line += f"  -> {one_line(m.local_path)}"
+            elif m.local_path is None and m.not_found and "--fetch: " in m.not_found:
+                # Why --fetch left it missing (HTML and Markdown show where it was looked for, too).
+                line += f"  ({one_line(m.not_found[m.not_found.index('--fetch: '):], 300)})"
             out.append(line)
 
     if v.environment:

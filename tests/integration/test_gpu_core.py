@@ -420,3 +420,14 @@ def test_batch_looks_beside_a_compressed_core_not_its_decompressed_copy(gpu_cras
     report = json.loads((out / groups[0]["example"]["report_json"]).read_text())
     assert report["core"]["path"] == str(directory / f"core.{PID}.zst")
     assert report["classification"]["gpu"]["gpu_core"] == str(directory / f"gpu.{PID}.nvcudmp")
+
+
+def test_one_compressed_core_finds_the_gpu_core_beside_it(gpu_crash, tmp_path):
+    from support.gpudata import CORE, GPU_DATA
+
+    core = _link(tmp_path, GPU_DATA / CORE, f"core.{PID}.zst")
+    _link(tmp_path, gpu_crash.gpu_core, f"gpu.{PID}.nvcudmp")
+    report = analyze_json(core, "--sysroot", str(gpu_crash.sysroot))
+    assert report["core"]["path"] == str(core)
+    assert report["classification"]["gpu"]["gpu_core"] == str(tmp_path / f"gpu.{PID}.nvcudmp")
+    assert report["classification"]["signature"].startswith(SCATTER_ROWS)
