@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from coreanalyze import __version__, background
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
-from coreanalyze.errors import EXIT_OK, BadInput, GdbError
+from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput, GdbError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
 from coreanalyze.provenance import mark_debug_files, mark_sources
@@ -38,6 +38,8 @@ class AnalyzeOptions:
     # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
     fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
+    gpu_core: str | None = None  # the driver's GPU core dump (default: looked for beside the core)
+    gpu_core_beside: str | None = None  # where the core was found, when it is analyzed from a copy
 
 
 @dataclass
@@ -262,6 +264,15 @@ def analyze_core(core_path: str, options: AnalyzeOptions | None = None, *, gdb_p
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
+    from coreanalyze.gpu.coredump import is_gpu_core
+
+    if is_gpu_core(core_path):  # a GPU core alone: what the GPU did
+        from coreanalyze.gpu.stage import gpu_core_report
+
+        report, failure = gpu_core_report(core_path)
+        return AnalysisResult(report, failure, EXIT_OK if failure is None else AnalysisFailed.exit_code)
+    if options.gpu_core is not None and not is_gpu_core(options.gpu_core):
+        raise BadInput(f"--gpu-core {options.gpu_core}: not a GPU core dump (an ELF core of the CUDA architecture)")
     # A bad rules file is bad input: the user's files are read before the work. The built-in
     # rules cannot be bad; they are read while gdb works (see _Rules).
     rules = _Rules(load_rules(options.rules_files) if options.rules_files else None)
@@ -549,6 +560,7 @@ def _analyze_with_modules(
     from coreanalyze.classify import classify
     from coreanalyze.environment import describe_environment
     from coreanalyze.gpu.host import host_launched_from
+    from coreanalyze.gpu.stage import add_gpu_exception
     from coreanalyze.hang import classify_hang
     from coreanalyze.opinstance import add_op_instance
     from coreanalyze.reraise import settle_reraised_signal
@@ -618,4 +630,5 @@ def _analyze_with_modules(
     report.launched_from = host_launched_from(report) or report.launched_from
     if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
         add_op_instance(report, notes, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
+    add_gpu_exception(report, getattr(notes, "environ", None), options.gpu_core_beside or core_path, options.gpu_core, rules.get())
     return AnalysisResult(report, failure, exit_code)

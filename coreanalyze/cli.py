@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -101,7 +102,8 @@ def cli() -> None:
 @click.option("--locals", "with_locals", is_flag=True, help="Show locals of the innermost Python frames of the crashing thread.")
 @click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
-def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch):
+@click.option("--gpu-core", metavar="PATH", help="The GPU core dump (.nvcudmp) the CUDA driver wrote (default: looked for beside the core).")
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core):
     """Analyze one core file (or a live process with --pid) and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.render import color_wanted, render, verdict
@@ -118,6 +120,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         with_locals=with_locals,
         include_env=include_env,
         fetch=fetch,
+        gpu_core=gpu_core,
     )
     if (core is None) == (pid is None):
         raise BadInput("give a core file or --pid PID (one of them)")
@@ -149,12 +152,15 @@ def _analyze_file(core: str, options):
     systemd-coredump and people store them); the report names the file given."""
     from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile.compressed import compression_of, decompressed
+    from coreanalyze.gpu.stage import name_as_given
 
     compression = compression_of(core) if os.path.isfile(core) else None
+    if compression is not None:
+        options = replace(options, gpu_core_beside=core)  # its GPU core is beside it, not the copy
     with decompressed(core, compression) as plain:
         result = analyze_core(plain, options)
-    if compression is not None and result.report.core is not None:
-        result.report.core.path = core
+    if compression is not None:
+        name_as_given(result.report, plain, core)
     return result
 
 

@@ -234,6 +234,9 @@ class GpuFault:
     sm_arch: str | None = None  # "sm_90"
     address: int | None = None  # the faulting memory address, where the GPU core says
     kernel_offset: int | None = None  # pc - kernel's start
+    function: str | None = None  # the device function holding the PC, when the kernel called one
+    function_offset: int | None = None  # pc - that function's start
+    gpu_core_status: str | None = None  # "read" | "not-found" | "unreadable" (gpu_core is then where it should be)
 
 
 @dataclass

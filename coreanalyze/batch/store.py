@@ -73,6 +73,8 @@ class CoreRecord:
     xattrs: dict[str, str] = field(default_factory=dict)
     # Wheels --fetch downloaded for this core (not those another core's analysis had fetched).
     wheels_downloaded: list[str] = field(default_factory=list)
+    # The GPU core dump read beside this core: the same crash, not one of its own.
+    gpu_core: str | None = None
     # What a fleet's statistics and the known-crash database look at (batch/facts.py).
     versions: dict[str, str] = field(default_factory=dict)  # python, tensorflow, tflite, cuda, driver
     packages: dict[str, str] = field(default_factory=dict)  # normalized package name -> version
@@ -122,6 +124,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "seconds": (int, float, type(None)),
     "xattrs": (dict,),
     "wheels_downloaded": (list,),
+    "gpu_core": (str, type(None)),
     "host_source": (str, type(None)),
     "versions": (dict,),
     "packages": (dict,),

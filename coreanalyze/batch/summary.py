@@ -11,6 +11,7 @@ the same summary.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -115,8 +116,12 @@ def build_group(signature: str, members: list[CoreRecord], batch: breakdown.Batc
 def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: KnownCrashes | None = None,
                   baseline: dict[str, Any] | None = None) -> dict[str, Any]:
     analyzed = [r for r in records if r.status in ANALYZED]
+    # A GPU core read with its CPU core is that crash's, not a second one.
+    companions = {os.path.realpath(r.gpu_core) for r in analyzed if r.gpu_core}
     by_signature: dict[str, list[CoreRecord]] = {}
     for r in analyzed:
+        if os.path.realpath(r.path) in companions:
+            continue
         by_signature.setdefault(r.signature or NO_SIGNATURE, []).append(r)
     batch = breakdown.BatchCounts.of(analyzed)
     span = timeline.period(d for d in map(timeline.day_of, (r.timestamp for r in analyzed)) if d)

@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -28,6 +28,7 @@ from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
 from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
 from coreanalyze.errors import CoreAnalyzeError
+from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.model import Report
 from coreanalyze.signals import SIGNAL_NAMES
@@ -92,6 +93,9 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
         record.pid = report.core.pid if report.core.pid is not None else record.pid
         record.executable = _clip(report.core.executable) or record.executable
         record.signal = report.core.signal.name or record.signal
+    gpu = cls.gpu
+    if gpu is not None and gpu.gpu_core_status == "read" and report.core is not None and report.core.arch != "cuda":
+        record.gpu_core = _clip(gpu.gpu_core)
     attempts = report.environment.get("fetch_attempts") or []
     record.wheels_downloaded = [_clip(a["wheel"]) for a in attempts if a.get("downloaded") and a.get("wheel")]
 
@@ -166,10 +170,10 @@ def analyze_one(
             if not claim(record.identity):
                 record.status = "duplicate"
                 return record
-            result = analyze_core(local, config.options, **_analyze_kwargs(gdb_pool))
+            options = replace(config.options, gpu_core_beside=core.path)  # not beside a decompressed copy
+            result = analyze_core(local, options, **_analyze_kwargs(gdb_pool))
             report = result.report
-            if report.core is not None:
-                report.core.path = core.path  # not the temporary decompressed copy
+            name_as_given(report, local, core.path)  # not the temporary decompressed copy
             stem = report_stem(core.path, record.identity)
             fill_from_report(record, report)
             fill_facts(record, report)

@@ -111,6 +111,10 @@ def render_view(v: ReportView, palette: Palette) -> str:
         out += _section("Evidence", palette) + bullets(v.evidence)
     if v.hang_threads:
         out += _section("Where the threads wait", palette) + bullets(v.hang_threads)
+    if v.gpu_facts:
+        out += _section("What the GPU did", palette)
+        for label, value in v.gpu_facts:
+            out += labelled(label, value, width=24)
 
     if cls.op_instance:
         from coreanalyze.opinstance.view import instance_lines
@@ -130,7 +134,8 @@ def render_view(v: ReportView, palette: Palette) -> str:
     if v.crashed:
         out += thread_lines(v.crashed, palette)
     else:
-        out.append("  " + palette.dim("(the crashing thread could not be determined)"))
+        text = v.no_crashed_thread_text.rstrip(".")
+        out.append("  " + palette.dim(f"({text[:1].lower()}{text[1:]})"))
 
     block = v.fault_block()
     if block:

@@ -580,6 +580,20 @@ class ReportView:
         return f"Crashing thread {self.crashed.tid}" + (f' "{self.crashed.name}"' if self.crashed.name else "")
 
     @property
+    def no_crashed_thread_text(self) -> str:
+        core = self.report.core
+        if core is not None and core.arch == "cuda":
+            return "A GPU core holds no host threads: analyze the CPU core written with it (the GPU core beside it is read too)."
+        return "The crashing thread could not be determined."
+
+    @property
+    def gpu_facts(self) -> list[tuple[str, str]]:
+        """What the GPU did (classification.gpu) as (label, value) rows, each value one line."""
+        from coreanalyze.gpu.view import gpu_facts
+
+        return [(label, one_line(value, 400)) for label, value in gpu_facts(self.classification.gpu)]
+
+    @property
     def launched_from_text(self) -> str | None:
         lf = self.report.launched_from
         if lf is None:

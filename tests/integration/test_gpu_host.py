@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.clirun import analyze_json
+from support.gpudata import core_alone
 
 from coreanalyze.corefile import read_core
 from coreanalyze.hang.describe import describe_wait
@@ -71,10 +72,14 @@ def test_the_verdict_names_where_the_user_stands(gpu_report):
     assert launched["file"].endswith(".py")
 
 
-def test_the_signature_is_no_run_of_module_names(gpu_report):
+def test_the_signature_is_no_run_of_module_names(gpu_crash, gpu_report, tmp_path):
     parts = gpu_report["classification"]["signature"].rsplit(" #", 1)[0].split(" | ")
     assert all(a != b for a, b in zip(parts, parts[1:])), parts
-    assert "host cuCtxSynchronize_v2" in parts
+    # The GPU core beside the core names the exception and the kernel: the signature's anchor.
+    assert parts == ["gpu-exception", "Illegal Address", "scatter_rows"]
+    # Without it, the host's call is.
+    alone = _report(core_alone(gpu_crash, tmp_path), gpu_crash.sysroot)["classification"]["signature"]
+    assert "host cuCtxSynchronize_v2" in alone.rsplit(" #", 1)[0].split(" | ")
 
 
 def test_the_advice_fits_a_cupy_process(gpu_report):

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 from support.clirun import analyze_json, crashed_thread, native_functions, run_cli
+from support.gpudata import core_alone
 from support.paths import CRASHERS, PYCRASHERS
 from support.pycrash import interpreter
 
@@ -152,10 +153,11 @@ def test_faulthandler_reraise_of_a_sent_signal_claims_no_sender(cores):
     assert report["classification"]["fault_kind"] != "null-deref"
 
 
-def test_gpu_driver_abort_reraised_by_faulthandler(gpu_crash):
+def test_gpu_driver_abort_reraised_by_faulthandler(gpu_crash, tmp_path):
     core_says = _core_signal(type("Case", (), {"core": gpu_crash.core}))
     assert core_says["code_name"] == "SI_TKILL"
-    report = analyze_json(gpu_crash.core, "--sysroot", str(gpu_crash.sysroot))
+    # Alone: the GPU core beside it would make the kernel the culprit, with no host frame.
+    report = analyze_json(core_alone(gpu_crash, tmp_path), "--sysroot", str(gpu_crash.sysroot))
     sig = report["core"]["signal"]
     assert (sig["name"], sig["reraised_by"]) == ("SIGABRT", "faulthandler"), sig
     assert sig["sender_pid"] is None  # faulthandler took no siginfo: no sender is claimed

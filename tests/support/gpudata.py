@@ -81,3 +81,13 @@ def unpack_device_core(name: str, workdir: Path) -> Path:
     if not target.exists():
         _decompress(DATA / "gpu" / f"{name}.core.zst", target)
     return target
+
+
+def core_alone(crash: GpuCrash, directory: Path) -> Path:
+    """The CPU core in a directory of its own, without the GPU core the driver wrote beside it
+    (which, found there, makes the verdict the GPU core's)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    link = directory / crash.core.name
+    if not link.exists():
+        link.symlink_to(crash.core)
+    return link
