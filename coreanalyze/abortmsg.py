@@ -68,6 +68,9 @@ _PATTERNS: list[tuple[str, bytes]] = [
     # failure\n<reason>\n", the text of the exception TensorFlow catches before it aborts.
     ("assertion-failure", rb"^Assertion failure$"),
     ("glibc-fortify", rb"\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*"),
+    # TensorFlow's and XLA's BFC allocator giving up (not its "The caller indicates that this is
+    # not a failure" warning, which the caller survives).
+    ("allocator-oom", rb"Allocator \([\w.:-]{1,80}\) ran out of memory trying to allocate [\d.]{1,20} ?[KMGTP]?i?B(?!(?: with freed_by_count=\d+)?\.? ?The caller)"),
     # The allocator's messages are rules data ([fault_kind] heap_messages in rules.toml).
     ("glibc-malloc", b"(?:" + "|".join(builtin_heap_messages()).encode() + b")"),
 ]
@@ -82,6 +85,7 @@ _KIND_TIER = {
     "assertion-failure": 2,
     "glibc-fortify": 2,
     "glibc-malloc": 2,
+    "allocator-oom": 2,
 }
 _FULL_PREFIX = re.compile(rb"^(?:" + _PATTERNS[0][1] + rb"|" + _PATTERNS[1][1] + rb"|" + _PATTERNS[3][1] + rb")")
 # printf directives: a format string (a compiler-built copy of a literal), not a message.
@@ -252,6 +256,7 @@ _ANCHORS = (
     b": Assertion `",
     b"Assertion failure",
     b" detected ***",
+    b") ran out of memory trying to allocate ",
     *dict.fromkeys(required_literal(p).encode() for p in builtin_heap_messages()),  # in order: deterministic
     b": F ",  # "2024-01-01 12:00:00.000000: F file.cc:12] "
     b"F0",  # absl's "F0820 12:34:56..." / "F0000 00:00:..."

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coreanalyze.corefile import read_core
-from coreanalyze.errors import EXIT_OK
+from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput
 from coreanalyze.model import Report
 from coreanalyze.process import Process
 from coreanalyze.stages import STAGES, Context, OpenDebugger, Rules, new_report
@@ -37,6 +37,8 @@ class AnalyzeOptions:
     # (coreanalyze.gdb.libcopies); the report is the same, in a fraction of the time and memory.
     fast_libraries: bool = True
     fast_libraries_min_symbols: int | None = None  # libraries with fewer are loaded as they are
+    gpu_core: str | None = None  # the driver's GPU core dump (default: looked for beside the core)
+    gpu_core_beside: str | None = None  # where the core was found, when it is analyzed from a copy
 
 
 @dataclass
@@ -56,6 +58,15 @@ def analyze_core(
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
+    from coreanalyze.gpu.coredump import is_gpu_core
+
+    if is_gpu_core(core_path):  # a GPU core alone: what the GPU did
+        from coreanalyze.gpu.stage import gpu_core_report
+
+        report, failure = gpu_core_report(core_path)
+        return AnalysisResult(report, failure, EXIT_OK if failure is None else AnalysisFailed.exit_code)
+    if options.gpu_core is not None and not is_gpu_core(options.gpu_core):
+        raise BadInput(f"--gpu-core {options.gpu_core}: not a GPU core dump (an ELF core of the CUDA architecture)")
     # A bad rules file is bad input: the user's files are read before the work. The built-in
     # rules cannot be bad; they are read while the debugger works (see stages.Rules).
     rules = Rules(load_rules(options.rules_files) if options.rules_files else None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -101,9 +102,10 @@ def cli() -> None:
 @click.option("--locals", "with_locals", is_flag=True, help="Show locals of the innermost Python frames of the crashing thread.")
 @click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
-def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch):
+@click.option("--gpu-core", metavar="PATH", help="The GPU core dump (.nvcudmp) the CUDA driver wrote (default: looked for beside the core).")
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core):
     """Analyze one core file (or a live process with --pid) and write a report."""
-    from coreanalyze.analyze import AnalyzeOptions, analyze_core, analyze_live_process
+    from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.render import color_wanted, render, verdict
     from coreanalyze.safenames import report_filename
 
@@ -118,6 +120,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         with_locals=with_locals,
         include_env=include_env,
         fetch=fetch,
+        gpu_core=gpu_core,
     )
     if (core is None) == (pid is None):
         raise BadInput("give a core file or --pid PID (one of them)")
@@ -127,7 +130,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         result = analyze_live_process(pid, options, keep_core=keep_core)
         core = keep_core or f"pid-{pid}"
     else:
-        result = analyze_core(core, options)
+        result = _analyze_file(core, options)
     fmt = _format_for(output, fmt)
     text = render(result.report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout))
     if output == "-":
@@ -142,6 +145,23 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
     if result.failure:
         click.echo(f"coreanalyze: error: {result.failure}", err=True)
     sys.exit(result.exit_code)
+
+
+def _analyze_file(core: str, options):
+    """A core as given, or decompressed into a temporary file first (zstd, LZ4, xz, gzip, as
+    systemd-coredump and people store them); the report names the file given."""
+    from coreanalyze.analyze import analyze_core
+    from coreanalyze.corefile.compressed import compression_of, decompressed
+    from coreanalyze.gpu.stage import name_as_given
+
+    compression = compression_of(core) if os.path.isfile(core) else None
+    if compression is not None:
+        options = replace(options, gpu_core_beside=core)  # its GPU core is beside it, not the copy
+    with decompressed(core, compression) as plain:
+        result = analyze_core(plain, options)
+    if compression is not None:
+        name_as_given(result.report, plain, core)
+    return result
 
 
 @cli.command("triage")
@@ -187,7 +207,9 @@ def triage_command(source, output, fmt, rules_files):
     "at the same paths on every worker), or local:N for N worker processes here. Needs coreanalyze[cluster].",
 )
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip; one download per wheel, shared by the workers.")
-def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch):
+@click.option("--since", "since", metavar="PREVIOUS_OUT", help="A previous batch's --out: mark groups new, growing, back, and list those gone.")
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like the shipped coreanalyze/known/crashes.toml; repeatable).")
+def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch, since, known_files):
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
@@ -214,6 +236,8 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         shard=parse_shard(shard) if shard else None,
         progress=sys.stderr.isatty(),
         cluster=cluster,
+        known_files=[Path(p) for p in known_files],
+        since=Path(since) if since else None,
     )
     result = run_batch(list(paths), options)
     for line in result.warnings:
@@ -227,12 +251,13 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
 @cli.command("merge")
 @click.argument("dirs", nargs=-1, required=True, metavar="DIR...")
 @click.option("--out", required=True, metavar="DIR", help="Where the combined batch goes (may be one of DIR...).")
-def merge_command(dirs, out):
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML; repeatable).")
+def merge_command(dirs, out, known_files):
     """Combine batch output directories (shards, machines) into one, counting each core once."""
     from coreanalyze.batch import merge_batches
     from coreanalyze.batch.outcome import merge_outcome_lines
 
-    result = merge_batches(list(dirs), out)
+    result = merge_batches(list(dirs), out, known_files)
     for line in result.warnings:
         click.echo(f"coreanalyze: warning: {line}", err=True)
     for line in merge_outcome_lines(result):

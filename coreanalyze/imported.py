@@ -94,10 +94,16 @@ def scan_bytes(data: bytes, found: dict[InMemoryDistribution, None]) -> None:
         at = data.find(DIST_INFO, at + len(DIST_INFO))
 
 
+def name_pattern(template: str) -> re.Pattern[str]:
+    """A distributions.toml name as a pattern of normalized names: `cupy-cuda{cuda}x` matches
+    `cupy_cuda13x` (an accelerator's major in the name)."""
+    return re.compile(re.sub(r"\\\{\w+\\\}", r"\\d+", re.escape(normalize(template))))
+
+
 def _owner(module: str, site: str, distributions: list[InMemoryDistribution]) -> InMemoryDistribution | None:
     """The one distribution (and version) in memory that installs this module in this site dir."""
-    for candidate in map(normalize, candidate_distributions(module)):
-        named = [d for d in distributions if normalize(d.name) == candidate]
+    for candidate in map(name_pattern, candidate_distributions(module)):
+        named = [d for d in distributions if candidate.fullmatch(normalize(d.name))]
         here = [d for d in named if d.directory == site] or [d for d in named if d.directory is None] or named
         if len({d.version for d in here}) == 1:
             return here[0]

@@ -28,7 +28,7 @@ from elftools.elf.elffile import ELFFile
 
 from coreanalyze.corefile import CoreNotes, Mapping
 from coreanalyze.process import Process, as_process
-from coreanalyze.symbols.paths import under
+from coreanalyze.rootpaths import file_in_root
 
 DT_NULL, DT_DEBUG = 0, 21
 MAX_DYNAMIC_ENTRIES = 1024
@@ -126,7 +126,7 @@ def _local(path: str, sysroot: str | None) -> str | None:
         return path if os.path.isfile(path) else None
     root = os.path.abspath(sysroot)
     inside = os.path.normpath(path)
-    for candidate in (under(root, path), inside if os.path.commonpath([root, inside]) == root else None):
+    for candidate in (file_in_root(root, path), inside if os.path.commonpath([root, inside]) == root else None):
         if candidate is not None and os.path.isfile(candidate):
             return candidate
     return None

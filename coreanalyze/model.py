@@ -57,6 +57,10 @@ class Frame:
     inlined: bool = False
     reliable: bool = True  # False when the module is missing or its build-id differs
     locals: dict[str, str] | None = None  # python frames with --locals: name -> safe repr
+    # An unnamed native frame of a library that names only what it exports (libcuda, libcudnn,
+    # ROCm's libraries): the exported function the call entered the library through, the
+    # nearest named frame further out in the same library ("cuCtxSynchronize_v2").
+    entry_point: str | None = None
 
 
 @dataclass
@@ -151,6 +155,10 @@ class OpInstance:
     reproducer: str | None = None
     version: int | None = None  # TFLite op version
     outputs: list[OpInput] = field(default_factory=list)  # TFLite: the node's output tensors
+    missing: list[str] = field(default_factory=list)  # fields that could not be read, each with why
+    # Mapped files some fields were read from (the core leaves out unmodified file pages):
+    # path -> how the file's identity was checked ("size", "size and N pages of content").
+    read_from_files: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -226,6 +234,9 @@ class GpuFault:
     sm_arch: str | None = None  # "sm_90"
     address: int | None = None  # the faulting memory address, where the GPU core says
     kernel_offset: int | None = None  # pc - kernel's start
+    function: str | None = None  # the device function holding the PC, when the kernel called one
+    function_offset: int | None = None  # pc - that function's start
+    gpu_core_status: str | None = None  # "read" | "not-found" | "unreadable" (gpu_core is then where it should be)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from coreanalyze import model
 from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
 from coreanalyze.elfheaders import DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders
 from coreanalyze.filecache import PerFileCache, is_regular_file
+from coreanalyze.rootpaths import file_in_root
 from coreanalyze.vocabulary import ModuleStatus
 
 DELETED_SUFFIX = " (deleted)"
@@ -177,10 +178,10 @@ def _local_path(path: str, core_executable: str | None, executable: str | None, 
         return None
     if sysroot:
         root = os.path.abspath(sysroot)
-        candidate = os.path.normpath(os.path.join(root, path.lstrip("/")))
-        # A path from the core must not climb out of the sysroot with "..".
-        if os.path.commonpath([root, candidate]) == root and is_regular_file(candidate):
-            return candidate
+        # As the machine's loader resolves it, inside the sysroot (rootpaths.py).
+        found = file_in_root(root, path)
+        if found is not None:
+            return found
         # A path already inside the sysroot names its own file (a program run from an unpacked
         # sysroot, as under qemu-user, loads its modules by such paths).
         inside = os.path.normpath(path)
@@ -194,7 +195,9 @@ def _is_elf_object(notes: CoreNotes, path: str, mappings: list[Mapping], local_p
     first = next((m for m in mappings if m.file_offset == 0), None)
     if first is not None:
         head = notes.memory.read(first.start, 4)
-        if head is not None:
+        # Zeros are no header: the loader never writes there, so the page's bytes were lost
+        # (a core whose file-backed pages were zero-filled to shrink it).
+        if head is not None and head != b"\0\0\0\0":
             return head == b"\x7fELF"
     # The core did not keep the file's first page: ask the local file, if there is one.
     if local_path is not None:

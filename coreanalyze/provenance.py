@@ -26,9 +26,9 @@ def mark_sources(
 ) -> None:
     """sysroot: the user's --sysroot directory (None for an image); image: an ImageSysroot;
     wheels: path in the core -> the wheel --fetch took its file from; unfetched: what --fetch
-    wanted but no wheel provided."""
+    wanted but no wheel provided (path -> why, or just the paths)."""
     wheels = wheels or {}
-    unfetched = set(unfetched)
+    unfetched = unfetched if isinstance(unfetched, dict) else dict.fromkeys(unfetched, "found no wheel file that matches the core")
     for m in modules:
         m.not_found = None
         if m.path in wheels and m.local_path is not None:
@@ -37,7 +37,7 @@ def mark_sources(
             m.source, m.origin = None, None
             m.not_found = _where_looked(m, sysroot, image)
             if m.path in unfetched:
-                m.not_found += "; --fetch found no wheel file that matches the core"
+                m.not_found += f"; --fetch: {unfetched[m.path]}"
         elif python and m.local_path == python:
             m.source, m.origin = "local", {"kind": "local", "path": python}
         elif image is not None and (found := image.origin(m.path)) is not None:

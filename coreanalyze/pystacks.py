@@ -105,7 +105,9 @@ def interleave(native: list[model.Frame], python: list[model.Frame], groups: lis
 
     Activations beyond the native evaluation frames (a truncated native stack) go to the
     end; with no evaluation frame at all (the interpreter's symbols are not here), the Python
-    frames go where the stack enters the interpreter's code, or else to the top.
+    frames go where the stack enters the interpreter's code, or else below the last frame in a
+    known file: a stack that never reaches the interpreter was cut short (a library not here
+    to unwind through), and all of it ran under the Python frames.
     """
     by_group: dict[int, list[model.Frame]] = {}
     for frame, group in zip(python, groups):
@@ -114,7 +116,9 @@ def interleave(native: list[model.Frame], python: list[model.Frame], groups: lis
     eval_count = sum(1 for f in native if is_eval_frame(f))
     out: list[model.Frame] = []
     if eval_count == 0:
-        entry = next((i for i, f in enumerate(native) if _in_interpreter(f)), 0)
+        entry = next((i for i, f in enumerate(native) if _in_interpreter(f)), None)
+        if entry is None:
+            entry = next((i + 1 for i in range(len(native) - 1, -1, -1) if native[i].module), 0)
         out.extend(native[:entry])
         out.extend(python)
         out.extend(native[entry:])

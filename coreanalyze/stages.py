@@ -56,7 +56,9 @@ class Context:
     fast: Any = None  # libcopies' plan of symbol-less library copies, or None
     abort_scan: AbortMessageScan | None = None
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
+    overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
     abort_message: str | None = None
+    interrupted: dict[int, str] = field(default_factory=dict)  # pc -> instruction, where a signal interrupted
     failure: str | None = None  # why the analysis is partial
     exit_code: int = EXIT_OK
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
@@ -127,9 +129,14 @@ def resolve_executable(notes, options, report: Report) -> str | None:
     if not core_exe:
         report.warnings.append("the core does not name its executable; pass --python")
         return None
-    local = Path(options.sysroot, core_exe.lstrip("/")) if options.sysroot else Path(core_exe)
-    if local.is_file():
-        return str(local)
+    if options.sysroot:
+        from coreanalyze.rootpaths import file_in_root
+
+        local = file_in_root(options.sysroot, core_exe)
+    else:
+        local = core_exe if os.path.isfile(core_exe) else None
+    if local:
+        return local
     report.warnings.append(f"the core's executable {core_exe} is not on this machine; pass --python or --sysroot")
     return None
 
@@ -172,18 +179,54 @@ def python_runtime(ctx: Context) -> None:
         ctx.report.environment["python_runtime"] = f"located by scanning the core ({ctx.runtime.how})"
 
 
+def overlay(ctx: Context) -> None:
+    """A private directory for the sysroot of links the next stages may make."""
+    import tempfile
+
+    ctx.overlay = ctx.cleanup.enter_context(tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-"))
+    if ctx.user_sysroot and os.path.isdir(ctx.user_sysroot):
+        ctx.options = loader_view(ctx.process, ctx.report, ctx.options, ctx.overlay)
+
+
 def fetch(ctx: Context) -> None:
     """--fetch: the missing site-packages libraries, downloaded and verified, in an overlay
     sysroot that the options then name (coreanalyze.fetch)."""
     if not ctx.options.fetch:
         return
-    import tempfile
-
-    overlay = ctx.cleanup.enter_context(tempfile.TemporaryDirectory(prefix="coreanalyze-sysroot-"))
-    ctx.options, ctx.fetched = fetch_libraries(ctx.process, ctx.report, ctx.options, overlay, ctx.runtime)
+    ctx.options, ctx.fetched = fetch_libraries(ctx.process, ctx.report, ctx.options, ctx.overlay, ctx.runtime)
     ctx.process.set_modules(ctx.report.modules)
-    if ctx.link_map is not None and ctx.options.sysroot == overlay:
-        ctx.link_map = place_fetched(ctx.process, ctx.executable, overlay, ctx.link_map, ctx.report)
+    if ctx.link_map is not None and ctx.options.sysroot == ctx.overlay:
+        ctx.link_map = place_fetched(ctx.process, ctx.executable, ctx.overlay, ctx.link_map, ctx.report)
+
+
+def loader_names(ctx: Context) -> None:
+    """An image's copy, or this machine's own files: the loader's names may still be missing."""
+    if ctx.options.sysroot != ctx.overlay:
+        ctx.options = loader_view(ctx.process, ctx.report, ctx.options, ctx.overlay)
+
+
+def loader_view(process: Process, report: Report, options, overlay: str):
+    """A --sysroot directory where gdb would miss files the loader found (no merged-/usr links,
+    links from the machine's root): the overlay links every name to its file, and gdb and the
+    rest of the analysis use it."""
+    from coreanalyze.fetch.overlay import build_overlay, gdb_would_miss
+
+    if not gdb_would_miss(options.sysroot or "/", process, report.modules):
+        return options
+    build_overlay(overlay, process, report.modules, {}, options.sysroot)
+    return with_overlay(options, overlay)
+
+
+def with_overlay(options, overlay: str):
+    """The options with the overlay sysroot. The overlay links the mapped files only: the given
+    sysroot's debug files stay in reach."""
+    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
+
+    if options.sysroot == overlay:
+        return options
+    debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
+    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
+    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra])
 
 
 def fetch_libraries(process: Process, report: Report, options, overlay: str, runtime=None):
@@ -193,31 +236,30 @@ def fetch_libraries(process: Process, report: Report, options, overlay: str, run
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, imported_packages
-    from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under
 
     walk = walk_core(process, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
-    packages = as_dicts(imported_packages(walk.get("imports") or [], process.distributions_in_memory))
+    in_memory = process.distributions_in_memory
+    packages = as_dicts(imported_packages(walk.get("imports") or [], in_memory))
     python_version = walk.get("python_version")
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
         return options, None
     result = fetch_missing(
-        process, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch
-    )
+        process, report.modules, packages, python_version=".".join(python_version.split(".")[:2]), arch=report.core.arch,
+        distributions=in_memory,
+    )  # fmt: skip
     report.environment["fetch_attempts"] = [asdict(a) for a in result.attempts]
+    report.environment["fetch_target"] = result.target
     if result.unfetched:
         report.warnings.append(f"--fetch: {len(result.unfetched)} libraries could not be fetched and verified")
     if not result.files:
         return options, result
-    build_overlay(overlay, process, report.modules, result.files)
+    build_overlay(overlay, process, report.modules, result.files, options.sysroot if options.sysroot != overlay else None)
     report.modules = module_table(process, executable=options.python, sysroot=overlay)
     for module in report.modules:
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
-    # The overlay links the mapped files only: the given sysroot's debug files stay in reach.
-    debug = under(options.sysroot, SYSTEM_DEBUG_DIR) if options.sysroot else None
-    extra = [debug] if debug and os.path.isdir(debug) and debug not in options.debug_dirs else []
-    return replace(options, sysroot=overlay, debug_dirs=[*options.debug_dirs, *extra]), result
+    return with_overlay(options, overlay), result
 
 
 def place_fetched(process: Process, executable: str | None, overlay: str, placed, report: Report):
@@ -355,6 +397,7 @@ def _take_analysis(ctx: Context, analysis) -> None:
     merge_signal(report.core.signal, analysis.siginfo)
     report.fault_instruction = analysis.fault_instruction
     ctx.abort_message = analysis.abort_message
+    ctx.interrupted = analysis.interrupted_instructions
 
 
 def _python_frames(ctx: Context) -> None:
@@ -518,18 +561,36 @@ def environment(ctx: Context) -> None:
         )
 
 
+def reraised_signal(ctx: Context) -> None:
+    """A handler that re-raised (faulthandler, a crash reporter): the signal frame holds the original."""
+    from coreanalyze.reraise import settle_reraised_signal
+
+    settle_reraised_signal(ctx.report, ctx.process.memory, ctx.rules.get(), ctx.interrupted)
+
+
 def classification(ctx: Context) -> None:
     """A snapshot of a stuck process (gcore, --pid, a watchdog's signal) is a hang, not a crash;
     a crash's classification gets the op instance its kernel was running."""
     from coreanalyze.classify import classify
+    from coreanalyze.gpu.host import host_launched_from
     from coreanalyze.hang import classify_hang
     from coreanalyze.opinstance import add_op_instance
 
     report, options = ctx.report, ctx.options
     hang = classify_hang(report, ctx.process, ctx.rules.get())
     report.classification = hang or classify(report, abort_message=ctx.abort_message, rules=ctx.rules.get())
+    # A crash in a thread of the GPU driver: the user's Python line is the one blocked in a GPU call.
+    report.launched_from = host_launched_from(report) or report.launched_from
     if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
         add_op_instance(report, ctx.process, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
+
+
+def gpu_exception(ctx: Context) -> None:
+    """What the GPU did, from the driver's GPU core dump beside the core (coreanalyze.gpu)."""
+    from coreanalyze.gpu.stage import add_gpu_exception
+
+    options = ctx.options
+    add_gpu_exception(ctx.report, getattr(ctx.process, "environ", None), options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
 
 
 STAGES: tuple[Stage, ...] = (
@@ -538,7 +599,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("link map", link_map),
     Stage("modules", modules),
     Stage("python runtime", python_runtime),
+    Stage("overlay", overlay),
     Stage("fetch", fetch),
+    Stage("loader names", loader_names),
     Stage("provenance", provenance),
     Stage("prepare debugger", prepare_debugger),
     Stage("debugger", debugger),
@@ -547,7 +610,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("abort message", abort_message),
     Stage("uncaught exception", uncaught_exception),
     Stage("environment", environment),
+    Stage("re-raised signal", reraised_signal),
     Stage("classification", classification),
+    Stage("gpu exception", gpu_exception),
 )
 
 

@@ -91,3 +91,16 @@ class Confidence(StrEnum):
     HIGH = "high"
     MEDIUM = "medium"
     LOW = "low"
+
+
+class GpuCallRole(StrEnum):
+    """What a host thread's CUDA / HIP / collective call does (gpu/host_calls.toml)."""
+
+    SYNCHRONIZE = "synchronize"
+    STREAM_WAIT = "stream-wait"
+    EVENT_WAIT = "event-wait"
+    MEMCPY = "memcpy"
+    LAUNCH = "launch"
+    MEMORY = "memory"
+    COLLECTIVE = "collective"
+    FRAMEWORK_WAIT = "framework-wait"

@@ -1,7 +1,7 @@
 """What the tool knows about each CPU architecture a core can come from, as data.
 
 One module per architecture holds its tables (register names, auxv HWCAP bits, the
-instructions compilers emit as deliberate traps); this package looks them up by the short
+instructions compilers emit as deliberate traps, the signal frame's layout); this package looks them up by the short
 name the notes reader gives a core's machine ("x86_64", "aarch64").
 """
 
@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from coreanalyze.arch import aarch64, x86_64
+from coreanalyze.arch.sigframe import SignalFrameLayout
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Architecture:
     thread_pointer: str | None  # the register holding the TLS base, when the notes keep it
     hwcap: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP bit -> feature name
     hwcap2: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP2 bit -> feature name
+    signal_frame: SignalFrameLayout | None = None  # where a handler's signal frame keeps siginfo and registers
 
 
 ARCHITECTURES = {
@@ -35,6 +37,7 @@ ARCHITECTURES = {
         thread_pointer=module.THREAD_POINTER,
         hwcap=MappingProxyType(module.HWCAP),
         hwcap2=MappingProxyType(module.HWCAP2),
+        signal_frame=module.SIGNAL_FRAME,
     )
     for module in (x86_64, aarch64)
 }
@@ -102,3 +105,10 @@ def accessed_address(instruction: str | None, registers: Mapping[str, int] | Non
     if not registers or "x0" not in registers:
         return None
     return aarch64.accessed_address(instruction, registers)
+
+
+def fault_from_trap(arch: str | None, signal: str, context: Mapping[str, int], pc: int | None) -> tuple[str, int | None] | None:
+    """(si_code name, fault address) of a fault signal rebuilt from a signal frame's saved context
+    (see x86_64.fault_from_trap); None where the architecture's context cannot tell."""
+    module = {m.NAME: m for m in (x86_64, aarch64)}.get(arch or "")
+    return module.fault_from_trap(signal, context, pc) if module is not None else None

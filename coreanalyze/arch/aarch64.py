@@ -8,6 +8,8 @@ needs i8mm, `bfdot` needs bf16, any z/p register needs sve.
 import re
 from typing import Mapping
 
+from coreanalyze.arch.sigframe import SignalFrameLayout
+
 NAME = "aarch64"
 GDB_NAME = "aarch64"
 
@@ -72,3 +74,25 @@ def accessed_address(instruction: str | None, registers: Mapping[str, int]) -> t
                 index -= 1 << 32
         address += index << int(m.group("shift") or 0)
     return address & 0xFFFFFFFFFFFFFFFF, m.group("base").lower()
+
+# The signal frame: arch/arm64/kernel/signal.c, `struct rt_sigframe { struct siginfo info;
+# struct ucontext uc; }` at the trampoline frame's sp. uc_mcontext sits at offset 176 of the
+# ucontext (uc_flags, uc_link, uc_stack, uc_sigmask, 120 bytes of padding, aligned to 16);
+# struct sigcontext is fault_address, regs[31], sp, pc, pstate, then __reserved (16-aligned)
+# where the FPSIMD context always comes first: FPSIMD_MAGIC 0x46508001, size 528.
+_MCONTEXT = 128 + 176
+SIGNAL_FRAME = SignalFrameLayout(
+    siginfo=0,
+    registers=_MCONTEXT + 8,
+    register_names=(*(f"x{i}" for i in range(31)), "sp", "pc", "cpsr"),
+    pc="pc",
+    sp="sp",
+    context_words=(("fault_address", _MCONTEXT),),
+    marker=(_MCONTEXT + 288, (0x46508001).to_bytes(4, "little") + (528).to_bytes(4, "little")),
+)
+
+
+def fault_from_trap(signal: str, context: Mapping[str, int], pc: int | None) -> tuple[str, int | None] | None:
+    """aarch64's saved context keeps fault_address but no trap number that would tell a fault
+    from a sent signal, so nothing is rebuilt from it."""
+    return None

@@ -23,6 +23,7 @@ import queue
 import re
 import signal
 import threading
+import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,9 @@ from coreanalyze.errors import AnalysisFailed, BadInput
 
 WORKER_WAIT_SECONDS = 60.0  # for a first worker to join a scheduler that has none
 POLL_SECONDS = 1.0
+# A result lost with the worker that held it (the worker died after the task finished, before
+# the client fetched it) is computed again by the scheduler; how long to wait for that.
+RECOMPUTE_WAIT_SECONDS = 300.0
 TASK_RETRIES = 2  # for a task that raised (WorkerUnfit): worker deaths are the scheduler's count
 MAX_REASON_CHARS = 2000
 # A cluster started here: a worker holds one core at a time (worker-saturation 1.0 instead of
@@ -120,6 +124,7 @@ class ClusterBatch(RecordKeeper):
         self.inflight: dict[str, tuple[Any, CoreInput]] = {}  # task key -> (future, core)
         self.key_of: dict[str, str] = {}  # core path -> task key
         self.lost: list[CoreInput] = []
+        self.recomputing: dict[str, float] = {}  # task key -> when its result was found lost
         self.mailbox: queue.Queue = queue.Queue()  # finished tasks and workers' events
 
     # ------------------------------------------------------------------ connecting
@@ -216,6 +221,7 @@ class ClusterBatch(RecordKeeper):
             try:
                 kind, message = self.mailbox.get(timeout=POLL_SECONDS)
             except queue.Empty:
+                self._recomputed()
                 continue
             record = self._overran(message) if kind == "event" else self._finished(message)
             if record is not None:
@@ -236,8 +242,30 @@ class ClusterBatch(RecordKeeper):
             return self._received(core, future.result())
         if future.status == "error":
             return self._failed_on_cluster(core, future.exception())
+        if future.status in ("lost", "pending") and key not in self.recomputing:
+            # Finished on a worker that died before the result was fetched: the scheduler runs
+            # the task again for the future still held here.
+            self.inflight[key] = entry
+            self.recomputing[key] = time.monotonic()
+            return None
+        self.recomputing.pop(key, None)
         self.lost.append(core)  # cancelled or lost without our asking: not a fact about the core
         return None
+
+    def _recomputed(self) -> None:
+        """Futures whose lost results were computed again (or given up on) go back to _finished."""
+        now = time.monotonic()
+        for key, since in list(self.recomputing.items()):
+            entry = self.inflight.get(key)
+            if entry is None:
+                self.recomputing.pop(key, None)
+                continue
+            status = entry[0].status
+            if status in ("finished", "error", "cancelled"):
+                self.recomputing.pop(key, None)
+                self.mailbox.put(("done", key))
+            elif now - since > RECOMPUTE_WAIT_SECONDS:
+                self.mailbox.put(("done", key))  # still lost: _finished records it as lost
 
     def _overran(self, message: Any) -> CoreRecord | None:
         path = message.get("overran") if isinstance(message, dict) else None

@@ -7,27 +7,23 @@ or when its first bytes are an ELF core header, so reports or notes lying next t
 left alone while a corrupt `core.1234` is still reported. A file or glob named explicitly is
 always taken.
 
-Compression is decided by the file's magic bytes, never by its name, and decompressed streaming
-into a temporary file with a bound on the size written (a corrupt or hostile stream must not
-fill the disk).
+Compression is decided by the file's magic bytes, never by its name, and decompressed as the
+one-core form does (coreanalyze.corefile.compressed: streamed into a temporary file, bounded,
+with a free-space check).
 """
 
 from __future__ import annotations
 
 import glob
-import lzma
 import os
 import re
-import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
 
 from coreanalyze.batch.identity import content_identity
+from coreanalyze.corefile.compressed import MAGICS, MAX_CORE_BYTES, decompress_file, decompressed
 from coreanalyze.errors import BadInput
-from coreanalyze.safenames import safe_stem
 
 # systemd-coredump escapes '.', '/' and ' ' in COMM as \xNN, so the fields split cleanly.
 SYSTEMD_NAME = re.compile(
@@ -37,12 +33,6 @@ SYSTEMD_NAME = re.compile(
 PLAIN_NAME = re.compile(r"^core(?:\.(?P<pid>\d+))?$")
 COMPRESSED_NAME = re.compile(r"^core\..+\.(?:zst|lz4|xz)$")
 
-# Magic bytes -> compression name (zstd frame, LZ4 frame, xz stream).
-MAGICS = (
-    (b"\x28\xb5\x2f\xfd", "zst"),
-    (b"\x04\x22\x4d\x18", "lz4"),
-    (b"\xfd7zXZ\x00", "xz"),
-)
 ELF_CORE_HEADER = b"\x7fELF"
 ET_CORE = 4
 
@@ -52,10 +42,6 @@ XATTR_FIELDS = ("pid", "uid", "gid", "signal", "timestamp", "rlimit", "hostname"
 MAX_XATTR_NAMES = 256
 MAX_XATTR_CHARS = 1024
 
-MAX_CORE_BYTES = 64 << 30  # bound on one decompressed core
-READ_CHUNK = 1 << 20
-# Compressed input fed per call: bounds the memory one call may expand to (zstd RLE blocks).
-COMPRESSED_FEED = 4096
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SYSTEMD_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
@@ -78,10 +64,11 @@ class CoreInput:
     path: str  # absolute, as found
     size: int
     mtime: float
-    compression: str | None  # "zst" | "lz4" | "xz" by magic bytes; None for a plain core
+    compression: str | None  # "zst" | "lz4" | "xz" | "gz" by magic bytes; None for a plain core
     file_identity: str  # identity of the bytes as stored (== the core's for a plain core)
     systemd: SystemdName | None = None
     xattrs: dict[str, str] = field(default_factory=dict)
+    found_under: str | None = None  # the directory argument it was found in (None: named itself)
 
     @property
     def name(self) -> str:
@@ -98,8 +85,20 @@ class CoreInput:
         return int(m.group("pid")) if m and m.group("pid") else None
 
     @property
-    def host(self) -> str | None:
-        return self.xattrs.get("hostname") or None
+    def host(self) -> tuple[str | None, str | None]:
+        """The crashed machine's name and where it came from: systemd's attribute, else the
+        directory it was collected in (a fleet's cores lie in one directory per host): the
+        first directory below the argument it was found under, or that argument's own name."""
+        if self.xattrs.get("hostname"):
+            return self.xattrs["hostname"], "xattr"
+        parent = os.path.dirname(self.path)
+        if self.found_under:
+            relative = os.path.relpath(parent, self.found_under)
+            top = relative.split(os.sep)[0] if relative not in (".", "") else os.path.basename(os.path.normpath(self.found_under))
+            name = _clean(top, 200)
+        else:
+            name = _clean(os.path.basename(parent), 200)
+        return (name, "directory") if name and name != os.sep else (None, None)
 
     @property
     def timestamp(self) -> tuple[float, str]:
@@ -190,7 +189,7 @@ def read_xattrs(path: str) -> dict[str, str]:
 # ------------------------------------------------------------------------------ discovery
 
 
-def describe(path: str) -> CoreInput:
+def describe(path: str, found_under: str | None = None) -> CoreInput:
     """Everything known about one file before analysis (reads its first bytes, its last MiB
     and its extended attributes)."""
     st = os.stat(path)
@@ -203,6 +202,7 @@ def describe(path: str) -> CoreInput:
         file_identity=content_identity(path),
         systemd=parse_systemd_name(os.path.basename(path)),
         xattrs=read_xattrs(path),
+        found_under=found_under,
     )
 
 
@@ -225,34 +225,34 @@ def discover(arguments: list[str], exclude: list[str] = ()) -> list[CoreInput]:
     """The cores named by directories, globs and files, each once (by real path), in a stable
     order. A path that does not exist or a glob that matches nothing is bad input."""
     skip = {os.path.realpath(p) for p in exclude}
-    paths: list[str] = []
+    paths: list[tuple[str, str | None]] = []  # (path, the directory argument it was found under)
     for argument in arguments:
         if os.path.isdir(argument):
-            paths.extend(_walk(argument, skip))
+            paths.extend((p, os.path.abspath(argument)) for p in _walk(argument, skip))
         elif os.path.exists(argument):
             if not os.path.isfile(argument):
                 raise BadInput(f"{argument}: not a regular file or directory")
-            paths.append(argument)
+            paths.append((argument, None))
         elif glob.has_magic(argument):
             matches = sorted(glob.glob(argument, recursive=True))
             if not matches:
                 raise BadInput(f"{argument}: matches no file")
             for match in matches:
                 if os.path.isdir(match):
-                    paths.extend(_walk(match, skip))
+                    paths.extend((p, os.path.abspath(match)) for p in _walk(match, skip))
                 elif os.path.isfile(match):
-                    paths.append(match)
+                    paths.append((match, None))
         else:
             raise BadInput(f"{argument}: no such file or directory")
     seen: set[str] = set()
     inputs: list[CoreInput] = []
-    for path in paths:
+    for path, under in paths:
         real = os.path.realpath(path)
         if real in seen or any(real == s or real.startswith(s + os.sep) for s in skip):
             continue
         seen.add(real)
         try:
-            inputs.append(describe(os.path.abspath(path)))
+            inputs.append(describe(os.path.abspath(path), under))
         except OSError as e:
             raise BadInput(f"{path}: cannot read: {e.strerror or e}") from None
     return inputs
@@ -261,101 +261,15 @@ def discover(arguments: list[str], exclude: list[str] = ()) -> list[CoreInput]:
 # ------------------------------------------------------------------------------ decompression
 
 
-class _ZstdReader:
-    """Streaming zstd decoding (concatenated frames too) that notices a truncated stream,
-    which zstandard's stream_reader silently accepts."""
-
-    def __init__(self, src):
-        import zstandard
-
-        self._src = src
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._pending = b""
-        self._in_frame = False
-        self.error = zstandard.ZstdError
-
-    def read(self, _size: int) -> bytes:
-        while True:
-            if not self._pending:
-                self._pending = self._src.read(COMPRESSED_FEED)
-                if not self._pending:
-                    if self._in_frame:
-                        raise EOFError("compressed stream ended before the end of its frame")
-                    return b""
-            data, self._pending = self._pending, b""
-            self._in_frame = True
-            out = self._obj.decompress(data)
-            if self._obj.eof:
-                self._pending = self._obj.unused_data
-                self._obj = self._dctx.decompressobj()
-                self._in_frame = False
-            if out:
-                return out
-
-
-def _reader(compression: str, src):
-    if compression == "zst":
-        return _ZstdReader(src)
-    if compression == "lz4":
-        import lz4.frame
-
-        return lz4.frame.open(src, "rb")
-    if compression == "xz":
-        return lzma.open(src, "rb")
-    raise BadInput(f"unknown compression {compression!r}")
-
-
-def _decompression_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [EOFError, lzma.LZMAError, RuntimeError, ValueError]
-    try:
-        import zstandard
-
-        errors.append(zstandard.ZstdError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
 def decompress_to(core: CoreInput, target: str, limit: int = MAX_CORE_BYTES) -> int:
-    """Decompress `core` into the file `target`; returns the bytes written. A corrupt,
-    truncated or oversized stream is bad input with one line saying which."""
-    written = 0
-    try:
-        with open(core.path, "rb") as src, open(target, "wb") as out:
-            reader = _reader(core.compression or "", src)
-            while True:
-                chunk = reader.read(READ_CHUNK)
-                if not chunk:
-                    break
-                written += len(chunk)
-                if written > limit:
-                    raise BadInput(f"{core.name}: decompresses to more than {limit >> 20} MiB; not analyzed")
-                out.write(chunk)
-    except BadInput:
-        raise
-    except ImportError as e:
-        raise BadInput(f"{core.name}: cannot decompress {core.compression}: {e}") from None
-    except OSError as e:
-        raise BadInput(f"{core.name}: cannot decompress: {e.strerror or e}") from None
-    except _decompression_errors() as e:
-        raise BadInput(f"{core.name}: corrupt {core.compression} stream: {str(e)[:200] or type(e).__name__}") from None
-    if written == 0:
-        raise BadInput(f"{core.name}: the {core.compression} stream holds nothing")
-    return written
+    """Decompress `core` into the file `target`; returns the bytes written (see
+    coreanalyze.corefile.compressed)."""
+    return decompress_file(core.path, core.compression or "", target, limit)
 
 
 @contextmanager
 def materialized(core: CoreInput, tmp_dir: str | None = None, limit: int = MAX_CORE_BYTES) -> Iterator[str]:
     """A plain core file for `core`: the file itself, or a decompressed temporary copy that is
     removed on exit."""
-    if core.compression is None:
-        yield core.path
-        return
-    directory = tempfile.mkdtemp(prefix="coreanalyze-", dir=tmp_dir)
-    try:
-        target = os.path.join(directory, safe_stem(Path(core.name).stem))
-        decompress_to(core, target, limit)
-        yield target
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    with decompressed(core.path, core.compression, tmp_dir, limit) as path:
+        yield path

@@ -8,15 +8,18 @@ rebuilt exactly as a single batch over all the cores would have built them.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from coreanalyze.atomicfile import write_atomically
+from coreanalyze.batch.since import BASELINE_FILE, merge_baselines, read_baseline
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
 from coreanalyze.errors import BadInput
+from coreanalyze.known import load_known
 
 
 @dataclass
@@ -48,7 +51,7 @@ def _copy_report(source: BatchStore, target: BatchStore, relative: str | None, w
     return relative
 
 
-def merge_batches(sources: list[str], out: str) -> MergeResult:
+def merge_batches(sources: list[str], out: str, known_files: list[str] | tuple[str, ...] = ()) -> MergeResult:
     if not sources:
         raise BadInput("merge needs at least one batch output directory")
     target = BatchStore(out)
@@ -100,9 +103,14 @@ def merge_batches(sources: list[str], out: str) -> MergeResult:
         if not (target.results / f"{record.key}.json").exists():
             target.write(record)
 
+    # Each batch's --since baseline: the same previous batch counts once, others add up.
+    baseline = merge_baselines([b for b in (read_baseline(store.out) for store in stores) if b is not None])
+    if baseline is not None:
+        target.write_output(BASELINE_FILE, json.dumps(baseline, indent=1, sort_keys=True) + "\n")
+
     records = target.load(result.warnings)
     result.records = len(records)
-    result.summary = write_outputs(target, records)
+    result.summary = write_outputs(target, records, known=load_known(known_files, result.warnings))
     return result
 
 

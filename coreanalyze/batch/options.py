@@ -29,6 +29,8 @@ class BatchOptions:
     max_core_bytes: int = MAX_CORE_BYTES
     grace: float = GRACE_SECONDS  # beyond `timeout` before a worker is killed
     cluster: str | None = None  # a Dask scheduler's address or local:N (batch/cluster.py); None: here
+    known_files: list[Path] = field(default_factory=list)  # --known: a fleet's own known crashes
+    since: Path | None = None  # --since: the previous batch's output directory
 
 
 def default_jobs() -> int:

@@ -20,8 +20,19 @@ def _summary_lines(summary: dict[str, Any], out: Path) -> Iterator[str]:
         f"{t.get('cores', 0)} cores: {t.get('analyzed', 0)} analyzed, {t.get('partial', 0)} partly, "
         f"{t.get('failed', 0)} failed, {t.get('duplicates', 0)} duplicate files; {t.get('groups', 0)} crash groups"
     )
+    if t.get("without_time"):
+        yield f"{t['without_time']} cores without a plausible crash time (file time before 2000 or far ahead): left out of the days and trends"
+    since = summary.get("since")
+    if since:
+        yield (
+            f"since the previous batch: {since['new']} new, {since['growing']} growing, {since['back']} back, "
+            f"{since['steady']} steady, {since['gone']} gone"
+        )
     for g in summary.get("groups", [])[:TOP_GROUPS]:
-        yield f"  {g['count']:>5}  {g['fault_kind']:<19} {g['category']:<22} {one_line(g['signature'], 120)}"
+        marks = [g["trend"]["state"]] if g.get("trend") and g["trend"]["state"] != "steady" else []
+        marks += ["known: " + one_line(g["known"]["id"], 60)] if g.get("known") else []
+        tail = f"  [{', '.join(marks)}]" if marks else ""
+        yield f"  {g['count']:>5}  {g['fault_kind']:<19} {g['category']:<22} {one_line(g['signature'], 120)}{tail}"
     if len(summary.get("groups", [])) > TOP_GROUPS:
         yield f"  ... {len(summary['groups']) - TOP_GROUPS} more groups"
     failed = summary.get("failed", [])

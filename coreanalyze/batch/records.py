@@ -32,6 +32,7 @@ class RecordKeeper:
             tmp_dir=options.tmp_dir,
             max_core_bytes=options.max_core_bytes,
             parent_pid=os.getpid(),
+            known_files=tuple(str(p) for p in options.known_files),
         )
 
     def keep(self, record: CoreRecord) -> None:

@@ -10,6 +10,7 @@ what is done is kept, the summary is written).
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -26,10 +27,12 @@ from coreanalyze.batch.inputs import CoreInput, discover
 from coreanalyze.batch.options import BatchOptions, default_jobs
 from coreanalyze.batch.progress import Progress
 from coreanalyze.batch.records import RecordKeeper
+from coreanalyze.batch.since import BASELINE_FILE, baseline_from_summary
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
 from coreanalyze.batch.worker import WorkerConfig, base_record, worker_main
 from coreanalyze.errors import AnalysisFailed, BadInput
+from coreanalyze.known import load_known
 
 STOP_SECONDS = 5.0  # how long a worker gets to clean up (its gdb) before SIGKILL
 POLL_SECONDS = 1.0
@@ -236,6 +239,8 @@ def check_options(options: BatchOptions) -> None:
 
     if options.jobs is not None and options.jobs < 1:
         raise BadInput("--jobs must be at least 1")
+    if options.since is not None and os.path.realpath(options.since) == os.path.realpath(options.out):
+        raise BadInput("--since names --out itself: give the previous batch's output directory")
     if options.cluster is not None:
         from coreanalyze.batch.cluster import check_cluster_options
 
@@ -253,8 +258,11 @@ def check_options(options: BatchOptions) -> None:
 def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[CoreRecord], None] | None = None) -> BatchResult:
     """Analyze every core under `paths` into `options.out`; see the module docstring."""
     check_options(options)
+    baseline = baseline_from_summary(options.since) if options.since is not None else None
     store = BatchStore(options.out)
     store.prepare(options.resume)
+    if baseline is not None:
+        store.write_output(BASELINE_FILE, json.dumps(baseline, indent=1, sort_keys=True) + "\n")
     inputs = discover(paths, exclude=[str(options.out)])
     if not inputs:
         raise BadInput(f"no core files found in {', '.join(paths)}")
@@ -262,6 +270,7 @@ def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[Core
         inputs = [c for c in inputs if options.shard.owns(c.file_identity)]
 
     result = BatchResult(out=Path(options.out), found=len(inputs), skipped=0)
+    known = load_known(options.known_files, result.warnings)  # a damaged file: a warning, the batch goes on
     done = store.load(result.warnings)
     by_file = {r.file_identity: r for r in done}
     done_paths = {r.path for r in done}
@@ -296,5 +305,5 @@ def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[Core
                 signal.signal(signal.SIGTERM, previous_sigterm)
     result.this_run = batch.counts
     records = store.load(result.warnings)
-    result.summary = write_outputs(store, records, shard=options.shard)
+    result.summary = write_outputs(store, records, shard=options.shard, known=known)
     return result

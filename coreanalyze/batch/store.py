@@ -36,6 +36,9 @@ MAX_RECORDS = 1_000_000
 _IDENTITY = re.compile(r"^[0-9a-f]{64}$")
 _REPORT_PATH = re.compile(r"^reports/[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:html|json)$")
 _STEM_CHARS = 80
+_TEXT_CHARS = 300
+_MAX_FRAMES = 64
+_MAX_PACKAGES = 1000
 _ID_IN_NAME = 16
 
 
@@ -52,7 +55,8 @@ class CoreRecord:
     size: int | None = None  # bytes on disk
     timestamp: float | None = None  # when the process crashed, epoch seconds
     timestamp_source: str | None = None  # "xattr" | "filename" | "mtime"
-    host: str | None = None  # from systemd's hostname attribute
+    host: str | None = None  # systemd's hostname attribute, the process's HOSTNAME, else the directory
+    host_source: str | None = None  # "xattr" | "environment" | "directory"
     pid: int | None = None
     executable: str | None = None
     signal: str | None = None
@@ -69,6 +73,15 @@ class CoreRecord:
     xattrs: dict[str, str] = field(default_factory=dict)
     # Wheels --fetch downloaded for this core (not those another core's analysis had fetched).
     wheels_downloaded: list[str] = field(default_factory=list)
+    # The GPU core dump read beside this core: the same crash, not one of its own.
+    gpu_core: str | None = None
+    # What a fleet's statistics and the known-crash database look at (batch/facts.py).
+    versions: dict[str, str] = field(default_factory=dict)  # python, tensorflow, tflite, cuda, driver
+    packages: dict[str, str] = field(default_factory=dict)  # normalized package name -> version
+    abort_message: str | None = None
+    gpu_exception: str | None = None
+    frames: list[str] = field(default_factory=list)  # crashing thread's functions, innermost first
+    known: dict[str, Any] | None = None  # classification.known of its report
 
     @property
     def name(self) -> str:
@@ -111,6 +124,14 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "seconds": (int, float, type(None)),
     "xattrs": (dict,),
     "wheels_downloaded": (list,),
+    "gpu_core": (str, type(None)),
+    "host_source": (str, type(None)),
+    "versions": (dict,),
+    "packages": (dict,),
+    "abort_message": (str, type(None)),
+    "gpu_exception": (str, type(None)),
+    "frames": (list,),
+    "known": (dict, type(None)),
 }
 
 
@@ -140,7 +161,15 @@ def record_from_dict(d: Any) -> CoreRecord:
     kwargs["culprit"] = {k: v for k, v in kwargs.get("culprit", {}).items() if k in ("function", "module") and isinstance(v, (str, type(None)))}
     kwargs["xattrs"] = {k: v for k, v in kwargs.get("xattrs", {}).items() if isinstance(k, str) and isinstance(v, str)}
     kwargs["wheels_downloaded"] = [w[:300] for w in kwargs.get("wheels_downloaded", []) if isinstance(w, str)]
+    for name in ("versions", "packages"):
+        kwargs[name] = _strings(kwargs.get(name, {}))
+    kwargs["frames"] = [f[:_TEXT_CHARS] for f in kwargs.get("frames", [])[:_MAX_FRAMES] if isinstance(f, str)]
     return CoreRecord(**kwargs)
+
+
+def _strings(d: dict[str, Any]) -> dict[str, str]:
+    """A name -> version table from another machine's file: strings only, bounded."""
+    return {k[:_TEXT_CHARS]: v[:_TEXT_CHARS] for k, v in list(d.items())[:_MAX_PACKAGES] if isinstance(k, str) and isinstance(v, str)}
 
 
 def report_stem(core_path: str, identity: str) -> str:

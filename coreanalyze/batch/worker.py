@@ -14,17 +14,22 @@ already analyzed (a plain core and its compressed copy share an identity).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Callable
 
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
+from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
 from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
 from coreanalyze.errors import CoreAnalyzeError
+from coreanalyze.gpu.stage import name_as_given
+from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.model import Report
 from coreanalyze.signals import SIGNAL_NAMES
 
@@ -39,6 +44,7 @@ class WorkerConfig:
     tmp_dir: str | None = None
     max_core_bytes: int = MAX_CORE_BYTES
     parent_pid: int = 0
+    known_files: tuple[str, ...] = ()  # --known: the user's known-crash files (checked by the batch)
 
 
 def _clip(text: str | None) -> str | None:
@@ -56,6 +62,7 @@ def _signal_name(number: str | None) -> str | None:
 def base_record(core: CoreInput) -> CoreRecord:
     """What is known before analysis: names, systemd's attributes, the file's own facts."""
     when, source = core.timestamp
+    host, host_source = core.host
     return CoreRecord(
         identity=core.file_identity,
         file_identity=core.file_identity,
@@ -65,7 +72,8 @@ def base_record(core: CoreInput) -> CoreRecord:
         size=core.size,
         timestamp=when,
         timestamp_source=source,
-        host=core.host,
+        host=host,
+        host_source=host_source,
         pid=core.pid,
         executable=core.xattrs.get("exe") or None,
         signal=_signal_name(core.xattrs.get("signal")),
@@ -85,8 +93,44 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
         record.pid = report.core.pid if report.core.pid is not None else record.pid
         record.executable = _clip(report.core.executable) or record.executable
         record.signal = report.core.signal.name or record.signal
+    gpu = cls.gpu
+    if gpu is not None and gpu.gpu_core_status == "read" and report.core is not None and report.core.arch != "cuda":
+        record.gpu_core = _clip(gpu.gpu_core)
     attempts = report.environment.get("fetch_attempts") or []
     record.wheels_downloaded = [_clip(a["wheel"]) for a in attempts if a.get("downloaded") and a.get("wheel")]
+
+
+@lru_cache(maxsize=4)
+def known_crashes(files: tuple[str, ...]) -> KnownCrashes:
+    """Loaded once per worker; the batch already warned about damaged files."""
+    return load_known(files)
+
+
+def known_advice(known: dict[str, Any]) -> str:
+    """The line a report's advice starts with when its crash is a known one."""
+    text = f"Known crash: {known['title']}"
+    if known.get("url"):
+        text += f" ({known['url']})"
+    if known.get("note"):
+        text += f"; {known['note']}"
+    return text + (f". {known['advice']}" if known.get("advice") else ".")
+
+
+def _recognize(report: Report, record: CoreRecord, known: KnownCrashes) -> dict[str, Any] | None:
+    facts = crash_facts(record)
+    entry = known.match(facts)
+    if entry is None:
+        return None
+    verdict = entry.verdict(facts)
+    report.classification.advice.insert(0, known_advice(verdict))
+    return verdict
+
+
+def _with_known(text: str, known: dict[str, Any] | None) -> str:
+    """classification.known in the JSON report (null when no known crash matched)."""
+    report = json.loads(text)
+    report.setdefault("classification", {})["known"] = known
+    return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
 
 
 def _accepts_gdb_pool() -> bool:
@@ -126,14 +170,20 @@ def analyze_one(
             if not claim(record.identity):
                 record.status = "duplicate"
                 return record
-            result = analyze_core(local, config.options, **_analyze_kwargs(gdb_pool))
+            options = replace(config.options, gpu_core_beside=core.path)  # not beside a decompressed copy
+            result = analyze_core(local, options, **_analyze_kwargs(gdb_pool))
             report = result.report
-            if report.core is not None:
-                report.core.path = core.path  # not the temporary decompressed copy
+            name_as_given(report, local, core.path)  # not the temporary decompressed copy
             stem = report_stem(core.path, record.identity)
-            record.report_json = write_report(stem, ".json", render(report, "json"))
-            record.report_html = write_report(stem, ".html", render(report, "html"))
             fill_from_report(record, report)
+            fill_facts(record, report)
+            if record.host_source != "xattr":
+                hostname = hostname_from_core(local, report)
+                if hostname:
+                    record.host, record.host_source = hostname, "environment"
+            record.known = _recognize(report, record, known_crashes(config.known_files))
+            record.report_json = write_report(stem, ".json", _with_known(render(report, "json"), record.known))
+            record.report_html = write_report(stem, ".html", render(report, "html"))
             record.status = "ok" if result.exit_code == 0 else "partial"
             record.reason = _clip(result.failure)
     except CoreAnalyzeError as e:

@@ -5,7 +5,9 @@ window takes its best rule; its score is the rule's priority minus a penalty per
 distance from the top, so the nearest specific code wins over distant context, yet a generic
 frame on top (`TensorShapeBase::dim_size`) yields to the kernel right below it. Abort-message
 rules and a custom-op frame take part with the same scoring; Python frames and noise frames
-(CPython's eval loop, ...) only decide when nothing else does.
+(CPython's eval loop, ...) only decide when nothing else does. A pasted text adds its other
+lines (log lines, the command or statement that ran, the libraries it names): line rules score
+like the rest, less a penalty per line of distance from the crash's own line.
 """
 
 from __future__ import annotations
@@ -65,10 +67,12 @@ def decide_category(
     rules: RuleSet,
     allocator_evidence: bool = True,
     fault_kind: str | None = None,
+    context: Sequence[tuple[int, str, bool]] = (),
 ) -> CategoryDecision:
     """allocator_evidence: False when the report itself names a fault that is not the heap's
     (ASan's stack-overflow inside operator new): allocator frames on top are then incidental.
-    fault_kind: the crash's, for rules that apply to one fault kind only."""
+    fault_kind: the crash's, for rules that apply to one fault kind only.
+    context: (distance from the crash's line, line) of a pasted text's other lines."""
     s = rules.settings
     candidates: list[Candidate] = []
 
@@ -115,6 +119,13 @@ def decide_category(
         if rule is not None:
             score = rule.priority - s.distance_penalty * rank - (s.noise_penalty if ranked else 0)
             candidates.append(Candidate(rule.category, score, rank, _describe(rule, v), rule, v))
+
+    # The stack speaks first: where a frame rule matched, the text's other lines only add context.
+    framed = any(c.view is not None for c in candidates)
+    for rule, distance, line in rules.line_rules(context, fault_kind):
+        score = rule.priority - s.line_penalty * min(distance, s.line_reach) - (s.noise_penalty if framed else 0)
+        shown = " ".join(line.split())[:160]
+        candidates.append(Candidate(rule.category, score, distance, f"rule {rule.name} matched the line `{shown}`", rule))
 
     if not candidates:
         return CategoryDecision("unknown", None, None)

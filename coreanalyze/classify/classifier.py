@@ -7,28 +7,34 @@ them together and writes down the evidence.
 
 from __future__ import annotations
 
-from coreanalyze.classify.advice import advise
+from dataclasses import replace
+from typing import Sequence
+
+from coreanalyze.classify.advice import ProcessFacts, advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.customop import find_custom_op, is_tensorflow_frame, loaded_custom_libraries
+from coreanalyze.classify.device import device_signature, device_summary, gpu_facts, host_site, oom_facts
 from coreanalyze.classify.faultkind import (
     cpu_feature_for,
     exception_type,
     fault_kind_from_views,
     instruction_text,
     report_class_kind,
+    reraise_evidence,
     short_message,
     signal_name,
     signal_origin,
     thrown_exception,
 )
-from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.frames import FrameView, build_views, same_run
+from coreanalyze.classify.frameworks import loaded_frameworks
 from coreanalyze.classify.names import normalize_function, short_name
 from coreanalyze.classify.op import find_op
 from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.classify.signature import make_signature
 from coreanalyze.classify.summary import SummaryFacts, summarize
-from coreanalyze.model import Classification, Culprit, Report, SignalInfo, Thread
+from coreanalyze.model import Classification, Culprit, GpuFault, Report, SignalInfo, Thread
 from coreanalyze.pyfiles import is_library_file
 from coreanalyze.vocabulary import Confidence, FaultKind
 
@@ -99,7 +105,41 @@ def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int
     return Confidence.MEDIUM
 
 
-def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None) -> Classification:
+def _gpu_host(report: Report, thread: Thread | None, category: str, kind: str, pick: CulpritPick):
+    """(the host thread's GPU call, the sentence the summary gains, the GPU library whose own
+    thread crashed): for a crash in the GPU stack, or inside a GPU call."""
+    from coreanalyze.gpu.host import find_host_call, host_sentence
+
+    call = find_host_call(report)
+    if call is None:
+        return None, None, None
+    in_call = thread is not None and call.tid == thread.tid
+    if not in_call and category != "gpu-driver" and kind != FaultKind.GPU_EXCEPTION:
+        return None, None, None
+    library = None
+    if pick.view is not None and not pick.view.python and thread is not None and not any(f.kind == "python" for f in thread.frames):
+        library = pick.view.module_base or None
+    return call, host_sentence(call, thread, library), library
+
+
+def _with_host_api(gpu: GpuFault | None, host) -> GpuFault | None:
+    """classification.gpu with the host thread's call as its api (unless the facts named one)."""
+    if host is None:
+        return gpu
+    return replace(gpu, api=gpu.api or host.api) if gpu is not None else GpuFault(api=host.api)
+
+
+def _environment_names(report: Report) -> frozenset[str] | None:
+    names = report.environment.get("environment_variable_names") if isinstance(report.environment, dict) else None
+    return frozenset(n for n in names if isinstance(n, str)) if isinstance(names, list) else None
+
+
+def classify(
+    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str, bool]] = ()
+) -> Classification:
+    """context: a pasted text's lines other than frames, as (distance from the crash's line, line)."""
+    from coreanalyze.gpu.host import evidence_line
+
     rules = rules or default_rules()
     abort_message = abort_message or report.classification.abort_message
     thread = _crashed_thread(report)
@@ -115,17 +155,20 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     reported_kind = report_class_kind(report.classification.detail, rules)
     kind, kind_evidence = fault_kind_from_views(
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
-        detail=report.classification.detail,
+        detail=report.classification.detail, gpu=report.classification.gpu, oom=report.classification.oom,
     )
     decision = decide_category(
-        views, pick, abort_message, custom, rules, allocator_evidence=reported_kind in (None, FaultKind.HEAP_CORRUPTION), fault_kind=kind
+        views, pick, abort_message, custom, rules,
+        allocator_evidence=reported_kind in (None, FaultKind.HEAP_CORRUPTION, FaultKind.OUT_OF_MEMORY), fault_kind=kind, context=context,
     )
     detail = report.classification.detail
-    if detail is None and kind == FaultKind.UNCAUGHT_EXCEPTION:
+    if detail is None and kind in (FaultKind.UNCAUGHT_EXCEPTION, FaultKind.OUT_OF_MEMORY):
         detail = exception_type(abort_message) or thrown_exception(views, rules)
+    gpu = gpu_facts(kind, report.classification.gpu, abort_message)
+    oom = oom_facts(kind, report.classification.oom, abort_message, detail)
     op = find_op(views, pick, custom, rules)
 
-    evidence: list[str] = list(kind_evidence)
+    evidence: list[str] = [*reraise_evidence(signal), *kind_evidence]
     if abort_message:
         evidence.append(f"abort message: {' '.join(abort_message.split())[:300]}")
     if pick.view is not None:
@@ -156,14 +199,19 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
     if custom is not None and custom.view is not pick.view:
         suspect = Culprit(function=_display_function(custom.view, rules), module=custom.library_path, frame_index=custom.view.index)
 
+    host, host_text, library_thread = _gpu_host(report, thread, decision.category, kind, pick)
+    if host is not None:
+        evidence.append(evidence_line(host))
+
     origin = signal_origin(signal, pid, any(v.role == "abort" for v in pick.skipped))
     insn = instruction_text(report.fault_instruction)
     feature = cpu_feature_for(insn, rules)
-    caller = pick.below[0] if pick.below else None
+    # The next frame that says something new: not more of a stripped library's unnamed code.
+    caller = next((v for v in pick.below if pick.view is None or not same_run(pick.view, v)), None)
     tf_caller = None
     if custom is not None:
         tf_caller = next((v for v in views if not v.python and v.position > custom.view.position and is_tensorflow_frame(v, rules)), None)
-    summary = summarize(
+    summary = device_summary(kind, gpu, oom, sig, host_site(views, pick.view)) or summarize(
         SummaryFacts(
             signal=sig,
             fault_kind=kind,
@@ -184,6 +232,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
             detail=detail,
         )
     )
+    if host_text:
+        summary = f"{summary} {host_text}"
 
     values = {
         "culprit": short_name(pick.view.name) if pick.view is not None and pick.view.name else None,
@@ -200,15 +250,23 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         "signal": sig,
         "exception": (detail if kind == FaultKind.UNCAUGHT_EXCEPTION else None) or thrown_exception(views, rules),
         "loaded_custom_ops": ", ".join(loaded_custom_libraries(report.modules, rules)) or None,
+        "api": host.api if host is not None else None,
     }
-    advice = advise(decision.category, kind, custom is not None, values, rules)
+    facts = ProcessFacts(
+        loaded=loaded_frameworks(report, rules),
+        host_call=host.role if host is not None and thread is not None and host.tid == thread.tid else None,
+        signal_code=signal.code_name,
+        environment=_environment_names(report),
+    )
+    advice = advise(decision.category, kind, custom is not None, values, rules, facts)
 
     score = decision.winner.score if decision.winner is not None else None
     return Classification(
         category=decision.category,
         fault_kind=kind,
         culprit=culprit,
-        signature=make_signature(sig, views, pick, rules, abort_message),
+        signature=device_signature(kind, gpu, oom)
+        or make_signature(sig, views, pick, rules, abort_message, host_api=host.api if host is not None and library_thread else None),
         summary=summary,
         evidence=evidence,
         advice=advice,
@@ -217,6 +275,8 @@ def classify(report: Report, *, abort_message: str | None = None, rules: RuleSet
         suspect=suspect,
         op=op.name if op is not None else None,
         detail=detail,
+        gpu=_with_host_api(gpu, host),
+        oom=oom,
     )
 
 

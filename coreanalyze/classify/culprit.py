@@ -49,20 +49,23 @@ class CulpritPick:
 
 
 def _handler_end(views: Sequence[FrameView]) -> tuple[int, list[FrameView]]:
-    """Position after the topmost signal trampoline when only handler noise sits above it."""
+    """Position after the signal trampolines over which only handler noise sits: the topmost,
+    and the next ones when a handler re-raised into another (a chain of handlers)."""
+    end = 0
     for v in views[:MAX_HANDLER_DEPTH]:
         if v.python:
             break
         if v.role == "trampoline":
-            above = views[: v.position]
+            above = views[end : v.position]
             # A handler that re-raised (faulthandler, TF's stack-trace handler) shows only
             # abort-path and logging frames; a crash handler (KCrash, a *FatalSignalHandler*)
             # may run anything (waitpid for a debugger) but names itself on the abort list.
             # Other code above with no crash-handling frame means the handler itself crashed.
-            if all(a.role is not None for a in above) or any(a.role in ("abort", "logging") for a in above):
-                return v.position + 1, list(views[: v.position + 1])
-            return 0, []
-    return 0, []
+            handler = all(a.role is not None for a in above) or any(a.role in ("abort", "logging") for a in above)
+            if not handler or (end and not any(a.role == "abort" for a in above)):
+                break  # deeper handlers count only when they raised the signal again
+            end = v.position + 1
+    return end, list(views[:end])
 
 
 def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None = None) -> CulpritPick:

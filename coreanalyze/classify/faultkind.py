@@ -14,8 +14,9 @@ from typing import Callable, Mapping, Sequence
 from coreanalyze.arch import accessed_address, stack_pointer
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.gpuerrors import match_error
 from coreanalyze.classify.rules import RuleSet, default_rules
-from coreanalyze.model import Frame, SignalInfo
+from coreanalyze.model import Frame, GpuFault, OomInfo, SignalInfo
 from coreanalyze.signals import SI_KERNEL, SIGNAL_NAMES, code_number
 from coreanalyze.signals import code_name as _code_name
 from coreanalyze.vocabulary import FaultKind
@@ -90,6 +91,20 @@ class Origin:
     sent: bool  # delivered by kill/tgkill/sigqueue (or the kernel on behalf of a limit)
     by_self: bool  # ... by the process itself (abort(), raise(), a handler re-raising)
     sender: str  # for sentences
+
+
+def reraise_evidence(signal: SignalInfo | None) -> list[str]:
+    """The line that says the signal is the one a handler caught and raised again (its
+    signal frame was read: coreanalyze.reraise); [] for any other signal."""
+    if signal is None or not signal.reraised_by:
+        return []
+    caught = signal_name(signal) or "the signal"
+    if code_name(signal):
+        caught += f" ({code_name(signal)})"
+    return [
+        f"{caught} was caught by {signal.reraised_by}, which raised it again: the core's own siginfo is the re-raise,"
+        " the registers shown are those the signal interrupted"
+    ]
 
 
 def signal_origin(signal: SignalInfo, pid: int | None, abort_on_stack: bool) -> Origin:
@@ -205,9 +220,14 @@ class Crash:
         self.heap_msg = _search_any(f.heap_messages, self.abort_message)
         self.check_msg = _search_any(f.check_messages, self.abort_message)
         self.assert_msg = _search_any(f.assert_messages, self.abort_message)
-        self.origin = signal_origin(self.signal, self.pid, self.abort_on_stack)
+        # Handler frames nobody has explained: with reraised_by set, the signal is already the
+        # one the handler caught, so its frames say nothing about the fault.
+        self.unexplained_handler = bool(self.pick.handler_frames) and not self.signal.reraised_by
+        # A SIGABRT right after the process printed its own fatal message was its own abort().
+        own_abort = self.abort_on_stack or (self.name == "SIGABRT" and bool(self.heap_msg or self.check_msg or self.assert_msg))
+        self.origin = signal_origin(self.signal, self.pid, own_abort)
         self.fault, self.fault_cname, self.reraised = self.signal, self.cname, []
-        if self.origin.by_self and self.pick.handler_frames:
+        if self.origin.by_self and self.unexplained_handler:
             labels = [v.label for v in self.pick.handler_frames]
             handler = next((label for label in labels if "faulthandler" in label or "Stacktrace" in label), None)
             who = f"the signal handler {handler}" if handler else "a signal handler in the process (Python's faulthandler or similar)"
@@ -218,9 +238,14 @@ class Crash:
     def any_abort_evidence(self) -> bool:
         return bool(self.heap_msg or self.check_msg or self.assert_msg or self.abort_on_stack or self.malloc_on_top or self.logging_on_top)
 
-    def thrown(self) -> str:
+    def uncaught(self, label: str) -> Verdict:
+        """std::terminate: an uncaught exception, or a failed allocation nobody caught."""
         thrown = exception_type(self.abort_message) or thrown_exception(self.views, self.rules)
-        return f" (uncaught {thrown})" if thrown else ""
+        what = f" (uncaught {thrown})" if thrown else ""
+        oom = self.rules.fault.oom_exceptions
+        if thrown and oom is not None and oom.search(thrown):
+            return FaultKind.OUT_OF_MEMORY, [f"{label} from std::terminate{what}: an allocation failed and nothing caught its exception"]
+        return FaultKind.UNCAUGHT_EXCEPTION, [f"{label} from std::terminate{what}: an uncaught C++ exception"]
 
 
 def _matching(views: Sequence[FrameView], pattern: re.Pattern[str] | None) -> list[FrameView]:
@@ -239,9 +264,13 @@ def fault_kind_from_views(
     fault_instruction: str | None = None,
     rules: RuleSet,
     detail: str | None = None,
+    gpu: GpuFault | None = None,
+    oom: OomInfo | None = None,
 ) -> Verdict:
     """The first of FAULT_RULES that decides, with its evidence."""
-    verdict = _report_verdict(signal, detail, rules) or _instruction_set_check(abort_message, rules)
+    verdict = (
+        device_facts_kind(gpu, oom) or _report_verdict(signal, detail, rules) or _instruction_set_check(abort_message, rules)
+    )
     if verdict is not None:
         return verdict
     signal = signal or SignalInfo()
@@ -294,12 +323,15 @@ def _instruction_set_check(abort_message: str | None, rules: RuleSet) -> Verdict
 def _aborted(c: Crash) -> Verdict:
     """What ended a process that aborted: the allocator, an uncaught exception, a check, ..."""
     label = c.name or "abort"
+    device = device_message_kind(c.abort_message)
+    if device is not None:
+        return device
     if c.heap_msg:
         return FaultKind.HEAP_CORRUPTION, [f"{label} after the allocator reported {short_message(c.abort_message)!r}"]
     if c.terminate_on_top and not (c.malloc_on_top and c.malloc_on_top[0].position < c.terminate_on_top[0].position):
         # operator new throwing bad_alloc leaves allocator frames under std::terminate:
         # the uncaught exception, not the heap, ended the process.
-        return FaultKind.UNCAUGHT_EXCEPTION, [f"{label} from std::terminate{c.thrown()}: an uncaught C++ exception"]
+        return c.uncaught(label)
     if c.malloc_on_top:
         return FaultKind.HEAP_CORRUPTION, [f"{label} raised from inside the allocator ({', '.join(v.label for v in c.malloc_on_top[:3])})"]
     if c.check_msg:
@@ -310,8 +342,8 @@ def _aborted(c: Crash) -> Verdict:
         return FaultKind.ABORT, [f"{label} from the stack protector / fortify check ({c.protector_on_top[0].label}): a buffer overflow on the stack"]
     if c.assert_on_top or (c.assert_msg and "Assertion" in c.assert_msg.group(0)):
         return FaultKind.ABORT, [f"{label} from a failed assert()"]
-    if c.terminate_on_top or (c.assert_msg and "terminate" in c.assert_msg.group(0)):
-        return FaultKind.UNCAUGHT_EXCEPTION, [f"{label} from std::terminate{c.thrown()}: an uncaught C++ exception"]
+    if c.terminate_on_top or (c.assert_msg and "terminat" in c.assert_msg.group(0)):
+        return c.uncaught(label)
     return FaultKind.ABORT, [f"{label} with no allocator or check-failure evidence"]
 
 
@@ -321,6 +353,9 @@ def _no_signal(c: Crash) -> Verdict | None:
     if c.any_abort_evidence:
         kind, evidence = _aborted(c)
         return kind, ["no signal information", *evidence]
+    device = device_message_kind(c.abort_message)
+    if device is not None:
+        return device[0], ["no signal information", *device[1]]
     return FaultKind.UNKNOWN, ["no signal information and no abort evidence"]
 
 
@@ -334,7 +369,7 @@ def _sent_from_outside(c: Crash) -> Verdict | None:
 def _trapped_check(c: Crash) -> Verdict | None:
     """CHECK / LOG(FATAL) in Chromium, V8, absl builds end in a trap instruction (ud2, int3,
     brk), not abort(): the check failure is the cause, the trap how the process stopped."""
-    if c.name not in ("SIGILL", "SIGTRAP") or not (c.check_msg or c.logging_on_top) or c.pick.handler_frames:
+    if c.name not in ("SIGILL", "SIGTRAP") or not (c.check_msg or c.logging_on_top) or c.unexplained_handler:
         return None
     why = short_message(c.abort_message) if c.check_msg else c.logging_on_top[0].label
     return FaultKind.CHECK_FAILURE, [f"{c.name} raised by a fatal check / log ({why})"]
@@ -343,7 +378,7 @@ def _trapped_check(c: Crash) -> Verdict | None:
 def _trapped_assert(c: Crash) -> Verdict | None:
     """WebKit's ASSERT, V8's CSA_ASSERT: the failed assertion is the cause; the trap (or the
     write to a poison address) after it is how the runtime chose to stop."""
-    if c.name not in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") or not _asserted(c.assert_msg) or c.check_msg or c.pick.handler_frames:
+    if c.name not in ("SIGILL", "SIGTRAP", "SIGSEGV", "SIGBUS") or not _asserted(c.assert_msg) or c.check_msg or c.unexplained_handler:
         return None
     return FaultKind.ABORT, [f"{c.name} right after a failed assertion ({short_message(c.abort_message)!r})"]
 
@@ -354,11 +389,13 @@ def _abort_signal(c: Crash) -> Verdict | None:
     kind, evidence = _aborted(c)
     if c.origin.by_self:
         evidence.insert(0, f"SIGABRT raised by the process itself ({c.cname or 'tgkill'})")
+    elif c.signal.reraised_by and c.cname is None and any(v.role == "abort" for v in c.pick.skipped):
+        evidence.insert(0, "SIGABRT raised by the process itself (abort/raise under the handler)")
     return kind, evidence
 
 
 def _raised_by_self(c: Crash) -> Verdict | None:
-    if not c.origin.by_self or c.name not in FAULT_SIGNALS or c.pick.handler_frames:
+    if not c.origin.by_self or c.name not in FAULT_SIGNALS or c.unexplained_handler:
         return None
     return FaultKind.SENT_SIGNAL, [f"{c.name} was raised by the process itself (raise/kill on its own pid, {c.cname or 'no si_code'}), not by a fault"]
 
@@ -502,6 +539,27 @@ BUS_CODES = {
 }
 
 
+def device_facts_kind(gpu: GpuFault | None, oom: OomInfo | None) -> tuple[str, list[str]] | None:
+    """The fault kind the report's own GPU or allocation facts name (a GPU core, a GPU text)."""
+    if oom is not None:
+        return "out-of-memory", [f"the allocator {oom.allocator or ''} could not allocate the memory asked for".replace("  ", " ")]
+    if gpu is None or not gpu.exception:
+        return None
+    error = match_error(gpu.exception)
+    if error is not None and error.fault_kind != "gpu-exception":
+        return None  # an API error (no kernel image, an old driver): not a fault of the device
+    return "gpu-exception", [f"the GPU raised {gpu.exception}" + (f" in kernel {gpu.kernel}" if gpu.kernel else "")]
+
+
+def device_message_kind(abort_message: str | None) -> tuple[str, list[str]] | None:
+    """A fatal message that names a GPU fault or a failed allocation (gpu_errors.toml)."""
+    error = match_error(abort_message)
+    if error is None or not error.fault_kind:
+        return None
+    what = "the GPU faulted" if error.fault_kind == "gpu-exception" else "an allocation failed"
+    return error.fault_kind, [f"the fatal message names {error.matched}: {what} ({error.exception})"]
+
+
 def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool] | None:
     """(feature, is_trap) for the first CPU-feature pattern the instruction matches."""
     if not instruction:
@@ -513,7 +571,7 @@ def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool]
 
 
 _TERMINATE_TYPE = re.compile(r"terminate called after throwing an instance of '([^']{1,300})'")
-_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ([\w:<>,* ]{1,300}?)(?::|$|\n)")
+_UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ((?:[\w<>,* ]|::){1,300}?)(?::(?!:)|$|\n)")
 
 
 def exception_type(message: str | None) -> str | None:

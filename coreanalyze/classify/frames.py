@@ -10,6 +10,7 @@ from typing import Sequence
 from coreanalyze.classify.names import basename, normalize_function
 from coreanalyze.classify.rules import RuleSet
 from coreanalyze.model import Frame, Module
+from coreanalyze.symbols.entrypoints import entry_points
 from coreanalyze.vocabulary import FrameKind
 
 # Frames beyond this depth are never looked at: a runaway recursion has a hundred thousand,
@@ -27,6 +28,9 @@ class FrameView:
     module_class: str | None  # tensorflow | python | system | extension | foreign | None
     role: str | None  # skip list the name is on, if any
     python: bool
+    # An unnamed frame of a stripped library: the normalized exported function it runs for
+    # (Frame.entry_point), "" otherwise.
+    entry_point: str = ""
 
     @property
     def index(self) -> int:
@@ -39,6 +43,8 @@ class FrameView:
             return self.name
         if self.python:
             return "<python>"
+        if self.entry_point:
+            return f"?? under {self.entry_point}"
         if not self.module_base and self.frame.file:
             # A stack of file:line only: the source location is all there is to name.
             return f"{self.file_base}:{self.frame.line}" if self.frame.line is not None else self.file_base
@@ -47,6 +53,19 @@ class FrameView:
     @property
     def file_base(self) -> str:
         return basename(self.frame.file)
+
+    @property
+    def anchor(self) -> str:
+        """What names the frame's place: its function, else the entry point it runs for."""
+        return self.name or self.entry_point
+
+
+def same_run(a: FrameView, b: FrameView) -> bool:
+    """Two native frames of one stripped library that tell nothing apart: unnamed frames under
+    the same entry point (or under none), or the entry point and a frame it called."""
+    if a.python or b.python or (a.name and b.name) or not a.module_path or a.module_path != b.module_path:
+        return False
+    return a.anchor == b.anchor
 
 
 class ModuleIndex:
@@ -69,6 +88,8 @@ class ModuleIndex:
 def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleSet) -> list[FrameView]:
     ordered = sorted(frames[:MAX_FRAMES], key=lambda f: f.index)
     index = ModuleIndex(modules)
+    # A pasted trace's frames were not marked by the symbols stage: the same rule, read here.
+    entries = entry_points(ordered)
     views = []
     # Deep recursions repeat a handful of frames thousands of times: look each one up once.
     memo: dict[tuple[str | None, str | None, bool], tuple[str, str | None, str | None]] = {}
@@ -107,6 +128,7 @@ def build_views(frames: Sequence[Frame], modules: Sequence[Module], rules: RuleS
                 module_class=module_class,
                 role=role,
                 python=python,
+                entry_point=normalize_function(frame.entry_point or entries[position] or "") if not name and not python else "",
             )
         )
     return views

@@ -103,7 +103,12 @@ def _function_handler_callable(s: str) -> str:
             args.append(s[begin:i])
             begin = i + 1
     else:
-        return s
+        # Cut inside the template arguments (a narrow terminal, a ticket's excerpt): the callable
+        # that was being named is still the frame's best name.
+        partial = s[begin:].strip()
+        if not args or not partial or partial.startswith(("std::", "__gnu_cxx::")):
+            return s
+        return partial
     if len(args) < 2 or not s[end + 1 :].startswith("::_M_invoke"):
         return s
     callable_ = args[-1].strip()

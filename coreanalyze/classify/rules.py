@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from coreanalyze.errors import BadInput
 from coreanalyze.model import FAULT_KINDS
+from coreanalyze.vocabulary import GpuCallRole
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +55,13 @@ class Rule:
     description: str = ""
     origin: str = "built-in"
     fault_kind: str | None = None  # applies only to crashes of this fault kind
+    # Searched in each line of a pasted crash text (log lines, the command or Python statement
+    # that ran, the libraries it names); `window`: only lines at most this far from the crash's
+    # own line count. A line rule stands alone, like an abort-message rule.
+    line: re.Pattern[str] | None = None
+    window: int | None = None
+    # With line: only lines no later command ran after (the import that was the last thing run).
+    last_command: bool = False
 
     @property
     def frame_rule(self) -> bool:
@@ -78,12 +86,27 @@ class Rule:
         return self.fault_kind is None or self.fault_kind == fault_kind
 
     def matches_python(self, function: str, file: str, fault_kind: str | None = None) -> bool:
+        if "\\" in file:
+            file = file.replace("\\", "/")  # a Windows path: the rules are written with "/"
         if self.python_file is None or not file or not self.python_file.search(file) or not self.applies_to(fault_kind):
             return False
         return self.function is None or bool(function and self.function.search(function))
 
     def matches_message(self, message: str | None, fault_kind: str | None = None) -> bool:
         return bool(self.abort_message is not None and message and self.abort_message.search(message) and self.applies_to(fault_kind))
+
+    def nearest_line(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> tuple[int, str] | None:
+        """The (distance, line) of the context line nearest the crash that this rule matches;
+        context: (distance from the crash's line, line, whether a later command ran after it)."""
+        if self.line is None or not self.applies_to(fault_kind):
+            return None
+        best = None
+        for distance, text, superseded in context:
+            if superseded and self.last_command:
+                continue
+            if (self.window is None or distance <= self.window) and (best is None or distance < best[0]) and self.line.search(text):
+                best = (distance, text)
+        return best
 
 
 @dataclass(frozen=True)
@@ -116,10 +139,29 @@ class AdviceEntry:
     fault_kind: str | None = None
     custom_op: bool | None = None
     origin: str = "built-in"
+    loaded: tuple[str, ...] = ()  # only for a process that loaded one of these [[framework]]s
+    host_call: str | None = None  # only when the crashing thread is in a GPU call of this role
+    signal_code: str | None = None  # only for this si_code ("SEGV_MAPERR")
+    unset: tuple[str, ...] = ()  # only when the process's environment sets none of these variables
 
     @property
     def specificity(self) -> int:
-        return (2 if self.fault_kind else 0) + (1 if self.category else 0) + (4 if self.custom_op else 0)
+        return (
+            (2 if self.fault_kind else 0) + (1 if self.category else 0) + (4 if self.custom_op else 0)
+            + (4 if self.host_call else 0) + (2 if self.signal_code else 0)
+        )
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework or GPU runtime a process may have loaded: by its distribution's name, a
+    library it maps, or (for a pasted backtrace) its frames' functions and Python files."""
+
+    name: str
+    package: re.Pattern[str] | None = None
+    module: re.Pattern[str] | None = None
+    function: re.Pattern[str] | None = None
+    python_file: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +204,9 @@ class Settings:
     signature_templates: bool = False
     custom_op_priority: int = 85
     custom_op_category: str = "kernel-compute"
+    # A line rule loses this much per line between its line and the crash's (at most line_reach lines).
+    line_penalty: int = 1
+    line_reach: int = 20
 
 
 @dataclass(frozen=True)
@@ -173,6 +218,8 @@ class FaultKindData:
     terminate_frames: re.Pattern[str] | None = None
     assert_frames: re.Pattern[str] | None = None
     stack_protector_frames: re.Pattern[str] | None = None
+    # Exceptions that mean an allocation failed: uncaught, they end the process out of memory.
+    oom_exceptions: re.Pattern[str] | None = None
     # Source files of the C++ standard library: a frame there is the library's, never the culprit.
     std_library_files: re.Pattern[str] | None = None
     runtime_libraries: re.Pattern[str] | None = None
@@ -203,6 +250,7 @@ class RuleSet:
     wait_markers: tuple[str, ...] = ()
     cpu_features: list[CpuFeature] = field(default_factory=list)
     advice: list[AdviceEntry] = field(default_factory=list)
+    frameworks: list[Framework] = field(default_factory=list)
     settings: Settings = field(default_factory=Settings)
     sources: list[str] = field(default_factory=list)
     _skip_cache: dict[str, re.Pattern[str]] | None = field(default=None, repr=False, compare=False)
@@ -259,6 +307,15 @@ class RuleSet:
     def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
         return [r for r in self.rules if r.matches_message(message, fault_kind)]
 
+    def line_rules(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> list[tuple[Rule, int, str]]:
+        """(rule, distance, line) for every line rule that matches a line of the text's context."""
+        out = []
+        for rule in self.rules:
+            hit = rule.nearest_line(context, fault_kind) if rule.line is not None else None
+            if hit is not None:
+                out.append((rule, *hit))
+        return out
+
 
 # ---------------------------------------------------------------------------------------------
 # Loading
@@ -306,9 +363,9 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return value
 
 
-_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip"}
+_KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip", "framework"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -384,14 +441,26 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         description=str(t.get("description", "")),
         origin=origin,
         fault_kind=_optional_fault_kind(t, where),
+        line=_optional_regex(t, "line", where),
+        window=_int_field(t, "window", where, 0, 0, 10000) if "window" in t else None,
+        last_command=_bool_field(t, "last_command", where),
     )
-    if not rule.frame_rule and rule.abort_message is None:
-        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message")
+    if not rule.frame_rule and rule.abort_message is None and rule.line is None:
+        raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message, line")
+    if rule.line is not None and (rule.frame_rule or rule.abort_message is not None):
+        raise _Problem(f"{where}: line stands alone (it reads the text around the crash, not a frame or the message)")
     if rule.python_file is not None and rule.module is not None:
         raise _Problem(f"{where}: python_file and module cannot be combined (Python frames have no library)")
     if rule.source_file is not None and (rule.function is not None or rule.module is not None or rule.python_file is not None):
         raise _Problem(f"{where}: source_file stands alone (it reads frames that have nothing else)")
     return rule
+
+
+def _bool_field(t: dict[str, Any], key: str, where: str) -> bool:
+    value = t.get(key, False)
+    if not isinstance(value, bool):
+        raise _Problem(f"{where}: {key} must be true or false")
+    return value
 
 
 def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:
@@ -401,7 +470,7 @@ def _optional_fault_kind(t: dict[str, Any], where: str) -> str | None:
     return kind
 
 
-def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str]) -> AdviceEntry:
+def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[str], frameworks: Sequence[str]) -> AdviceEntry:
     where = f"advice #{i + 1}"
     category = t.get("category")
     if category is not None and category not in categories:
@@ -413,7 +482,37 @@ def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[s
     lines = tuple(_str_list(t.get("text"), f"{where}: text"))
     if not lines:
         raise _Problem(f"{where}: text is empty")
-    return AdviceEntry(lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin)
+    loaded = tuple(_str_list(t.get("loaded", []), f"{where}: loaded"))
+    unknown = [name for name in loaded if name not in frameworks]
+    if unknown:
+        raise _Problem(f"{where}: loaded: unknown framework(s) {', '.join(unknown)} (one of: {', '.join(frameworks)})")
+    host_call = t.get("host_call")
+    if host_call is not None and host_call not in tuple(GpuCallRole):
+        raise _Problem(f"{where}: unknown host_call {host_call!r} (one of: {', '.join(GpuCallRole)})")
+    signal_code = t.get("signal_code")
+    if signal_code is not None and (not isinstance(signal_code, str) or not signal_code):
+        raise _Problem(f"{where}: signal_code must be a name such as SEGV_MAPERR")
+    return AdviceEntry(
+        lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin,
+        loaded=loaded, host_call=host_call, signal_code=signal_code, unset=tuple(_str_list(t.get("unset", []), f"{where}: unset")),
+    )  # fmt: skip
+
+
+def _parse_framework(t: dict[str, Any], i: int) -> Framework:
+    name = t.get("name")
+    where = f"framework #{i + 1}"
+    if not isinstance(name, str) or not _CATEGORY_NAME.match(name):
+        raise _Problem(f"{where}: name must be lower-case words joined by '-' (got {name!r})")
+    framework = Framework(
+        name=name,
+        package=_optional_regex(t, "package", where),
+        module=_optional_regex(t, "module", where),
+        function=_optional_regex(t, "function", where),
+        python_file=_optional_regex(t, "python_file", where),
+    )
+    if not any((framework.package, framework.module, framework.function, framework.python_file)):
+        raise _Problem(f"{where}: needs at least one of package, module, function, python_file")
+    return framework
 
 
 def _read_skip_file(path: Path) -> list[str]:
@@ -477,6 +576,8 @@ def _merge_settings(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         signature_templates=templates,
         custom_op_priority=_int_field(settings, "custom_op_priority", "[settings]", s.custom_op_priority, 0, 100),
         custom_op_category=custom_cat,
+        line_penalty=_int_field(settings, "line_penalty", "[settings]", s.line_penalty, 0, 100),
+        line_reach=_int_field(settings, "line_reach", "[settings]", s.line_reach, 0, 1000),
     )
 
 
@@ -542,7 +643,9 @@ def _merge_ops(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
 
 # [fault_kind] lists of message patterns (added to), single patterns and numbers (replaced).
 _FAULT_MESSAGE_LISTS = ("heap_messages", "check_messages", "assert_messages", "illegal_instruction_messages")
-_FAULT_FRAME_PATTERNS = ("terminate_frames", "assert_frames", "stack_protector_frames", "std_library_files", "runtime_libraries")
+_FAULT_FRAME_PATTERNS = (
+    "terminate_frames", "assert_frames", "stack_protector_frames", "oom_exceptions", "std_library_files", "runtime_libraries",
+)  # fmt: skip
 _FAULT_NUMBERS = {"stack_overflow_slack": (0, 1 << 30), "recursion_min_frames": (2, 1 << 20), "recursion_min_repeats": (2, 1 << 20)}
 
 
@@ -605,8 +708,15 @@ def _merge_rules(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
             rs.rules.append(rule)
 
 
+def _merge_frameworks(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
+    for i, t in enumerate(_tables(data, "framework")):
+        framework = _parse_framework(t, i)
+        rs.frameworks = [f for f in rs.frameworks if f.name != framework.name] + [framework]
+
+
 def _merge_advice(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
-    new_advice = [_parse_advice(t, i, origin, rs.categories) for i, t in enumerate(_tables(data, "advice"))]
+    names = [f.name for f in rs.frameworks]
+    new_advice = [_parse_advice(t, i, origin, rs.categories, names) for i, t in enumerate(_tables(data, "advice"))]
     rs.advice = _ahead(origin, new_advice, rs.advice)
 
 
@@ -642,6 +752,7 @@ MERGES = (
     _merge_report_classes,
     _merge_cpu_features,
     _merge_rules,
+    _merge_frameworks,
     _merge_advice,
     _merge_thread_roles,
     _merge_launched_from,

@@ -9,6 +9,13 @@ offsets, paths, line numbers, template arguments, clone suffixes and inline name
 enter it; a frame without a name contributes its library's basename. An unnamed frame of the
 main program (a stripped interpreter, say) is left out: gdb prints no module for it, and the
 program's name depends on how it was started (a venv's `bin/python` runs `python3.11`).
+
+Stripped vendor libraries (libcuda, libcudnn, ROCm's) name only their exported functions: an
+unnamed frame of one stands for the entry point it runs for (Frame.entry_point), and a run of
+frames that tell nothing apart - unnamed frames under one entry point, or under none - is one
+key, never `libcuda.so | libcuda.so | ...`. A crash in such a library's own thread, with no
+entry point on its stack, is anchored on the GPU call where the user's thread stood
+(`host cuCtxSynchronize_v2`).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import re
 from typing import Sequence
 
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
-from coreanalyze.classify.frames import FrameView, build_views
+from coreanalyze.classify.frames import FrameView, build_views, same_run
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import NOISE_ROLES, RuleSet, default_rules
 from coreanalyze.model import Frame
@@ -34,7 +41,7 @@ def _frame_key(v: FrameView, rules: RuleSet) -> str:
     if rules.settings.signature_templates and v.frame.function:
         name = rules.fold(normalize_function(v.frame.function, keep_templates=True))
     else:
-        name = v.name
+        name = v.name or v.entry_point
     return name or _library_key(v.module_base) or "??"
 
 
@@ -62,10 +69,14 @@ def signature_frames(views: Sequence[FrameView], pick: CulpritPick, rules: RuleS
     for v in views[pick.view.position + 1:]:
         if len(chosen) >= n:
             break
-        if v.python or v.role in NOISE_ROLES or _anonymous_program_frame(v):
+        if v.python or v.role in NOISE_ROLES or _anonymous_program_frame(v) or same_run(chosen[-1], v):
             continue
         chosen.append(v)
     return chosen
+
+
+def _bare_library(v: FrameView) -> bool:
+    return not v.python and not v.anchor
 
 
 _LOG_SITE = re.compile(r"([\w.+-]+\.(?:cc|cpp|c|h|hpp)):\d+\]\s*(.*)")
@@ -86,12 +97,21 @@ def _message_key(abort_message: str | None) -> str | None:
 
 
 def make_signature(
-    signal_name: str | None, views: Sequence[FrameView], pick: CulpritPick, rules: RuleSet, abort_message: str | None = None
+    signal_name: str | None,
+    views: Sequence[FrameView],
+    pick: CulpritPick,
+    rules: RuleSet,
+    abort_message: str | None = None,
+    host_api: str | None = None,
 ) -> str:
+    """host_api: the GPU call another thread stood in, the anchor of a crash whose frames are
+    unnamed library code only."""
     parts = [signal_name or "crash"]
     frames = signature_frames(views, pick, rules)
     if frames:
         parts.extend(_frame_key(v, rules) for v in frames)
+        if host_api and all(_bare_library(v) for v in frames):
+            parts.append(f"host {host_api}")
     else:
         parts.append(_message_key(abort_message) or "no frames")
     key = " | ".join(parts)

@@ -57,7 +57,10 @@ def _where(v: FrameView) -> str:
                 file = file.split(marker, 1)[1]  # the package path says more than the venv
         line = f":{v.frame.line}" if v.frame.line else ""
         return f"{v.name or '?'} ({file}{line})"
-    name = short_name(v.name) if v.name else "an unnamed function"
+    if v.name:
+        name = short_name(v.name)
+    else:
+        name = f"an unnamed function under {v.entry_point}" if v.entry_point else "an unnamed function"
     lib = v.module_base or (v.file_base if v.frame.file else "")
     return f"{name} ({lib})" if lib else name
 

@@ -18,6 +18,7 @@ One module per concern:
     cmdline     argv and environment recovered from the initial stack
     buildids    build-ids of the mapped files, from the core's own memory
     reader      read_core() and the conversion into the report's model
+    sigframe    the signal frame under a handler: the signal it took, the registers it interrupted
 """
 
 from coreanalyze.corefile.buildids import build_id_from_memory

@@ -166,7 +166,7 @@ def interpret_notes(core: CoreNotes, notes: list[RawNote]) -> None:
             # A single-threaded process's only thread id is its pid.
             core.pid = core.threads[0].tid
 
-    core.signal = _parse_siginfo(siginfo, fmt) if siginfo else _signal_from_cursig(core)
+    core.signal = parse_siginfo(siginfo, fmt) if siginfo else _signal_from_cursig(core)
     if core.signal.number is not None and not 0 < core.signal.number <= MAX_SIGNAL:
         core.warnings.append(f"the core names signal {core.signal.number}, which does not exist (damaged siginfo)")
     if siginfo is None:
@@ -210,7 +210,7 @@ def signal_code_name(signo: int | None, code: int | None) -> str | None:
     return f"SI_CODE({code})" if code <= 0 or code == signals.SI_KERNEL else f"code {code}"
 
 
-def _parse_siginfo(desc: bytes, fmt: str) -> model.SignalInfo:
+def parse_siginfo(desc: bytes, fmt: str) -> model.SignalInfo:
     info = model.SignalInfo()
     if len(desc) < 12:
         return info

@@ -10,9 +10,11 @@ from typing import Any
 from coreanalyze import model
 from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
+from coreanalyze.fetch.resolve import Candidate, Resolution, resolve
+from coreanalyze.fetch.target import ProcessTarget, process_target
 from coreanalyze.fetch.verify import identity, mismatch
 from coreanalyze.fetch.wheels import WheelError, download, extract
-from coreanalyze.imported import candidate_distributions, normalize
+from coreanalyze.imported import InMemoryDistribution
 from coreanalyze.packages import site_packages_of
 from coreanalyze.symbols.paths import cache_dir
 from coreanalyze.vocabulary import ModuleStatus
@@ -27,6 +29,10 @@ class FetchAttempt:
     wheel: str | None  # the wheel's file name, when pip provided one
     outcome: str  # "used for N libraries" | "refused: ..." | "not available: ..."
     downloaded: bool = False  # pip downloaded it for this analysis (else: from the cache)
+    # Why a wheel was not used: no-distribution | no-version | no-wheel | network | build-id |
+    # not-in-wheel | unknown-version | failed; None when it was used.
+    reason: str | None = None
+    evidence: str | None = None  # what named this distribution and version (resolve.py)
 
 
 @dataclass
@@ -34,7 +40,9 @@ class FetchResult:
     files: dict[str, str] = field(default_factory=dict)  # path in the core -> verified file
     wheels: dict[str, str] = field(default_factory=dict)  # path in the core -> wheel's file name
     attempts: list[FetchAttempt] = field(default_factory=list)
-    unfetched: list[str] = field(default_factory=list)  # libraries wanted but not found
+    # Libraries wanted but not found -> why, in a few words for the module table.
+    unfetched: dict[str, str] = field(default_factory=dict)
+    target: str | None = None  # the process the wheels were chosen for (target.py)
 
 
 def fetch_cache() -> Path:
@@ -50,21 +58,9 @@ class _Wanted:
     identity: str
 
 
-def _top_level(member: str) -> str:
-    """numpy for numpy.libs/libgfortran.so: auditwheel's vendored-library folder."""
-    top = member.split("/", 1)[0]
-    return top.removesuffix(".libs")
-
-
-def _distributions(top: str, packages: list[dict[str, Any]]) -> tuple[list[str], str | None]:
-    """Distributions to try for a top-level folder, in order, and the process's version."""
-    for p in packages:
-        # google.protobuf is what a namespace package's folder (google/) was installed by.
-        if (p.get("module") or "").split(".", 1)[0] == top or normalize(p.get("name", "")) == normalize(top):
-            names = [p["name"]] if p.get("version_from") == "dist-info" or p["name"] != top else []
-            names += [d for d in candidate_distributions(p.get("module") or top) if d not in names]
-            return names, p.get("version")
-    return list(candidate_distributions(top)), None
+# The reason that explains a library best when several candidates failed differently: a wheel
+# whose build-id did not match says more than a name the index does not have.
+REASON_ORDER = ("build-id", "not-in-wheel", "network", "no-wheel", "no-version", "no-distribution", "unknown-version", "failed")
 
 
 def fetch_missing(
@@ -75,10 +71,17 @@ def fetch_missing(
     python_version: str,
     arch: str,
     cache: Path | None = None,
+    distributions: list[InMemoryDistribution] | None = None,
 ) -> FetchResult:
+    """distributions: the `.dist-info` names in the process's memory (imported.py), which
+    settle which build of a package ran; None: only `packages` tells."""
     cache = cache or fetch_cache()
     result = FetchResult()
-    groups: dict[str, list[_Wanted]] = {}
+    target = process_target(python_version, arch, modules)
+    result.target = target.describe()
+    memory = distributions or []
+    loaded = [m.path for m in modules]
+    groups: dict[tuple, tuple[Resolution, list[_Wanted]]] = {}
     for module in modules:
         site = site_packages_of(module.path)
         if module.status not in WANTED or site is None:
@@ -86,74 +89,101 @@ def fetch_missing(
         key = identity(notes, module.path)
         member = os.path.relpath(module.path, site)
         if key is None or member.startswith(".."):
-            result.unfetched.append(module.path)
+            result.unfetched[module.path] = "the core has neither its build-id nor its first page to check a wheel against"
             continue
         cached = cache / "fetched" / key / os.path.basename(module.path)
         if cached.is_file() and mismatch(notes, module.path, str(cached)) is None:
             result.files[module.path] = str(cached)
             result.wheels[module.path] = _cached_wheel_name(cached)
             continue
-        groups.setdefault(_top_level(member), []).append(_Wanted(module.path, member, key))
-    for top, wanted in sorted(groups.items()):
-        names, version = _distributions(top, packages)
-        if version is None:
-            result.attempts.append(FetchAttempt(top, None, None, "not available: the process's version is unknown"))
-            result.unfetched.extend(w.path for w in wanted)
+        resolution = resolve(member, packages, memory, target, loaded, str(site))
+        groups.setdefault(resolution.key, (resolution, []))[1].append(_Wanted(module.path, member, key))
+    for resolution, wanted in groups.values():
+        if resolution.unknown is not None:
+            label = _label(wanted[0].member)
+            result.attempts.append(FetchAttempt(label, None, None, f"not available: {resolution.unknown}", reason="unknown-version"))
+            result.unfetched.update((w.path, resolution.unknown) for w in wanted)
             continue
-        for name in names:
+        reasons: list[tuple[str, str]] = []
+        for candidate in resolution.candidates:
             if not wanted:
                 break
-            wanted = _try_wheel(notes, name, version, wanted, python_version, arch, cache, result)
-        result.unfetched.extend(w.path for w in wanted)
+            wanted = _try_wheel(notes, candidate, wanted, target, cache, result, reasons)
+        result.unfetched.update((w.path, _reason(reasons, w.path, resolution)) for w in wanted)
     return result
 
 
+def _label(member: str) -> str:
+    return member.split("/", 1)[0].removesuffix(".libs")
+
+
+def _reason(reasons: list[tuple[str, str]], path: str, resolution: Resolution) -> str:
+    """One line for the module table: the most telling failure, with the names tried."""
+    tried = ", ".join(f"{c.distribution} {c.version}" for c in resolution.candidates[:6])
+    per_file = ("build-id", "not-in-wheel")
+    mine = [(kind, text) for kind, text in reasons if kind not in per_file or os.path.basename(path) in text]
+    if not mine:
+        return f"no candidate wheel was tried ({tried})"
+    kind, text = min(mine, key=lambda r: REASON_ORDER.index(r[0]) if r[0] in REASON_ORDER else len(REASON_ORDER))
+    if kind == "build-id":
+        return f"its build-id is in no candidate wheel (tried {tried})"
+    if kind == "not-in-wheel":
+        return f"no candidate wheel holds it (tried {tried})"
+    return f"{text} (tried {tried})"
+
+
 def _try_wheel(
-    notes: CoreNotes, name: str, version: str, wanted: list[_Wanted], python_version: str, arch: str, cache: Path,
-    result: FetchResult,
-) -> list[_Wanted]:
+    notes: CoreNotes, candidate: Candidate, wanted: list[_Wanted], target: ProcessTarget, cache: Path,
+    result: FetchResult, reasons: list[tuple[str, str]],
+) -> list[_Wanted]:  # fmt: skip
     """Take what matches from one wheel; returns what is still wanted."""
+    name, version = candidate.distribution, candidate.version
     try:
-        wheel, downloaded = download(name, version, python_version, arch, cache / "wheels")
+        wheel, downloaded = download(name, version, target, cache / "wheels")
     except WheelError as e:
-        result.attempts.append(FetchAttempt(name, version, None, f"not available: {e}"))
+        result.attempts.append(FetchAttempt(name, version, None, f"not available: {e}", reason=e.kind, evidence=candidate.evidence))
+        reasons.append((e.kind, str(e)))
         return wanted
     left, used, refusals = [], 0, []
 
-    def use(w: _Wanted, target: Path) -> None:
+    def use(w: _Wanted, kept: Path) -> None:
         nonlocal used
-        result.files[w.path] = str(target)
+        result.files[w.path] = str(kept)
         result.wheels[w.path] = wheel.name
         used += 1
 
     for w in wanted:
-        target = cache / "fetched" / w.identity / os.path.basename(w.path)
-        if target.is_file() and mismatch(notes, w.path, str(target)) is None:
-            use(w, target)  # another worker of the batch took it out of the same wheel meanwhile
+        kept = cache / "fetched" / w.identity / os.path.basename(w.path)
+        if kept.is_file() and mismatch(notes, w.path, str(kept)) is None:
+            use(w, kept)  # another worker of the batch took it out of the same wheel meanwhile
             continue
         # Per process: workers of a batch may take the same file out of the same wheel at once.
-        staging = target.with_name(f"{target.name}.{os.getpid()}.unverified")
+        staging = kept.with_name(f"{kept.name}.{os.getpid()}.unverified")
         try:
             extract(wheel, w.member, staging)
         except WheelError as e:
-            refusals.append(str(e))
+            refusals.append(f"{os.path.basename(w.path)}: {e}")
+            reasons.append(("not-in-wheel", refusals[-1]))
             left.append(w)
             continue
         why = mismatch(notes, w.path, str(staging))
         if why is not None:
             staging.unlink(missing_ok=True)  # a wheel that does not match is never used
             refusals.append(f"{os.path.basename(w.path)}: {why}")
+            reasons.append(("build-id", refusals[-1]))
             left.append(w)
             continue
-        os.replace(staging, target)
-        write_atomically(target.parent / "wheel", wheel.name)
-        use(w, target)
+        os.replace(staging, kept)
+        write_atomically(kept.parent / "wheel", wheel.name)
+        use(w, kept)
     outcome = f"used for {used} libraries" if used else "refused"
     if refusals:
         outcome += f"{'; refused' if used else ''}: " + "; ".join(refusals[:5])
         if len(refusals) > 5:
             outcome += f"; … ({len(refusals) - 5} more)"
-    result.attempts.append(FetchAttempt(name, version, wheel.name, outcome, downloaded))
+    result.attempts.append(
+        FetchAttempt(name, version, wheel.name, outcome, downloaded, None if used else "build-id", candidate.evidence)
+    )
     return left
 
 

@@ -44,6 +44,9 @@ class GdbAnalysis:
     crashing_tid: int | None = None
     siginfo: model.SignalInfo | None = None
     fault_instruction: str | None = None
+    # The instruction at each pc a signal interrupted on the crashing thread (the frame under a
+    # `<signal handler called>`): the fault, when a handler re-raised it (coreanalyze.reraise).
+    interrupted_instructions: dict[int, str] = field(default_factory=dict)
     abort_message: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -201,6 +204,20 @@ def _fault_instruction(debugger: Debugger, ref: _ThreadRef, pc: int | None) -> t
     return f"{pc:#x}{where}: {inst}", offset
 
 
+SIGNAL_TRAMPOLINE = "<signal handler called>"
+MAX_INTERRUPTED = 4  # nested handlers read at most
+
+
+def _interrupted_instructions(debugger: Debugger, ref: _ThreadRef, frames: list[model.Frame]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    below = [frames[i + 1].pc for i, f in enumerate(frames[:-1]) if f.function == SIGNAL_TRAMPOLINE]
+    for pc in below[:MAX_INTERRUPTED]:
+        text = _fault_instruction(debugger, ref, pc)[0] if pc is not None else None
+        if text is not None:
+            found[pc] = text
+    return found
+
+
 def abort_message(session: GdbSession | Debugger) -> str | None:
     """The message glibc stored before abort() (assert, malloc_printerr, __libc_fatal).
 
@@ -281,5 +298,6 @@ def collect(session: GdbSession | Debugger, *, max_frames: int = 256, max_thread
         crashed.frames[0].offset = offset
     if result.fault_instruction is None and pc is not None:
         warnings.append(f"cannot read the instruction at the crashing pc {pc:#x}")
+    result.interrupted_instructions = _interrupted_instructions(debugger, crashing, crashed.frames)
     result.abort_message = abort_message(debugger)
     return result

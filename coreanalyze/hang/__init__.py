@@ -13,15 +13,16 @@ from coreanalyze.hang.rules import hang_rules
 from coreanalyze.model import Classification, Report
 
 
-def classify_hang(report: Report, notes, classify_rules=None) -> Classification | None:
+def classify_hang(report: Report, notes, classify_rules=None, reason: str | None = None) -> Classification | None:
     """The hang verdict when the core is a snapshot, else None (a crash: classify as one).
+    reason: why the report is a snapshot, when the caller knows (a pasted text says so).
 
     Points report.crashing_thread at the thread the verdict is about (the first thread of a
     deadlock, the one a TensorFlow rule names, else the main thread)."""
     from coreanalyze.hang.verdict import hang_classification
 
     rules = hang_rules()
-    reason = snapshot_reason(report, rules)
+    reason = reason or snapshot_reason(report, rules)
     if reason is None:
         return None
     classification = hang_classification(report, notes, reason, rules, classify_rules)

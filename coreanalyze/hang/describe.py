@@ -15,6 +15,7 @@ STATE_WORDS = {
     "io": "waiting for I/O",
     "sleep": "sleeping",
     "signal": "waiting for a signal",
+    "gpu": "waiting for the GPU",
     "other-syscall": "in a system call",
     "unknown": "in an unknown state",
 }

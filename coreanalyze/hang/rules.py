@@ -62,6 +62,7 @@ class HangRules:
     stop_signals: frozenset[str]
     watchdog_signals: frozenset[str]
     faulting_frames: tuple[re.Pattern[str], ...]
+    reraise_frames: re.Pattern[str]  # what a handler that raises its signal again leaves above the signal frame
     window: int
     syscalls: dict[str, SyscallTable]
     waits: tuple[WaitRule, ...]
@@ -118,6 +119,7 @@ def hang_rules() -> HangRules:
         stop_signals=frozenset(snapshot["stop_signals"]),
         watchdog_signals=frozenset(snapshot["watchdog_signals"]),
         faulting_frames=_patterns(snapshot["faulting_frames"]),
+        reraise_frames=re.compile(snapshot.get("reraise_frames", "$^")),
         window=int(raw["threads"]["window"]),
         syscalls={arch: _syscall_table(table) for arch, table in raw["syscalls"].items()},
         waits=tuple(

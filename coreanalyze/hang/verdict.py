@@ -18,7 +18,11 @@ from coreanalyze.model import Classification, Culprit, HangInfo, Report, ThreadW
 SIGNATURE_THREADS = 6
 
 
-def _signature(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, op: str | None) -> str:
+def _signature(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, op: str | None, key: ThreadWait | None = None) -> str:
+    if key is not None and key.state == "gpu" and not info.deadlock and tf is None:
+        # A GPU hang is the call that waits and the code that made it, whatever the driver's
+        # own threads do meanwhile.
+        return f"hang | gpu {key.object_kind or '??'} | {key.function or '??'}"
     if info.deadlock:
         kind = "GIL deadlock" if any("GIL" in s.wants for s in info.deadlock) else "deadlock"
         return f"hang | {kind} | " + " <-> ".join(sorted(s.function or "??" for s in info.deadlock))
@@ -42,7 +46,11 @@ def _key_thread(report: Report, waits: list[ThreadWait], info: HangInfo, tf: Ten
     if tf is not None:
         return by_tid.get(tf.first_tid)
     pid = report.core.pid if report.core else None
-    return by_tid.get(pid) or next((w for w in waits if w.state != "running"), waits[0] if waits else None)
+    main = by_tid.get(pid)
+    if main is None or main.state != "gpu":
+        # A thread that waits for the GPU from Python is where the user stands.
+        main = next((w for w in waits if w.state == "gpu" and w.file), main)
+    return main or next((w for w in waits if w.state != "running"), waits[0] if waits else None)
 
 
 def _summary(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None, key: ThreadWait | None, op: str | None) -> str:
@@ -61,6 +69,11 @@ def _summary(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None,
             return tf.rule.summary.format(**values)
         except (KeyError, IndexError, ValueError):
             return tf.rule.summary
+    if key is not None and key.state == "gpu":
+        return (
+            f"hang: {describe_wait(key)}: the GPU work it waits for does not finish (a kernel that "
+            f"does not end, or a collective whose peers never join); {len(waits)} threads: {_counts(waits)}."
+        )
     if waits and all(w.state == "running" for w in waits):
         where = sorted({w.function for w in waits if w.function})
         return f"hang snapshot of a busy process: every thread is running (in {', '.join(where[:4]) or 'unknown code'}); no thread waits and there is no deadlock."
@@ -111,6 +124,8 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
         advice = list(tf.rule.advice)
     elif orphans:
         advice = list(rules.advice.get("orphaned_lock", ()))
+    elif key is not None and key.state == "gpu":
+        advice = list(rules.advice.get("gpu", ()))
     elif waits and all(w.state == "running" for w in waits):
         advice = list(rules.advice.get("running", ()))
     else:
@@ -130,11 +145,12 @@ def hang_classification(report: Report, notes, reason: str, rules: HangRules, cl
         category=tf.rule.category if tf is not None else base.category,
         fault_kind="hang",
         culprit=culprit,
-        signature=_signature(info, waits, tf, op),
+        signature=_signature(info, waits, tf, op, key),
         summary=_summary(info, waits, tf, key, op),
         evidence=evidence,
         advice=advice,
         confidence="high" if info.deadlock else ("medium" if tf is not None or waits else "low"),
         op=op,
         hang=info,
+        gpu=base.gpu,  # the GPU call the thread the verdict is about waits in
     )

@@ -5,6 +5,9 @@ register of its saved user registers; -1 when it was running user code) and its 
 frames (pthread_mutex_lock, pthread_cond_wait, take_gil, ...). The frames name the kind of
 wait; the system call's first argument is the futex word's address, and for a glibc mutex
 that word is the mutex itself, whose `__owner` field holds the tid of the thread that holds it.
+
+A thread inside a GPU synchronize, stream or event wait, synchronous copy or collective call
+waits for the GPU (state "gpu"), whether its CPU spins, yields or polls meanwhile.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import struct
 
 from coreanalyze.classify.names import normalize_function
+from coreanalyze.gpu.host import HostCall, thread_call
 from coreanalyze.hang.rules import HangRules, SyscallTable
 from coreanalyze.model import Frame, Thread, ThreadWait
 
@@ -86,6 +90,13 @@ def _primitive_run(thread: Thread, rules: HangRules) -> list[str]:
     return names
 
 
+def gpu_wait(thread: Thread) -> HostCall | None:
+    """The GPU call the thread waits in (a synchronize, a stream or event wait, a synchronous
+    copy, a collective; coreanalyze/gpu/host_calls.toml), or None."""
+    call = thread_call(thread)
+    return call if call is not None and call.waits else None
+
+
 def _syscall(registers: dict[str, int], table: SyscallTable | None) -> int | None:
     if table is None or table.register not in registers:
         return None
@@ -110,6 +121,17 @@ def thread_wait(
 
     number = _syscall(registers, table)
     in_kernel = number is not None and number != RUNNING
+    gpu = gpu_wait(thread)
+    if gpu is not None:
+        # Drivers spin, yield or poll while they wait for the GPU: the call says what the
+        # thread waits for, whatever the CPU was doing at that instant.
+        wait.state, wait.object_kind = "gpu", gpu.short_api
+        if in_kernel:
+            wait.syscall = table.names.get(number, f"syscall {number}")
+        if gpu.python is not None:
+            wait.frame_index, wait.file, wait.line = gpu.python.index, gpu.python.file, gpu.python.line
+            wait.function = gpu.python.function
+        return wait
     if arch == "aarch64" and number is not None:
         # x8 keeps the last system call's number after it returns: only a thread whose innermost
         # frame is a primitive (a system call wrapper) is taken to be in the kernel.

@@ -34,6 +34,7 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
 
     Nothing happens when no kernel was running; a kernel whose instance does not validate
     leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
+    from coreanalyze.filebacked import FileBackedMemory
     from coreanalyze.opinstance.codenames import CodeNames
     from coreanalyze.opinstance.tensorflow import read_tensorflow_op
     from coreanalyze.opinstance.tflite import read_tflite_node
@@ -48,7 +49,8 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
         version = report.environment.get("tensorflow_version")
         reading = read_tensorflow_op(notes.memory, thread, layouts_for("tensorflow", version), names)
         if reading is None:
-            reading = read_tflite_node(notes.memory, thread, layouts_for("tflite", version), names)
+            files = FileBackedMemory(notes, sysroot=sysroot, core_path=report.core.path if report.core else None)
+            reading = read_tflite_node(notes.memory, thread, layouts_for("tflite", version), names, files)
     except Exception as e:  # noqa: BLE001 — an optional stage: whatever a broken core does, the report stands
         report.warnings.append(f"the op instance could not be read: {type(e).__name__}: {e}")
         return
@@ -67,3 +69,7 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
     # A TFLite node has no kernel object: it is read from the interpreter's node and registration.
     source = f"the {instance.kernel} kernel object" if instance.kernel else f"the {instance.framework} node and its registration"
     classification.evidence.append(f"op instance: node {instance.node!r} read from {source} (layout {instance.layout})")
+    for path, checked in instance.read_from_files.items():
+        classification.evidence.append(f"op instance: fields read from the mapped file {path} (identity checked: {checked})")
+    for what in instance.missing:
+        classification.evidence.append(f"op instance: not read: {what}")

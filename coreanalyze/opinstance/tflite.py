@@ -10,12 +10,18 @@
    interpreter's.
 3. Its tensors: TfLiteContext.tensors[i] for the node's input and output indices: type, shape,
    quantization, allocation type, the buffer's byte count against what the shape needs.
+
+A model loaded from a file (`Interpreter(model_path=...)`) is mapped read-only: its tensor
+names and weights are in that file, not in the core. They are read from the file when it is
+reachable and checks out (coreanalyze.filebacked); a name that cannot be read leaves the rest
+of the instance standing, and `missing` says which field and why.
 """
 
 from __future__ import annotations
 
 import struct
 
+from coreanalyze.filebacked import FileBackedMemory
 from coreanalyze.memory import CoreMemory
 from coreanalyze.model import OpInput, OpInstance, Thread
 from coreanalyze.opinstance.codenames import CodeNames
@@ -53,10 +59,13 @@ def _kernel_functions(thread: Thread, names: CodeNames) -> set[int]:
 
 
 class _Reader:
-    def __init__(self, memory: CoreMemory, layout: Layout, names: CodeNames):
+    def __init__(self, memory: CoreMemory, layout: Layout, names: CodeNames, files: FileBackedMemory | None = None):
         self.memory = memory
         self.layout = layout
         self.names = names
+        self.files = files  # file-backed memory the core left out (a model loaded from a file)
+        self.missing: list[str] = []  # fields left out of the instance, each with why
+        self.files_used: dict[str, str] = {}  # mapped path -> how its identity was checked
 
     def at(self, group: str, name: str) -> int:
         return self.layout.offset(group, name)
@@ -66,6 +75,27 @@ class _Reader:
         if data is None:
             raise NotValid(f"{size} bytes at 0x{address:x} are not in the core")
         return data
+
+    def mapped(self, address: int, size: int) -> bytes | None:
+        """Bytes the core holds, else those of the file mapped there (when it checks out)."""
+        data = self.memory.read(address, size)
+        if data is None and self.files is not None:
+            data = self.files.read(address, size)
+            if data is not None:
+                self._used(address)
+        return data
+
+    def _used(self, address: int) -> None:
+        path, backing = self.files.backing(address)
+        self.files_used[path] = backing.checked
+
+    def _absent(self, address: int, what: str) -> str:
+        """Why `what` at address could not be read."""
+        backing = self.files.backing(address) if self.files is not None else None
+        if backing is None:
+            return f"{what} is not in the core"
+        path, found = backing
+        return f"{what} is in the mapped file {path}, not in the core: {found.why_not or 'unreadable there'}"
 
     def u64(self, address: int) -> int:
         return struct.unpack("<Q", self.bytes(address, 8))[0]
@@ -87,8 +117,12 @@ class _Reader:
         raw = self.memory.read_cstring(address, 1024)
         if raw is None:
             raw = self.names.file_cstring(address)  # a string literal of a library
+        if raw is None and self.files is not None:
+            raw = self.files.cstring(address, 1024)  # a model's string, in the mapped model file
+            if raw is not None:
+                self._used(address)
         if raw is None:
-            raise NotValid(f"{what} is not in the core")
+            raise NotValid(self._absent(address, what))
         text = raw.decode("utf-8", "replace")
         if not text.isprintable():
             raise NotValid(f"{what} is not printable")
@@ -181,10 +215,15 @@ def _tensor(reader: _Reader, tensors: int, count: int, index: int, with_value: b
     allocation = lay.tables.get("allocation_types", {}).get(str(field("<i", "allocation_type")))
     if allocation is None:
         raise NotValid(f"tensor {index} has no known allocation type")
+    try:
+        name = reader.cstring(field("<Q", "name"), f"tensor {index}'s name")
+    except NotValid as e:
+        name = None  # the rest of the tensor stands; the instance says what is missing
+        reader.missing.append(str(e))
     item = OpInput(
         dtype=dtype,
         shape=dims,
-        name=reader.cstring(field("<Q", "name"), f"tensor {index}'s name"),
+        name=name,
         index=index,
         scale=field("<f", "scale"),
         zero_point=field("<i", "zero_point"),
@@ -195,7 +234,7 @@ def _tensor(reader: _Reader, tensors: int, count: int, index: int, with_value: b
     data = field("<Q", "data")
     code = VALUE_CODES.get(dtype)
     if with_value and code and data and 0 < elements <= VALUE_ELEMENTS and item.bytes >= elements * element:
-        values = reader.memory.read(data, elements * element)
+        values = reader.mapped(data, elements * element)  # weights of a mapped model: its file
         if values is not None:
             item.value = [v if v == v else None for v in struct.unpack(f"<{elements}{code}", values)]
     return item
@@ -215,8 +254,11 @@ def _delegate(reader: _Reader, node: int, custom_name: str | None, names: CodeNa
     return f"custom ({custom_name})" if custom_name else "custom"
 
 
-def read_tflite_node(memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames) -> Reading | None:
-    """The TFLite node of the crashing thread; None when no TFLite kernel was running."""
+def read_tflite_node(
+    memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames, files: FileBackedMemory | None = None
+) -> Reading | None:
+    """The TFLite node of the crashing thread; None when no TFLite kernel was running. files:
+    file-backed memory the core left out (the model file, for a model loaded from a path)."""
     kernels = _kernel_functions(thread, names)
     if not kernels:
         return None
@@ -224,7 +266,7 @@ def read_tflite_node(memory: CoreMemory, thread: Thread, layouts: list[Layout], 
     problems = []
     for layout in layouts:
         try:
-            return Reading(_read(_Reader(memory, layout, names), candidates, kernels, names))
+            return Reading(_read(_Reader(memory, layout, names, files), candidates, kernels, names))
         except NotValid as e:
             problems.append(f"{layout.name}: {e}")
     return Reading(None, "; ".join(problems) or "no TFLite layout data")
@@ -260,7 +302,11 @@ def _instance(reader: _Reader, candidates: list[int], node: int, registration: i
     inputs = reader.int_array(reader.u64(node + reader.at("node", "inputs")), MAX_NODE_TENSORS)
     outputs = reader.int_array(reader.u64(node + reader.at("node", "outputs")), MAX_NODE_TENSORS)
     code = reader.i32(registration + reader.at("registration", "builtin_code"))
-    custom_name = reader.cstring(reader.u64(registration + reader.at("registration", "custom_name")), "custom op name")
+    try:
+        custom_name = reader.cstring(reader.u64(registration + reader.at("registration", "custom_name")), "custom op name")
+    except NotValid as e:
+        custom_name = None
+        reader.missing.append(str(e))
     op = custom_name or tflite_builtin_ops().get(code)
     if op is None:
         raise NotValid(f"builtin code {code} is no TFLite builtin op")
@@ -275,4 +321,6 @@ def _instance(reader: _Reader, candidates: list[int], node: int, registration: i
         version=reader.i32(registration + reader.at("registration", "version")),
         delegate=_delegate(reader, node, custom_name, names),
         layout=reader.layout.name,
+        missing=list(reader.missing),
+        read_from_files=dict(reader.files_used),
     )

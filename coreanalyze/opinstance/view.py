@@ -76,4 +76,5 @@ def instance_lines(instance: OpInstance) -> list[str]:
     for row in input_rows(instance):
         lines.append(f"{row.role} {row.index}: {row.shape}" + (f" = {row.value}" if row.value else "")
                      + (f"  ({row.detail})" if row.detail else ""))
+    lines += [f"not read: {what}" for what in instance.missing]
     return lines

@@ -83,6 +83,8 @@ def render_view(v: ReportView, palette: Palette) -> str:
         sig = v.signal_text + (f" at {v.fault_address}" if v.fault_address else "")
         if v.sender_pid is not None:
             sig += f", sent by pid {v.sender_pid}"
+        if v.reraised_text:
+            sig += f", {v.reraised_text}"
         out += labelled("Signal", sig)
     if v.crashed:
         out += labelled("Thread", f"{v.crashed.tid}" + (f' "{v.crashed.name}"' if v.crashed.name else "")
@@ -109,6 +111,10 @@ def render_view(v: ReportView, palette: Palette) -> str:
         out += _section("Evidence", palette) + bullets(v.evidence)
     if v.hang_threads:
         out += _section("Where the threads wait", palette) + bullets(v.hang_threads)
+    if v.gpu_facts:
+        out += _section("What the GPU did", palette)
+        for label, value in v.gpu_facts:
+            out += labelled(label, value, width=24)
 
     if cls.op_instance:
         from coreanalyze.opinstance.view import instance_lines
@@ -128,7 +134,8 @@ def render_view(v: ReportView, palette: Palette) -> str:
     if v.crashed:
         out += thread_lines(v.crashed, palette)
     else:
-        out.append("  " + palette.dim("(the crashing thread could not be determined)"))
+        text = v.no_crashed_thread_text.rstrip(".")
+        out.append("  " + palette.dim(f"({text[:1].lower()}{text[1:]})"))
 
     block = v.fault_block()
     if block:
@@ -161,6 +168,9 @@ def render_view(v: ReportView, palette: Palette) -> str:
                 line += f"  {one_line(m.build_id, 80)}"
             if m.local_path and m.local_path != m.path:
                 line += f"  -> {one_line(m.local_path)}"
+            elif m.local_path is None and m.not_found and "--fetch: " in m.not_found:
+                # Why --fetch left it missing (HTML and Markdown show where it was looked for, too).
+                line += f"  ({one_line(m.not_found[m.not_found.index('--fetch: '):], 300)})"
             out.append(line)
 
     if v.environment:

@@ -27,6 +27,8 @@ def _first_line(v: ReportView, palette: Palette) -> str:
         sig = v.signal_text
         if v.fault_address:
             sig += f" at {v.fault_address}"
+        if v.reraised_text:
+            sig += f" ({v.reraised_text})"
         parts.append(palette.bad(sig))
     kind = palette.bad(one_line(cls.fault_kind or "unknown", 100))
     if cls.detail:

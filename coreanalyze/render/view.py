@@ -200,15 +200,21 @@ class FrameRow:
     def function(self) -> str:
         f = self.frame
         if f is None or not f.function:
-            return "??"
+            return self._unnamed
         return one_line(f.function, MAX_FUNCTION)
+
+    @property
+    def _unnamed(self) -> str:
+        """An unnamed frame: "??", with the exported function a stripped library ran it for."""
+        entry = self.frame.entry_point if self.frame is not None else None
+        return one_line(f"?? under {entry}", MAX_FUNCTION) if entry else "??"
 
     @property
     def function_parts(self) -> tuple[str, str]:
         """The function's name and its parameter list (maybe ""), each clipped for display."""
         f = self.frame
         if f is None or not f.function:
-            return "??", ""
+            return self._unnamed, ""
         if f.kind == "python":
             return self.function, ""
         name, params = split_signature(f.function)
@@ -509,6 +515,14 @@ class ReportView:
         return core.signal.sender_pid
 
     @property
+    def reraised_text(self) -> str | None:
+        """"re-raised by faulthandler": the handler that caught the signal and raised it again."""
+        core = self.report.core
+        if core is None or not core.signal.reraised_by:
+            return None
+        return one_line(f"re-raised by {core.signal.reraised_by}", 200)
+
+    @property
     def culprit_text(self) -> str | None:
         c = self.classification.culprit
         if not c.function and not c.module:
@@ -566,6 +580,20 @@ class ReportView:
         return f"Crashing thread {self.crashed.tid}" + (f' "{self.crashed.name}"' if self.crashed.name else "")
 
     @property
+    def no_crashed_thread_text(self) -> str:
+        core = self.report.core
+        if core is not None and core.arch == "cuda":
+            return "A GPU core holds no host threads: analyze the CPU core written with it (the GPU core beside it is read too)."
+        return "The crashing thread could not be determined."
+
+    @property
+    def gpu_facts(self) -> list[tuple[str, str]]:
+        """What the GPU did (classification.gpu) as (label, value) rows, each value one line."""
+        from coreanalyze.gpu.view import gpu_facts
+
+        return [(label, one_line(value, 400)) for label, value in gpu_facts(self.classification.gpu)]
+
+    @property
     def launched_from_text(self) -> str | None:
         lf = self.report.launched_from
         if lf is None:
@@ -616,6 +644,7 @@ class ReportView:
             ("fault address", self.fault_address),
             ("sent by pid", sig.sender_pid),
             ("sender uid", sig.sender_uid),
+            ("re-raised by", sig.reraised_by),
             ("errno", sig.errno),
             ("uid", core.uid),
             ("gid", core.gid),

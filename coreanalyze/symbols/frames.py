@@ -9,7 +9,9 @@ After gdb has unwound the threads:
   such a debug file;
 - a frame gdb could not name gets the function (and file:line) from the module's symbol
   tables and debug file;
-- a named frame without file:line gets it when a separate debug file was found.
+- a named frame without file:line gets it when a separate debug file was found;
+- an unnamed frame of a stripped library gets the exported function it runs for
+  (coreanalyze.symbols.entrypoints).
 
 Also: the directories to give gdb as `debug-file-directory`, so that gdb itself reads every
 debug file found here (it then unwinds and names inlined frames with them too).
@@ -26,6 +28,7 @@ from typing import Sequence
 from coreanalyze import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.symbols.bias import load_bias
+from coreanalyze.symbols.entrypoints import mark_entry_points
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, valid_build_id
 from coreanalyze.symbols.symbolizer import Symbolizer
 from coreanalyze.vocabulary import ModuleStatus
@@ -94,6 +97,7 @@ def improve_frames(
                         failed.add(module.path)
                         symbolizer.warn(f"symbols of {module.path} could not be read ({type(e).__name__}: {e})")
                 previous = frame
+            mark_entry_points(thread.frames)
         warnings = _summaries(by_path, dropped, named_from_debug, left_unnamed, symbolizer)
         # Including what was met earlier with this symbolizer (finding debug files for gdb).
         warnings.extend(symbolizer.take_warnings())

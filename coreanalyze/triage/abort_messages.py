@@ -11,8 +11,8 @@ import re
 
 from coreanalyze.classify.rules import builtin_heap_messages, required_literal
 
+from . import context, limits, signals
 from . import findings as fd
-from . import limits, signals
 
 FORMAT = "abort-message"
 FORMAT_SHELL = "shell"
@@ -36,12 +36,39 @@ _ASSERTION = re.compile(r"^(?:ASSERTION FAILED: |Assertion failed: |abort: \w*AS
 _TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']{1,300})'|without an active exception|recursively)")
 _WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
 # What a shell / IDE / job runner prints when the child died by a signal.
+# Markdown emphasis around it ("*Illegal instruction: 4*") and macOS's signal number after it
+# ("Abort trap: 6", "Segmentation fault: 11") are part of the verdict.
 _SHELL = re.compile(
-    r"(?:^|\s|:)(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception)"
-    r"(?: \(core dumped\))?(?:\s|$)",
+    r"(?:^|\s|:|[*_`])(Segmentation fault|Aborted|Abort trap|Illegal instruction|illegal hardware instruction|Bus error|Floating point exception|Trace/breakpoint trap|Bad system call)"
+    r"(?::? \d{1,2}\b)?(?: \(core dumped\)| \(core dumpl?ed\))?(?:\s|$|[*_`.])",
     re.IGNORECASE,
 )
-_EXIT_SIGNAL = re.compile(r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|killed by signal (\d{1,2})|exit code (1[3-5]\d)\b")
+# zsh and fish name the signal in lower case after the job number and pid:
+# "[1]    2964311 abort (core dumped)  python test.py", "zsh: abort      ipython".
+_JOB_VERDICT = re.compile(
+    r"(?:^|zsh: |fish: |\[?\d{1,3}\]\s+\d{1,9}\s+)(abort|segmentation fault|illegal hardware instruction|bus error|floating point exception)"
+    r"(?:\s+\(core dumped\))?(?:\s|$)"
+)
+# A shell's verdict in the user's language ("中止 (コアダンプ)", "Speicherzugriffsfehler
+# (Speicherabzug geschrieben)"): the whole line is the word, perhaps a job prefix and a remark.
+_LOCALIZED = re.compile(
+    r"^(?:\S{1,200}: line \d{1,9}:\s+\d{1,9}\s+|\[?\d{1,3}\]\s+\d{1,9}\s+)?(" + "|".join(map(re.escape, signals.LOCALIZED_VERDICTS)) + r")"
+    r"\s*(?:[(（][^)）]{0,60}[)）])?(?:\s{2,}\S.*)?$"
+)
+# bash's job report names the command after the verdict, however long it is:
+# "script.sh: line 73: 90776 Illegal instruction: 4  python train.py --flags ...".
+_BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception|Killed)\b")
+# "Killed" names SIGKILL (most often the kernel's out-of-memory killer) only alone on its line.
+_KILLED = re.compile(r"^(?:zsh: |\[\d{1,3}\]\s+\d{1,9}\s+)?[Kk]illed(?:\s{2,}\S.*)?$")
+# Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134"),
+# minus the signal from Python's subprocess ("returncode -11"), systemd's "status=11/SEGV".
+_LOCALIZED_MAX = 200
+_EXIT_SIGNAL = re.compile(
+    r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|(?:killed|terminated|exited) (?:by|on|with) signal (\d{1,2}|SIG[A-Z]{2,8})"
+    r"|(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|non-zero exit status)[:=]?\s*(1[3-5]\d)\b"
+    r"|\b(?:return ?code|exit code|exit status)[:=]?\s*-(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
+    r"|\bstatus=\d{1,2}/(SEGV|ABRT|ILL|BUS|FPE|TRAP|SYS)\b"
+)
 # Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
 _EXIT_NTSTATUS = re.compile(r"exit (?:code|status)\s*:?\s*(?:(-?\d{9,10})\b|\(?(0x[89ABCabc][0-9A-Fa-f]{7})\b)(?:\s*\((0x[0-9A-Fa-f]{8})\))?")
 # The command a user ran, when the process died right after it: an `import tensorflow` that
@@ -58,11 +85,16 @@ PYTHON_COMMAND_MESSAGE = "illegal instruction right after the Python command"
 _TF_LOG = re.compile(
     r"(?:^|\s)(?:[IWE]\d{4} \d\d:\d\d:[\d.]+\s+\d+ |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: [IWE] )"
     r"(?:external/\S+/)?(?:tensorflow(?:_core)?|tsl|xla|third_party/xla)/[\w./-]+\.(?:cc|h):\d+\] "
+    # absl's own prefix names only the file (TF 2.15+, JAX): "I0000 00:00:17.1 123 cuda_dnn.cc:529] "
+    r"|(?:^|\s)[IWE]\d{4} \d\d:\d\d:[\d.]+\s+\d+ [\w.-]+\.(?:cc|h):\d+\] "
     # TensorFlow's Python logger (estimator, TF 1.x training loops): "INFO:tensorflow:Calling model_fn."
     r"|^(?:INFO|WARNING|ERROR):tensorflow:"
 )
 LOG_WINDOW = 12
-_SIGNAL_WORDS = ("fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "Floating", "signal", "exit code")
+_SIGNAL_WORDS = (
+    "fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "bus error", "Floating", "floating", "signal", "Signals.",
+    "exit", "return", "status=", "illed", "trap", "system call",
+)  # fmt: skip
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -119,15 +151,18 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             continue
         if "import " in s and _IMPORT_COMMAND.search(s):
             import_line = (i, s)
+        elif import_line is not None and context.is_command(s):
+            import_line = None  # a later command ran: the import is not what died
         elif "python" in s and _PYTHON_COMMAND.match(s):
             python_line = (i, s)
         if ("] " in s or ":tensorflow:" in s) and _TF_LOG.search(s):
             tf_log = (i, s)
             continue
-        if any(w in s for w in _SIGNAL_WORDS):
-            name = _shell_signal(s)
+        if any(w in s for w in _SIGNAL_WORDS) or len(s) <= _LOCALIZED_MAX:
+            name = _shell_signal(s) or _localized_signal(s)
             if name is not None:
                 shell.set_signal(name, fd.SIGNAL_FROM_SHELL)
+                shell.detail = shell.detail or _shell_detail(s)
                 if first_shell is None:
                     first_shell = i
                     shell.line = i
@@ -160,22 +195,41 @@ def _maybe_allocator(s: str) -> bool:
     return any(anchor in s for anchor in _ALLOCATOR_ANCHORS)
 
 
+def _ntstatus(m: re.Match) -> int:
+    code = m.group(3) or m.group(2)
+    return int(code, 16) if code else int(m.group(1))
+
+
+def _shell_detail(s: str) -> str | None:
+    """What a Windows exit code says beyond its signal (a stack overflow, a damaged heap)."""
+    m = _EXIT_NTSTATUS.search(s)
+    return signals.ntstatus_detail(_ntstatus(m)) if m else None
+
+
 def _shell_signal(s: str) -> str | None:
     m = _EXIT_NTSTATUS.search(s)
     if m:
-        code = m.group(3) or m.group(2)
-        return signals.from_ntstatus(int(code, 16) if code else int(m.group(1)))
+        return signals.from_ntstatus(_ntstatus(m))
     m = _EXIT_SIGNAL.search(s)
     if m:
-        if m.group(2):
-            return signals.normalize_name(m.group(2))
-        if m.group(3):
-            return signals.normalize_name(m.group(3))
-        return signals.normalize_name(str(int(m.group(4)) - 128))
-    m = _SHELL.search(s)
+        if m.group(4):
+            return signals.normalize_name(str(int(m.group(4)) - 128))
+        return signals.normalize_name(m.group(2) or m.group(3) or m.group(5) or m.group(6) or m.group(7))
+    m = _BASH_JOB.search(s)
     if m:
-        # Only a line that is the shell's verdict: short, and not part of a sentence.
-        if len(s) > 200:
-            return None
         return signals.from_description(m.group(1))
+    # Only a line that is the shell's verdict: short, and not part of a sentence; unless the
+    # verdict says "(core dumped)", which nothing but a crash does.
+    if len(s) > 200 and "core dumped)" not in s:
+        return None
+    m = _SHELL.search(s) or _JOB_VERDICT.search(s)
+    if m:
+        return signals.from_description(m.group(1))
+    if _KILLED.match(s):
+        return "SIGKILL"
     return None
+
+
+def _localized_signal(s: str) -> str | None:
+    m = _LOCALIZED.match(s) if len(s) <= _LOCALIZED_MAX else None
+    return signals.LOCALIZED_VERDICTS[m.group(1)] if m else None

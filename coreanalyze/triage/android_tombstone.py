@@ -23,7 +23,8 @@ from . import findings as fd
 FORMAT = "android-tombstone"
 
 _LOGCAT = re.compile(
-    r"^(?:\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+\s+[VDIWEFA]\s+(?:DEBUG|libc|crash_dump\d*)\s*:\s?"
+    # logcat's threadtime lines; vendors relay the tombstone under tags of their own ("_V_EPM").
+    r"^(?:\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+\s+[VDIWEFA]\s+[\w.$-]{1,40}\s*:\s?"
     r"|[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*)\s*\(\s*\d+\):\s?"
     # Android Studio's logcat window: "2022-03-01 09:12:44.231 9001-9001/? A/DEBUG: "
     r"|(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+-\d+/\S*\s+[VDIWEFA]/(?:DEBUG|libc|crash_dump\d*):\s?"
@@ -77,7 +78,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         s = _strip(lines[i]) if not claimed[i] else ""
         header = s.startswith("*** *** ***")
         pid = _PID.match(s) if s.startswith("pid: ") else None
-        if not (header or pid):
+        # A backtrace pasted without its header ("#05 pc 0000.. /lib.so (sym+100)"): bionic's frames.
+        headless = _FRAME.match(s) if s.startswith("#") else None
+        if not (header or pid or headless):
             i += 1
             continue
         finding = fd.Finding(FORMAT, i)

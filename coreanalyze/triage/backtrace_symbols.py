@@ -46,6 +46,12 @@ def _frame(m: re.Match) -> fd.model.Frame:
     )
 
 
+def frame_of(text: str) -> fd.model.Frame | None:
+    """One backtrace_symbols() line as a frame (other crash handlers print the same lines)."""
+    m = _LINE.fullmatch(text.rstrip())
+    return _frame(m) if m else None
+
+
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     found: list[fd.Finding] = []
     signal_name: str | None = None

@@ -65,6 +65,12 @@ class _Block:
 
     def finish(self) -> fd.Finding:
         f = self.finding
+        if not self.timeout and not self.has_current and len(f.threads) > 1 and (f.signal or f.messages):
+            # Some builds (Windows, embedded interpreters) mark no thread as current.
+            guess, reason = fd.guess_crashed(f.threads)
+            if guess is not None:
+                guess.crashed = True
+                f.warnings.append(f"faulthandler marks no thread as current; took the one where {reason}")
         if self.native is not None and self.native.frames:
             # The C stack belongs to the current thread and is inner to its Python frames.
             current = f.crashed_thread()

@@ -80,6 +80,11 @@ class Finding:
     # What gdb printed besides the backtrace (p $_siginfo..si_addr, p $sp, info frame).
     fault_address: int | None = None
     stack_pointer: int | None = None
+    # What a GPU text says the device did, or which allocation failed (gpu_*.py parsers).
+    gpu: model.GpuFault | None = None
+    oom: model.OomInfo | None = None
+    # The signal a raise()/pthread_kill() frame shows in its arguments ("raise (sig=11)").
+    raised_signal: str | None = None
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:
@@ -183,6 +188,15 @@ def base_name(function: str) -> str:
 
 def calls_abort(thread: TextThread, depth: int = 6) -> bool:
     return any(f.function and base_name(f.function) in ABORT_FUNCTIONS for f in thread.frames[:depth])
+
+
+def reraised(thread: TextThread, depth: int = 8) -> bool:
+    """raise()/pthread_kill() above a `<signal handler called>` frame: a handler (Python's
+    faulthandler, absl's, a crash reporter) caught a signal and raised it again; the fault is
+    below the handler frame, and the signal is the one it caught, not necessarily SIGABRT."""
+    top = thread.frames[:depth]
+    handler = next((k for k, f in enumerate(top) if f.function == SIGNAL_HANDLER_FRAME), None)
+    return handler is not None and any(f.function and base_name(f.function) in ABORT_FUNCTIONS for f in top[:handler])
 
 
 def _innermost_named(thread: TextThread, kind: str | None = None) -> str | None:

@@ -395,6 +395,17 @@ def _abort_message_in_arguments(frame: model.Frame, raw: str) -> str | None:
     return None
 
 
+_RAISED = re.compile(r"\(\s*(?:threadid=[^,]*,\s*)?(?:sig|signo)=(?:(?:sig|signo)@entry=)?(\d{1,2})\b")
+
+
+def _raised_signal(frame: model.Frame, raw: str) -> str | None:
+    """The signal raise() / pthread_kill() was asked to send, from gdb's argument list."""
+    if fd.base_name(frame.function or "") not in fd.ABORT_FUNCTIONS:
+        return None
+    m = _RAISED.search(raw)
+    return signals.normalize_name(m.group(1)) if m else None
+
+
 def _unescape(s: str) -> str:
     return s.replace('\\"', '"').replace("\\n", " ").replace("\\\\", "\\").strip()
 
@@ -438,6 +449,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                     msg = _abort_message_in_arguments(frame, text)
                     if msg:
                         messages.append(msg)
+                    b.finding.raised_signal = b.finding.raised_signal or _raised_signal(frame, text)
                     for k in range(i, j):
                         claimed[k] = 1
                 i = j

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from .. import model
 from . import findings as fd
 from . import limits
+from .gpu_facts import merged_gpu, merged_oom
+from .signals import number_of as signal_number
 
 # Which format's native stack to prefer for one thread, best first.
 NATIVE_PREFERENCE = (
@@ -98,6 +100,7 @@ def merge(found: list[fd.Finding], source_name: str) -> tuple[model.Report, str 
     report.core = _core_info(found, source_name, warnings)
     abort_message = _abort_message(found)
     report.classification.detail = next((f.detail for f in found if f.detail), None)
+    report.classification.gpu, report.classification.oom = merged_gpu(found), merged_oom(found)
     if report.core.signal.address is None:
         report.core.signal.address = next((f.fault_address for f in found if f.fault_address is not None), None)
     sp = next((f.stack_pointer for f in found if f.stack_pointer is not None), None)
@@ -105,7 +108,15 @@ def merge(found: list[fd.Finding], source_name: str) -> tuple[model.Report, str 
         threads[crashed_index].registers.setdefault("rsp", sp)
     if report.core.signal.name is None and crashed_index is not None:
         t = fd.TextThread(frames=threads[crashed_index].frames)
-        if fd.calls_abort(t):
+        if fd.reraised(t):
+            # A handler re-raised what it caught: the signal raise() was given, if gdb showed it.
+            name = next((f.raised_signal for f in found if f.raised_signal), None)
+            if name is not None:
+                report.core.signal = model.SignalInfo(number=signal_number(name), name=name, reraised_by="a signal handler")
+                warnings.append(f"the text names no signal; {name} from the re-raising raise() call under the signal handler")
+            else:
+                warnings.append("a signal handler re-raised a signal the text does not name; the fault is below the handler")
+        elif fd.calls_abort(t):
             report.core.signal = model.SignalInfo(number=6, name="SIGABRT")
             warnings.append("the text names no signal; SIGABRT assumed from the abort() frames")
 

@@ -8,7 +8,7 @@ separate glibc message).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import model
 from ..errors import BadInput
@@ -18,18 +18,29 @@ from . import (
     apport,
     asan,
     backtrace_symbols,
+    c10_frames,
     chromium_log,
+    context,
     coredumpctl,
+    crash_lines,
+    cuda_gdb,
     faulthandler,
     findings,
     gdb_bt,
     gdb_pybt,
     gdb_values,
+    gpu_log,
+    gpu_sanitizer,
+    gpu_traceback,
+    gpu_xid,
     hs_err,
     kernel_log,
     lldb_bt,
     macos_crash,
+    oom_kill,
+    openmpi,
     pystack,
+    snapshot,
     source_lines,
     tflog,
     valgrind,
@@ -39,6 +50,13 @@ from .text import clean
 
 # Most specific formats first.
 PARSERS = (
+    gpu_sanitizer.parse,
+    gpu_traceback.parse,
+    gpu_log.parse,
+    cuda_gdb.parse,
+    gpu_xid.parse,
+    oom_kill.parse,
+    c10_frames.parse,
     asan.parse,
     android_tombstone.parse,
     valgrind.parse,
@@ -49,6 +67,7 @@ PARSERS = (
     gdb_pybt.parse,
     tflog.parse,
     chromium_log.parse,
+    openmpi.parse,
     backtrace_symbols.parse,
     lldb_bt.parse,
     macos_crash.parse,
@@ -58,6 +77,7 @@ PARSERS = (
     apport.parse,
     source_lines.parse,
     abort_messages.parse,
+    crash_lines.parse,
 )
 
 
@@ -66,13 +86,15 @@ class TriageResult:
     report: model.Report
     abort_message: str | None
     formats: list[str]  # the formats recognized in the text, in the order they appear
+    # The text's other lines as (distance from the crash's line, line, not among what ran last), for the line rules.
+    context: list[tuple[int, str, bool]] = field(default_factory=list)
 
 
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     """Parse a pasted crash report (any mix of the known formats) into the data model.
 
-    Raises BadInput when the text holds no backtrace, fatal log line, abort message or
-    sanitizer report.
+    Raises BadInput only when the text states no crash at all: no backtrace, fatal log line,
+    abort message, sanitizer report, signal or verdict of a shell, IDE or job runner.
     """
     if not isinstance(text, str):
         raise BadInput(f"{source_name}: the crash text must be text")
@@ -82,12 +104,22 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     found: list[findings.Finding] = []
     for parser in PARSERS:
         found.extend(parser(lines, claimed))
-    useful = [f for f in found if f.substantive and (any(t.frames for t in f.threads) or f.messages or f.signal)]
+    # A verdict alone ("Segmentation fault (core dumped)") states a crash too: never refused.
+    useful = [f for f in found if f.signal is not None or (f.substantive and (any(t.frames for t in f.threads) or f.messages))]
     if not useful:
-        raise BadInput(f"no backtrace, fatal log line or sanitizer report found in {source_name}")
+        raise BadInput(f"no crash found in {source_name}: no backtrace, fatal log line, sanitizer report, signal or crash verdict")
     report, abort_message, formats = merge(found, source_name)
     report.warnings = cleaned.warnings + report.warnings
-    return TriageResult(report=report, abort_message=abort_message, formats=formats)
+    around = context.context_lines(lines, claimed, context.crash_line(found, len(lines)))
+    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around)
+
+
+def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules) -> model.Classification | None:
+    """The hang verdict when the text shows a stuck process (snapshot.py), else None."""
+    from ..hang import classify_hang, hang_rules
+
+    reason = snapshot.snapshot_reason(report, around, hang_rules())
+    return classify_hang(report, None, rules, reason=reason) if reason is not None else None
 
 
 def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Report:
@@ -96,7 +128,11 @@ def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Re
 
     result = parse_text(text, source_name)
     report = result.report
-    report.classification = classify(report, abort_message=result.abort_message, rules=rules)
+    hang = _text_hang(report, result.context, rules)
+    if hang is not None:
+        report.classification = hang
+        return report
+    report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context)
     if report.classification.abort_message is None and result.abort_message is not None:
         report.classification.abort_message = result.abort_message
     return report

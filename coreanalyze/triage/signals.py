@@ -27,6 +27,30 @@ SIGNAL_DESCRIPTIONS = {
 }
 
 
+# The same verdicts as shells print them in other languages (glibc's translated strsignal()),
+# each alone on its line: a word that only names a signal in that position.
+LOCALIZED_VERDICTS = {
+    # German
+    "Speicherzugriffsfehler": "SIGSEGV", "Abgebrochen": "SIGABRT", "Ungültiger Maschinenbefehl": "SIGILL",
+    "Bus-Zugriffsfehler": "SIGBUS", "Gleitkomma-Ausnahme": "SIGFPE",
+    # French
+    "Erreur de segmentation": "SIGSEGV", "Abandon": "SIGABRT", "Instruction non permise": "SIGILL",
+    "Instruction illégale": "SIGILL", "Erreur du bus": "SIGBUS", "Exception en point flottant": "SIGFPE",
+    # Spanish / Portuguese / Italian
+    "Violación de segmento": "SIGSEGV", "Abortado": "SIGABRT", "Instrucción ilegal": "SIGILL",
+    "Falha de segmentação": "SIGSEGV", "Instrução ilegal": "SIGILL", "Errore di segmentazione": "SIGSEGV",
+    "Annullato": "SIGABRT", "Istruzione non consentita": "SIGILL",
+    # Russian
+    "Ошибка сегментирования": "SIGSEGV", "Аварийный останов": "SIGABRT", "Недопустимая инструкция": "SIGILL",
+    "Ошибка шины": "SIGBUS",
+    # Chinese / Japanese / Korean
+    "段错误": "SIGSEGV", "已放弃": "SIGABRT", "已中止": "SIGABRT", "非法指令": "SIGILL", "总线错误": "SIGBUS",
+    "浮点数例外": "SIGFPE", "浮点异常": "SIGFPE", "セグメンテーション違反": "SIGSEGV", "中止": "SIGABRT",
+    "不正な命令": "SIGILL", "バスエラー": "SIGBUS", "浮動小数点例外": "SIGFPE", "세그멘테이션 오류": "SIGSEGV",
+    "중지됨": "SIGABRT",
+}  # fmt: skip
+
+
 # Windows processes end with an NTSTATUS exit code instead of a signal (PyCharm: "Process finished
 # with exit code -1073741819 (0xC0000005)"): the POSIX signal each exception corresponds to.
 NTSTATUS_SIGNALS = {
@@ -38,12 +62,23 @@ NTSTATUS_SIGNALS = {
     0xC00000FD: "SIGSEGV",  # STATUS_STACK_OVERFLOW
     0xC0000409: "SIGABRT",  # STATUS_STACK_BUFFER_OVERRUN: __fastfail, what abort() and std::terminate use
     0x80000003: "SIGTRAP",  # STATUS_BREAKPOINT
+    0xC0000374: "SIGABRT",  # STATUS_HEAP_CORRUPTION: the heap manager ended the process
+}
+# Codes that say more than their signal: the fault itself, as a report's own class (detail).
+NTSTATUS_DETAILS = {
+    0xC00000FD: "stack-overflow (STATUS_STACK_OVERFLOW)",
+    0xC0000374: "heap-corruption (STATUS_HEAP_CORRUPTION)",
 }
 
 
 def from_ntstatus(code: int) -> str | None:
     """0xC0000005 (or its signed form -1073741819) -> 'SIGSEGV'."""
     return NTSTATUS_SIGNALS.get(code & 0xFFFFFFFF)
+
+
+def ntstatus_detail(code: int) -> str | None:
+    """0xC00000FD -> 'stack-overflow (STATUS_STACK_OVERFLOW)': what the code says beyond its signal."""
+    return NTSTATUS_DETAILS.get(code & 0xFFFFFFFF)
 
 
 def normalize_name(token: str) -> str | None:

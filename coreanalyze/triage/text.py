@@ -3,7 +3,7 @@ the crash output is removed, so that each parser sees the lines the crashing pro
 
 Removed: ANSI colour/cursor escapes, CR/CRLF line ends, Markdown code fences, e-mail
 quoting (`> `), gdb's `(gdb) ` prompt, per-line prefixes of launchers and CI logs
-(`[rank0]: `, `(pid=123) `, GitHub Actions timestamps) and HTML entities of text copied
+(`[rank0]: `, `[1,0]<stderr>:`, `(pid=123) `, GitHub Actions timestamps) and HTML entities of text copied
 from a rendered page. All of it in one pass of simple, linear patterns.
 """
 
@@ -27,6 +27,7 @@ _LINE_PREFIXES = re.compile(
     r"(?:"
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z[ \t]"  # GitHub Actions / Docker timestamps
     r"|\[(?:rank|default)\d+\]:[ \t]?"  # torchrun
+    r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"  # mpirun --tag-output "[1,4]<stderr>:"
     r"|\d{1,4}:[ \t]"  # "0: " rank prefixes of mpirun/torchrun
     r"|(?:\((?:[\w.-]+ ){0,2}pid=\d+(?:, ip=[\d.]+)?\)[ \t]*)+"  # Ray "(raylet pid=1) "
     r")"

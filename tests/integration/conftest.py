@@ -73,3 +73,16 @@ def gpu_crash(tmp_path_factory):
     from support.gpudata import unpack_gpu_crash
 
     return unpack_gpu_crash(tmp_path_factory.mktemp("gpu-crash"))
+
+
+@pytest.fixture(scope="session")
+def gpu_device_cores(tmp_path_factory, gpu_crash):
+    """`gpu_device_cores("hang_spin")` -> the decompressed core of tests/data/gpu (a GPU hang,
+    the same hang re-raised by faulthandler, a bad cudaMemcpy), each unpacked on first use.
+    They are analyzed with gpu_crash.sysroot (same machine, same driver)."""
+    import functools
+
+    from support.gpudata import unpack_device_core
+
+    workdir = tmp_path_factory.mktemp("gpu-device-cores")
+    return functools.cache(lambda name: unpack_device_core(name, workdir))

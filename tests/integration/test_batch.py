@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import lzma
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +19,8 @@ import pytest
 import zstandard
 from support.batchcorpus import BOOT_ID, DIVZERO_USEC, REPORT_NAME, UD2_USEC, Corpus, _iso, _systemd_name
 from support.clirun import REPO, run_cli
+from support.corecache import C_CRASHERS
+from support.coregen import run_to_core
 from support.procs import assert_gone, descendants
 
 from coreanalyze.batch.identity import content_identity
@@ -61,7 +65,7 @@ def _group(summary: dict, needle: str) -> dict:
 def test_batch_groups_real_cores(corpus, full_batch):
     out, summary = full_batch
     totals = summary["totals"]
-    assert totals == {"files": 9, "cores": 8, "analyzed": 7, "partial": 0, "failed": 1, "duplicates": 1, "groups": 5}
+    assert totals == {"files": 9, "cores": 8, "analyzed": 7, "partial": 0, "failed": 1, "duplicates": 1, "groups": 5, "known_groups": 0, "without_time": 0}
 
     # Sorted by count: the three null-pointer crashes first.
     null_group = summary["groups"][0]
@@ -78,15 +82,30 @@ def test_batch_groups_real_cores(corpus, full_batch):
     ud2 = _group(summary, "SIGILL")
     if corpus.xattrs:
         # Host and crash time from systemd's attributes.
-        assert divzero["hosts"] == [{"host": "web-1", "count": 1}]
-        assert ud2["hosts"] == [{"host": "web-2", "count": 1}]
+        assert divzero["hosts"] == [{"host": "web-1", "count": 1, "from": "xattr"}]
+        assert ud2["hosts"] == [{"host": "web-2", "count": 1, "from": "xattr"}]
         assert divzero["first_seen"] == divzero["last_seen"] == _iso(DIVZERO_USEC)
+        assert divzero["time_sources"] == {"xattr": 1}
     else:
-        assert divzero["hosts"] == [{"host": "unknown", "count": 1}]
+        # Without attributes: the directory the core was collected in.
+        assert divzero["hosts"] == [{"host": "coredump", "count": 1, "from": "directory"}]
     # Without attributes, the systemd file name still gives the crash time.
     assert ud2["first_seen"] == _iso(UD2_USEC)
-    assert null_group["hosts"] == [{"host": "unknown", "count": 3}]
+    assert ud2["per_day"] == {_iso(UD2_USEC)[:10]: 1}
+    # Cores without attributes: the first directory below the one the batch was given, their mtime.
+    assert null_group["hosts"] == [{"host": f"run{i}", "count": 1, "from": "directory"} for i in range(3)]
+    assert null_group["time_sources"] == {"mtime": 3}
     assert null_group["first_seen"] <= null_group["last_seen"]
+    assert sum(null_group["per_day"].values()) == 3 and sum(null_group["chart"]["bins"]) == 3
+    assert summary["period"]["first_day"] == _iso(UD2_USEC)[:10] == min(g["chart"]["first_day"] for g in summary["groups"])
+    # The three null-pointer cores are the only ones of their program: a correlation with counts.
+    assert null_group["versions"]["executable"] == [{"value": str(corpus.null_program), "count": 3}]
+    assert null_group["correlations"] == [{
+        "attribute": "executable", "value": str(corpus.null_program), "in_group": 3, "group_size": 3, "group_share": 1.0,
+        "in_batch": 3, "batch_size": 7, "batch_share": 0.4286, "ratio": 2.33,
+    }]
+    assert all(not g["correlations"] for g in summary["groups"][1:])  # one core is no evidence
+    assert summary["thresholds"]["correlation_min_count"] == 3 and summary["since"] is None and summary["gone"] == []
 
     # The corrupt file is reported with its reason; nothing else was lost to it.
     assert [f["path"] for f in summary["failed"]] == [str(corpus.corrupt)]
@@ -115,12 +134,26 @@ def test_batch_groups_real_cores(corpus, full_batch):
         assert (out / group["example"]["report_html"]).is_file()
 
 
+def test_batch_markdown_carries_the_summary_numbers(full_batch):
+    out, summary = full_batch
+    text = (out / "summary.md").read_text()
+    assert text.startswith("# 5 crash groups in 8 cores\n")
+    null_group = summary["groups"][0]
+    day, n = next(iter(null_group["per_day"].items()))
+    assert f"- per day: {day} {n}" in text
+    assert "- correlation: 100% of this group \\(3 of 3\\) had executable" in text
+    assert "vs 43% of all cores \\(3 of 7\\)" in text
+    assert "- hosts: run0 ×1 (directory), run1 ×1 (directory), run2 ×1 (directory)" in text
+    assert "core.4242" in text
+
+
 def test_batch_index_page(full_batch):
     out, summary = full_batch
     page = (out / "index.html").read_text()
     assert "default-src 'none'; style-src 'unsafe-inline'" in page
     assert "<script" not in page.lower()
     assert "http://" not in page and "https://" not in page
+    assert page.count('<svg class="trend"') == len(summary["groups"])  # a trend chart per group
     # Groups appear in the summary's order, each with a link to its example report.
     positions = [page.index(f'href="{g["example"]["report_html"]}"') for g in summary["groups"]]
     assert positions == sorted(positions)
@@ -383,7 +416,12 @@ def test_batch_with_tensorflow_cores(tf_cores, cores, tmp_path):
     assert summary["totals"]["groups"] == 3 and summary["totals"]["duplicates"] == 1
     assert summary["totals"]["failed"] == 0 and summary["totals"]["partial"] == 0
     by_kind = {(g["category"], g["fault_kind"]): g for g in summary["groups"]}
-    assert by_kind[("kernel-compute", "check-failure")]["count"] == 1
+    check = by_kind[("kernel-compute", "check-failure")]
+    assert check["count"] == 1
+    # LRNGrad's CHECK failure is a known crash; the versions are the ones this interpreter ran.
+    assert check["known"]["id"] == "tf-lrngrad-output-image-rank" and check["known"]["url"].startswith("https://github.com/tensorflow/")
+    assert check["versions"]["tensorflow"] == [{"value": importlib.metadata.version("tensorflow-cpu"), "count": 1}]
+    assert check["versions"]["python"][0]["value"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
     segv = [g for (category, kind), g in by_kind.items() if category == "kernel-compute" and kind != "check-failure"]
     assert len(segv) == 1 and segv[0]["signal"] == "SIGSEGV"
     lines = {Path(line["path"]).name: line for line in _jsonl(out)}
@@ -391,3 +429,152 @@ def test_batch_with_tensorflow_cores(tf_cores, cores, tmp_path):
     assert lines[compressed.name]["identity"] == lines["core.1001"]["identity"]
     assert lines[compressed.name]["duplicate_of"] == str(inputs / "core.1001")
     compressed.unlink()  # tens of MB; pytest keeps recent temporary directories
+
+
+# ---------------------------------------------------------------------------------- a fleet's days
+
+
+KNOWN_STORE_RESULT = """
+[[crash]]
+id = "store-result-null"
+title = "store_result writes through a NULL slot"
+url = "https://example.org/issues/1"
+fixed_in = { python = "3.99" }
+advice = "Check the slot before storing."
+[crash.match]
+fault_kind = "null-deref"
+frames = ['^store_result$']
+"""
+
+
+def _by_signature(summary: dict) -> dict[str, dict]:
+    return {g["signature"]: g for g in summary["groups"]}
+
+
+def test_since_marks_new_steady_gone_and_back_and_known_crashes_show(corpus, full_batch, tmp_path):
+    """Three days of a fleet on real cores: the previous batch, today's with --since and a
+    fleet's own known-crash file, then a day where a gone crash is back."""
+    signature = {Path(line["path"]): line["signature"] for line in _jsonl(full_batch[0])}
+    null_sig, free_sig = signature[corpus.null_cores[0]], signature[corpus.double_free]
+    divzero_sig, killed_sig = signature[corpus.divzero], signature[corpus.killed]
+
+    before = tmp_path / "day1"
+    run = run_cli("batch", str(corpus.double_free), str(corpus.divzero), str(corpus.killed), "--out", str(before), "--jobs", "2")
+    assert run.code == 0, run.stderr
+
+    known = tmp_path / "known.toml"
+    known.write_text(KNOWN_STORE_RESULT)
+    damaged = tmp_path / "damaged.toml"
+    damaged.write_text("[[crash]\nid = \n")
+    today = tmp_path / "day2"
+    run = run_cli(
+        "batch", str(corpus.plain_dir / "run0"), str(corpus.plain_dir / "run1"), str(corpus.plain_dir / "run2"),
+        str(corpus.double_free), str(corpus.ud2), "--out", str(today), "--jobs", "2",
+        "--since", str(before), "--known", str(known), "--known", str(damaged),
+    )
+    assert run.code == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "since the previous batch: 2 new, 0 growing, 0 back, 1 steady, 2 gone" in run.stdout
+    assert "[new, known: store-result-null]" in run.stdout
+    assert f"--known {damaged}: not valid TOML" in run.stderr and "its entries are not used" in run.stderr
+    summary = _summary(today)
+    groups = _by_signature(summary)
+    assert groups[null_sig]["trend"]["state"] == "new" and groups[null_sig]["trend"]["this_period"] == 3
+    assert groups[free_sig]["trend"] == {"state": "steady", "this_period": 0, "previous_period": 1, "note": groups[free_sig]["trend"]["note"]}
+    assert summary["since"]["new"] == 2 and summary["since"]["steady"] == 1 and summary["since"]["gone"] == 2
+    assert {g["signature"] for g in summary["gone"]} == {divzero_sig, killed_sig}
+
+    # The fleet's own known crash: in the group, the per-core JSON and HTML reports, the index and summary.md.
+    verdict = groups[null_sig]["known"]
+    assert verdict["id"] == "store-result-null" and verdict["cores"] == 3
+    assert verdict["note"] == "fixed in python 3.99; this core's python version is unknown"
+    assert summary["totals"]["known_groups"] == 1 and groups[free_sig]["known"] is None
+    report = json.loads((today / groups[null_sig]["example"]["report_json"]).read_text())
+    assert report["classification"]["known"]["title"] == "store_result writes through a NULL slot"
+    assert report["classification"]["advice"][0].startswith("Known crash: store_result writes through a NULL slot (https://example.org/issues/1)")
+    assert "Known crash: store_result writes through a NULL slot" in (today / groups[null_sig]["example"]["report_html"]).read_text()
+    page = (today / "index.html").read_text()
+    assert '<span class="badge known"' in page and '<a href="https://example.org/issues/1" rel="noreferrer">' in page
+    assert page.count('<span class="badge new"') == 2 and 'id="gone"' in page
+    text = (today / "summary.md").read_text()
+    assert "**Known crash:** store\\_result writes through a NULL slot" in text
+    assert "Since the previous batch: 2 new, 0 growing, 0 back, 1 steady, 2 gone" in text
+
+    # A merge (here of one batch into a new directory) keeps the baseline and the known crash.
+    merged = tmp_path / "merged"
+    run = run_cli("merge", str(today), "--out", str(merged))
+    assert run.code == 0, run.stderr
+    assert _comparable(_summary(merged)) == _comparable(summary) and _summary(merged)["gone"] == summary["gone"]
+
+    # The day after: the divide-by-zero crash, gone today, is back.
+    after = tmp_path / "day3"
+    run = run_cli("batch", str(corpus.divzero), "--out", str(after), "--since", str(today))
+    assert run.code == 0, run.stderr
+    summary = _summary(after)
+    assert summary["groups"][0]["trend"]["state"] == "back"
+    assert {g["signature"] for g in summary["gone"]} == {null_sig, free_sig, signature[corpus.ud2], killed_sig}
+
+
+def test_since_needs_a_batch_directory(tmp_path, corpus):
+    run = run_cli("batch", str(corpus.killed), "--out", str(tmp_path / "o"), "--since", str(tmp_path))
+    assert run.code == 2 and "--since" in run.stderr and "summary.json" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_gpu_cores_carry_their_driver_cuda_and_python(gpu_crash, gpu_device_cores, tmp_path):
+    """Two real GPU-process cores of one machine (a CUDA driver thread's abort, a SIGSEGV in the
+    driver's copy of a wild host pointer): the versions each ran, read from what they mapped."""
+    inputs = tmp_path / "gpu-7"
+    inputs.mkdir()
+    os.symlink(gpu_crash.core, inputs / "core.464")
+    os.symlink(gpu_device_cores("memcpy_segv"), inputs / "core.1")
+    out = tmp_path / "out"
+    run = run_cli("batch", str(inputs), "--out", str(out), "--jobs", "1", "--sysroot", str(gpu_crash.sysroot), timeout=900)
+    assert run.code == 0, run.stderr
+    summary = _summary(out)
+    assert summary["totals"]["analyzed"] + summary["totals"]["partial"] == 2 and summary["totals"]["groups"] == 2
+    for line in _jsonl(out):
+        assert line["versions"]["driver"] == "580.159.04" and line["versions"]["python"] == "3.12.3"
+        assert line["host"] == "gpu-7" and line["host_source"] == "directory"
+    for group in summary["groups"]:
+        assert group["versions"]["driver"] == [{"value": "580.159.04", "count": 1}]
+        assert not group["correlations"]  # every core ran that driver: nothing singles a group out
+    assert any(line["versions"].get("cuda") == "13" for line in _jsonl(out))  # libnvrtc.so.13 of the cupy run
+
+
+def test_a_containers_hostname_names_its_host(cores, tmp_path):
+    """A process with HOSTNAME in its environment (a container's, a pod's) is counted on that
+    host; the same program without it on the directory it was collected in."""
+    first = cores.c_crash("null_thread")
+    _, _, sig = C_CRASHERS["null_thread"]
+    pod = run_to_core("null_thread-pod", [str(first.exe)], tmp_path / "run", env={"HOSTNAME": "trainer-7b9f"}, kill_after_ready=sig)
+    inputs = tmp_path / "collected"
+    inputs.mkdir()
+    shutil.copy(pod.core, inputs / "core.1")
+    # The tests' own environment decides whether a plain run has HOSTNAME: only without it is there a bare case.
+    bare = None if "HOSTNAME" in os.environ else run_to_core("null_thread-bare", [str(first.exe)], tmp_path / "run-bare", kill_after_ready=sig)
+    if bare is not None:
+        shutil.copy(bare.core, inputs / "core.2")
+    out = tmp_path / "out"
+    run = run_cli("batch", str(inputs), "--out", str(out), "--jobs", "1")
+    assert run.code == 0, run.stderr
+    hosts = {Path(line["path"]).name: (line["host"], line["host_source"]) for line in _jsonl(out)}
+    assert hosts["core.1"] == ("trainer-7b9f", "environment")
+    if bare is not None:
+        assert hosts["core.2"] == ("collected", "directory")
+
+
+def test_a_core_without_a_plausible_time_is_said_and_left_out_of_the_days(corpus, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copy(corpus.killed, inputs / "core.7")
+    os.utime(inputs / "core.7", (0, 0))  # a copy that reset the file's time: 1970
+    out = tmp_path / "out"
+    run = run_cli("batch", str(inputs), "--out", str(out), "--jobs", "1")
+    assert run.code == 0, run.stderr
+    assert "1 cores without a plausible crash time" in run.stdout
+    summary = _summary(out)
+    assert summary["totals"]["without_time"] == 1 and summary["period"] is None
+    (group,) = summary["groups"]
+    assert group["first_seen"] is None and group["per_day"] == {} and group["chart"] is None
+    assert "no times" in (out / "index.html").read_text()

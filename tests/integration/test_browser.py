@@ -310,3 +310,79 @@ def test_names_from_the_core_stay_text_in_the_browser(browser, hostile_page, art
     core_facts = browser.find_element("css selector", "#core").text
     assert HOSTILE_ARGS[0] in core_facts and HOSTILE_ARGS[1] in core_facts
     keep(artifacts, "report-hostile-names.png", screenshot(browser), capsys)
+
+
+# --------------------------------------------------------------------------------------------
+# The batch index
+# --------------------------------------------------------------------------------------------
+
+KNOWN_NULL_STORE = """
+[[crash]]
+id = "store-result-null"
+title = "store_result writes through a NULL slot"
+url = "https://example.org/issues/1"
+[crash.match]
+frames = ['^store_result$']
+"""
+
+
+def _visible_rows(driver) -> list[str]:
+    """The crash groups' signatures as a person sees them: shown rows, top to bottom."""
+    return js(driver, """
+        return [...document.querySelectorAll('#groups + .scroll .g')]
+            .filter(e => getComputedStyle(e).display !== 'none')
+            .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
+            .map(e => e.querySelector('code.signature').textContent);""")
+
+
+def _choose(driver, select_id: str, label_start: str) -> None:
+    """Pick an option the way a keyboard user does: focus the select, arrow down to it."""
+    from selenium.webdriver.common.keys import Keys
+
+    select = driver.find_element("id", select_id)
+    labels = [o.text for o in select.find_elements("tag name", "option")]
+    target = next(i for i, text in enumerate(labels) if text.startswith(label_start))
+    current = labels.index(next(o.text for o in select.find_elements("tag name", "option") if o.is_selected()))
+    select.send_keys(*([Keys.ARROW_DOWN] * (target - current) if target >= current else [Keys.ARROW_UP] * (current - target)))
+
+
+def test_batch_index_sorts_and_filters_by_keyboard_without_scripts(browser, cores, tmp_path, artifacts, capsys):
+    """A batch over real cores (three crash kinds, one a fleet's known crash): the index loads
+    nothing but itself, draws a trend chart per group, and sorts and filters with the keyboard."""
+    inputs = tmp_path / "fleet" / "host-a"
+    inputs.mkdir(parents=True)
+    for name in ("null_thread", "divzero", "double_free"):
+        (inputs / f"core.{name}").write_bytes(cores.c_crash(name).core.read_bytes())
+    for n, name in enumerate(("core.null_thread", "core.divzero", "core.double_free")):
+        os.utime(inputs / name, (1_760_000_000 + n * 86400 * 3,) * 2)  # crashes on three days
+    known = tmp_path / "known.toml"
+    known.write_text(KNOWN_NULL_STORE)
+    out = tmp_path / "out"
+    run = run_cli("batch", str(tmp_path / "fleet"), "--out", str(out), "--jobs", "2", "--known", str(known))
+    assert run.code == 0, run.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    page = out / "index.html"
+
+    requests = open_page(browser, page)
+    assert requests == [page.as_uri()], "the index must load nothing but itself"
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert js(browser, "return document.scripts.length") == 0
+    charts = browser.find_elements("css selector", "svg.trend path")
+    assert len(charts) == 3 and all(c.size["height"] > 0 for c in charts)
+    keep(artifacts, "batch-index.png", screenshot(browser), capsys)
+
+    by_count = [g["signature"] for g in summary["groups"]]
+    assert _visible_rows(browser) == by_count
+    # Sort by first seen, newest first: the double-free (the latest mtime) comes first.
+    _choose(browser, "sort", "first seen")
+    newest = sorted(summary["groups"], key=lambda g: g["first_seen"], reverse=True)
+    assert _visible_rows(browser) == [g["signature"] for g in newest]
+    # Only the known crashes, then only one fault kind.
+    _choose(browser, "filter-state", "known")
+    known_group = next(g for g in summary["groups"] if g["known"])
+    assert _visible_rows(browser) == [known_group["signature"]]
+    assert "store_result writes through a NULL slot" in browser.find_element("css selector", ".g .known-line").text
+    _choose(browser, "filter-state", "all")
+    _choose(browser, "filter-kind", "divide-by-zero")
+    assert _visible_rows(browser) == [g["signature"] for g in summary["groups"] if g["fault_kind"] == "divide-by-zero"]
+    keep(artifacts, "batch-index-filtered.png", screenshot(browser), capsys)

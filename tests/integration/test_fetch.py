@@ -12,11 +12,11 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 from support.clirun import analyze_json, crashed_thread, run_cli
+from support.publicindex import PUBLIC_INDEX, public_index_reachable, use_public_index
 from support.tfcores import installed_version
 
 from coreanalyze.corefile import read_core
@@ -28,7 +28,6 @@ from coreanalyze.modules import module_table
 pytestmark = pytest.mark.tf
 
 OTHER_NUMPY_VERSIONS = ("2.3.5", "2.2.6", "2.0.2", "1.26.4")
-PUBLIC_INDEX = "https://pypi.org/simple"
 
 
 def pip_download(requirement: str, dest: Path) -> None:
@@ -134,26 +133,14 @@ def test_a_batch_downloads_each_wheel_once(far_away, tf_cores, tmp_path):
         assert tf_modules and all(m["status"] == "ok" and m["source"] in downloaded for m in tf_modules)
 
 
-def _public_index_reachable() -> bool:
-    try:
-        with urllib.request.urlopen(PUBLIC_INDEX + "/numpy/", timeout=15) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
-
-
 @pytest.mark.public_index
 def test_the_public_index(far_away, monkeypatch, tmp_path, in_ci):
     """The one test that uses the public PyPI: NumPy's libraries of the core fetched from there."""
-    if not _public_index_reachable() and not in_ci:
+    if not public_index_reachable() and not in_ci:
         pytest.skip(f"{PUBLIC_INDEX} is not reachable (in CI this test must run)")
     case, _, sysroot, _, _ = far_away
     log = tmp_path / "pip.log"
-    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
-    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
-    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no mirror or find-links of this machine's
-    monkeypatch.setenv("PIP_INDEX_URL", PUBLIC_INDEX)
+    use_public_index(monkeypatch)
     monkeypatch.setenv("PIP_LOG", str(log))
     with read_core(case.core) as notes:
         modules = [m for m in module_table(notes, executable=str(case.exe), sysroot=str(sysroot)) if "/site-packages/numpy" in m.path]

@@ -165,3 +165,26 @@ def test_files_without_build_id_are_told_apart_by_their_headers(no_build_id_case
         assert (same.status, same.build_id, same.local_build_id) == ("no-build-id", None, None)
         other = by_path(module_table(notes, executable=str(rebuilt)))[str(case.exe)]
         assert other.status == "mismatch"
+
+
+def test_a_first_page_of_zeros_is_no_header_the_local_file_decides(null_thread, tmp_path):
+    """A core whose file-backed pages were zero-filled to shrink it (as the shared GPU cores'
+    vendor libraries were): the library's header reads as zeros, which the loader never writes;
+    the library stays in the table, its local file standing for it."""
+    from elftools.elf.elffile import ELFFile
+
+    case, notes = null_thread
+    libc = next(m for m in notes.mappings if os.path.basename(m.path) == "libc.so.6" and m.file_offset == 0)
+    copy = tmp_path / "core.zeroed"
+    shutil.copyfile(case.core, copy)
+    with open(copy, "r+b") as f:
+        segment = next(
+            s for s in ELFFile(f).iter_segments()
+            if s["p_type"] == "PT_LOAD" and s["p_vaddr"] <= libc.start < s["p_vaddr"] + s["p_filesz"]
+        )  # fmt: skip
+        f.seek(segment["p_offset"] + libc.start - segment["p_vaddr"])
+        f.write(b"\0" * 4096)
+    with read_core(str(copy)) as zeroed:
+        assert zeroed.memory.read(libc.start, 4) == b"\0\0\0\0"
+        row = by_path(module_table(zeroed)).get(libc.path)
+    assert row is not None and row.local_path == libc.path and row.status.trusted_image

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 import pytest
 from support.clirun import analyze_json, run_cli
@@ -22,6 +23,7 @@ from support.opchecks import (
     tensors,
 )
 
+from coreanalyze.corefile import read_core
 from coreanalyze.model import Frame, OpInput, OpInstance, Report, Thread, report_from_dict
 from coreanalyze.opinstance import node_sentence
 from coreanalyze.opinstance.layouts import all_layouts, dtypes, layouts_for
@@ -238,6 +240,54 @@ def test_tflite_node_delegated_to_xnnpack(op_reports):
         ("float32", [1, 8], "x"), ("float32", [4, 8], "MatMul"), ("float32", [4], "Relu;add")]
     assert [(t["dtype"], t["shape"]) for t in instance["outputs"]] == [("float32", [1, 4])]
     assert "delegate XNNPACK" in c["summary"]
+
+
+@pytest.mark.tf
+def test_tflite_model_loaded_from_a_file(tf_cores, tmp_path):
+    """Interpreter(model_path=...): the model file is mapped read-only and left out of the core;
+    the tensors' names and the weights are read from it while it is there and the same size,
+    and without it the instance keeps everything else and says which names are missing."""
+    case = tf_cores.get("interpreter_invoke_model_file")
+    with read_core(case.core) as notes:
+        (model,) = {m.path for m in notes.mappings if m.path.endswith("/dense.tflite")}
+    model = Path(model)
+
+    def instance() -> tuple[dict, list[str]]:
+        c = analyze_json(case.core, "--python", str(case.exe), cwd=tmp_path)["classification"]
+        assert c["op_instance"] is not None, c["evidence"]
+        return c["op_instance"], c["evidence"]
+
+    found, evidence = instance()
+    assert (found["op"], found["node_index"]) == ("FULLY_CONNECTED", 0)
+    assert [(t["dtype"], t["shape"], t["allocation"]) for t in found["inputs"]] == [
+        ("float32", [1, 8], "arena-rw"), ("float32", [4, 8], "mmap-ro"), ("float32", [4], "mmap-ro")]
+    assert [t["name"] for t in found["inputs"]] == ["x", "MatMul", "Relu;add"]  # from the model file
+    assert found["inputs"][2]["value"] == [1.0] * 4  # the bias: a weight in the model file
+    assert found["node"] == found["outputs"][0]["name"] and found["node"]
+    assert found["missing"] == [] and found["read_from_files"] == {str(model): "size"}
+    assert any(f"read from the mapped file {model}" in e for e in evidence)
+
+    kept = tmp_path / "dense.tflite.kept"
+    model.rename(kept)
+    try:
+        gone, evidence = instance()
+        # The same node, op, shapes and in-core values; the names are reported missing, not guessed.
+        assert (gone["op"], gone["node_index"]) == ("FULLY_CONNECTED", 0)
+        assert [t["shape"] for t in gone["inputs"]] == [t["shape"] for t in found["inputs"]]
+        assert gone["inputs"][0]["value"] == [1.0] * 8  # the input lives in the arena, in the core
+        assert all(t["name"] is None for t in gone["inputs"] + gone["outputs"])
+        assert gone["node"] == "#0"
+        assert len(gone["missing"]) == len(gone["inputs"]) + len(gone["outputs"])
+        assert all(f"is in the mapped file {model}, not in the core" in m and "is not here" in m for m in gone["missing"])
+        assert any(e.startswith("op instance: not read: tensor 0's name") for e in evidence)
+
+        # Another file at that path (a model being rewritten: empty) is not taken for it.
+        model.write_bytes(b"")
+        other, _ = instance()
+        assert all(t["name"] is None for t in other["inputs"])
+        assert all("does not fit the mapping" in m for m in other["missing"])
+    finally:
+        kept.replace(model)
 
 
 def test_layouts_differ_between_tensorflow_versions():

@@ -84,6 +84,12 @@ EXPECTED: dict[str, Expected] = {
         innermost=r"ScatterToSlotsOp.*Compute",
         address=(0, NULL_PAGE_LIMIT),
     ),
+    "interpreter_invoke_model_file": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"fully_connected.*Eval", r"Subgraph.*InvokeImpl", r"InterpreterWrapper.*Invoke"),
+        innermost=r"fully_connected.*Eval.*libpywrap_tflite_common\.so",
+        address=(0xDEAD0000, 0xDEAD1000),
+    ),
     "interpreter_invoke_xnnpack": Expected(
         signal.SIGSEGV, SEGV_MAPERR,
         stack=(r"xnnpack.*SubgraphInvoke", r"Subgraph.*InvokeImpl", r"InterpreterWrapper.*Invoke"),
@@ -205,10 +211,10 @@ class TestCorpusCores:
         # tool recovers it from the initial stack. The kernel's own copy (pr_psargs, what gdb
         # prints) keeps only the first PSARGS_LEN - 1 bytes, wherever the repository is cloned.
         assert case.pid is not None
-        notes = read_core(case.core)
-        assert notes.pid == case.pid
-        assert notes.argv == [str(a) for a in case.argv], notes.argv
-        assert SCENARIOS[name].script in {Path(a).name for a in notes.argv}, notes.argv
+        with read_core(case.core) as notes:
+            assert notes.pid == case.pid
+            assert notes.argv == [str(a) for a in case.argv], notes.argv
+            assert SCENARIOS[name].script in {Path(a).name for a in notes.argv}, notes.argv
         joined = " ".join(str(a) for a in case.argv)
         assert view.generated_by.rstrip() == joined[: PSARGS_LEN - 1].rstrip(), view.generated_by
         assert case.pid in view.stacks_by_lwp, sorted(view.stacks_by_lwp)
@@ -304,6 +310,10 @@ VERDICTS: dict[str, Verdict] = {
     "worker_thread_segv": Verdict(
         "kernel-compute", "null-deref", r"ScatterToSlotsOp::Compute",
         op=r"ScatterToSlots|crash_ops\.so", culprit_module=r"crash_ops\.so$",
+    ),
+    "interpreter_invoke_model_file": Verdict(
+        "interpreter-invoke", "invalid-access", r"tflite::ops::builtin::fully_connected::Eval",
+        op=r"(?i)fully_connected", culprit_module=r"libpywrap_tflite_common\.so$",
     ),
     "interpreter_invoke_xnnpack": Verdict(
         "interpreter-invoke", "invalid-access", r"tflite::xnnpack::.*SubgraphInvoke",

@@ -67,6 +67,7 @@ class Corpus:
             sub.mkdir()
             _copy(case.core, sub / case.core.name)
         self.null_cores = [plain / f"run{i}" / c.core.name for i, c in enumerate(null_cases)]
+        self.null_program = null_cases[0].exe
 
         double_free = cores.c_crash("double_free")
         killed = cores.c_crash("killed")

@@ -20,7 +20,17 @@ C_CRASHERS = {
     "sigbus": ("sigbus.c", [], None),
     "killed": ("wait_for_kill.c", [], signal.SIGSEGV),
     "null_callback": ("null_callback.c", [], None),
+    # A crash reporter's handler that re-raises: a wild write, a kill() from the test, its own
+    # signal frame overwritten, and a handler that crashes by itself (reraise_handler.c).
+    "reraise_handler": ("reraise_handler.c", [], None),
+    "reraise_sent": ("reraise_handler.c", ["wait"], signal.SIGSEGV),
+    "reraise_watchdog": ("reraise_handler.c", ["wait"], signal.SIGABRT),
+    "reraise_smashed": ("reraise_handler.c", ["smash"], None),
+    "handler_crashes": ("reraise_handler.c", ["inside"], None),
+    "reraise_chained": ("reraise_handler.c", ["chain"], None),
 }
+# Crashers whose handler raises the signal again (coregen.run_to_core's `reraised`).
+RERAISED = frozenset({"reraise_handler", "reraise_sent", "reraise_watchdog", "reraise_smashed", "reraise_chained"})
 
 class CoreCache:
     """Builds each crash at most once per test session, on first use."""
@@ -35,14 +45,19 @@ class CoreCache:
             workdir = self.root / name
             workdir.mkdir(parents=True, exist_ok=True)
             exe = compile_c(CRASHERS / source, workdir / name)
-            self.cases[name] = run_to_core(name, [str(exe), *args], workdir, kill_after_ready=sig)
+            self.cases[name] = run_to_core(name, [str(exe), *args], workdir, kill_after_ready=sig, reraised=name in RERAISED)
         return self.cases[name]
 
-    def python_crash(self, name: str, python: Path, script: Path, env: dict | None = None) -> CrashCase:
+    def python_crash(
+        self, name: str, python: Path, script: Path, env: dict | None = None, kill_after_ready: int | None = None,
+        reraised: bool = False,
+    ) -> CrashCase:  # fmt: skip
         if name not in self.cases:
             workdir = self.root / name
             workdir.mkdir(parents=True, exist_ok=True)
-            case = run_to_core(name, [str(python), str(script)], workdir, env=env)
+            case = run_to_core(
+                name, [str(python), str(script)], workdir, env=env, kill_after_ready=kill_after_ready, reraised=reraised
+            )
             case.exe = python
             case.extra["script"] = script
             self.cases[name] = case

@@ -96,11 +96,14 @@ def run_to_core(
     env: dict | None = None,
     kill_after_ready: int | None = None,
     timeout: float = 300.0,
+    reraised: bool = False,
 ) -> CrashCase:
     """Run argv in workdir until it dies by a signal; return the core the crash left.
 
     kill_after_ready: send this signal from the test process once the child printed a line
     (for a process killed by another one).
+    reraised: the program's handler catches the first signal and raises it again; under gdb the
+    core is written at the second one (the kernel writes it there anyway).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     exe = Path(shutil.which(argv[0]) or argv[0]).resolve()
@@ -135,17 +138,19 @@ def run_to_core(
             if core != target:
                 core.rename(target)
             return CrashCase(name, target, exe, argv, workdir, "kernel", proc.pid)
-    return _run_under_gdb_to_core(name, argv, workdir, full_env, exe, kill_after_ready, timeout)
+    return _run_under_gdb_to_core(name, argv, workdir, full_env, exe, kill_after_ready, timeout, reraised)
 
 
-def _run_under_gdb_to_core(name, argv, workdir, env, exe, kill_after_ready, timeout) -> CrashCase:
+def _run_under_gdb_to_core(name, argv, workdir, env, exe, kill_after_ready, timeout, reraised=False) -> CrashCase:
     gdb = require("gdb")
     core = workdir / "core.gdb"
     cmd = [gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off", "-ex", "set pagination off"]
     if kill_after_ready is not None:
         # gdb stops the inferior at the signal; the kill comes from the test process below.
         pass
-    cmd += ["-ex", "run", "-ex", f"generate-core-file {core}", "-ex", "kill", "--args", *argv]
+    # gdb stops at every signal; a handler that re-raises gets the first one passed on.
+    resume = ["-ex", "continue"] if reraised else []
+    cmd += ["-ex", "run", *resume, "-ex", f"generate-core-file {core}", "-ex", "kill", "--args", *argv]
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if kill_after_ready is not None:
         # The crasher prints "ready"; find its pid as gdb's child and send the signal.

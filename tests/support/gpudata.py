@@ -66,3 +66,28 @@ def unpack_gpu_crash(workdir: Path) -> GpuCrash:
     script = workdir / "cupy_illegal_address.py"
     shutil.copyfile(GPU_DATA / "cupy_illegal_address.py", script)
     return GpuCrash(core=core, gpu_core=gpu_core, sysroot=sysroot, texts=GPU_DATA, script=script)
+
+
+# Cores of GPU processes kept in the repository (tests/data/gpu; its README says how they were
+# made and trimmed): they name the same driver and interpreter as the shared sysroot.
+DEVICE_CORES = ("hang_spin", "hang_fh", "memcpy_segv")
+
+
+def unpack_device_core(name: str, workdir: Path) -> Path:
+    from support.paths import DATA
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    target = workdir / f"{name}.core"
+    if not target.exists():
+        _decompress(DATA / "gpu" / f"{name}.core.zst", target)
+    return target
+
+
+def core_alone(crash: GpuCrash, directory: Path) -> Path:
+    """The CPU core in a directory of its own, without the GPU core the driver wrote beside it
+    (which, found there, makes the verdict the GPU core's)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    link = directory / crash.core.name
+    if not link.exists():
+        link.symlink_to(crash.core)
+    return link

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-PYENV_PYTHON = Path.home() / ".pyenv/versions"
+# pyenv's own rule: $PYENV_ROOT, else ~/.pyenv.
+PYENV_PYTHON = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 
 

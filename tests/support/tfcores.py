@@ -83,6 +83,15 @@ class Scenario:
     args: tuple[str, ...] = ()  # given to the script after the op library
 
 
+_TFLITE_EVAL_INJECTION = FaultInjection(
+    module=r"libpywrap_tflite_common\.so",
+    # The fully-connected kernel's Eval(TfLiteContext*, TfLiteNode*): node becomes wild.
+    function="'TfLiteStatus tflite::ops::builtin::fully_connected::Eval"
+    "<(tflite::ops::builtin::fully_connected::KernelType)1>(TfLiteContext*, TfLiteNode*)'",
+    register="rsi",
+    value=0xDEAD0000,
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -90,18 +99,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("allocator_heap_corruption", "allocator_heap_corruption.py", uses_op_library=True),
         Scenario("kernel_check_failure", "kernel_check_failure.py"),
         Scenario("fft_zero_length_abort", "fft_zero_length_abort.py"),
-        Scenario(
-            "interpreter_invoke",
-            "interpreter_invoke.py",
-            injection=FaultInjection(
-                module=r"libpywrap_tflite_common\.so",
-                # The fully-connected kernel's Eval(TfLiteContext*, TfLiteNode*): node becomes wild.
-                function="'TfLiteStatus tflite::ops::builtin::fully_connected::Eval"
-                "<(tflite::ops::builtin::fully_connected::KernelType)1>(TfLiteContext*, TfLiteNode*)'",
-                register="rsi",
-                value=0xDEAD0000,
-            ),
-        ),
+        Scenario("interpreter_invoke", "interpreter_invoke.py", injection=_TFLITE_EVAL_INJECTION),
         Scenario(
             "protobuf_serialization",
             "protobuf_serialization.py",
@@ -140,6 +138,13 @@ SCENARIOS: dict[str, Scenario] = {
             ),
         ),
         Scenario("kernel_overwritten", "kernel_overwritten.py", uses_op_library=True),
+        # The same node, the model loaded from a file: names and weights only in the mapped file.
+        Scenario(
+            "interpreter_invoke_model_file",
+            "interpreter_invoke.py",
+            args=("--model-file",),
+            injection=_TFLITE_EVAL_INJECTION,
+        ),
     )
 }
 

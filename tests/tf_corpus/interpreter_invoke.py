@@ -7,6 +7,10 @@ getppid() call: it corrupts the TfLiteNode* that Eval receives, and Eval faults 
 With `--xnnpack` the interpreter keeps its default delegate: XNNPACK takes the model over and
 Invoke runs the delegate's kernel node (the injection then corrupts the node its
 SubgraphInvoke receives).
+
+With `--model-file` the model is written to dense.tflite in the working directory and loaded
+from there (`model_path=`, the common case): TFLite maps the file read-only, so the tensors'
+names and the weights are in that file, not in the core.
 """
 
 import os
@@ -22,7 +26,12 @@ resolver = (
     if "--xnnpack" in sys.argv[1:]
     else tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
 )
-interpreter = tf.lite.Interpreter(model_content=model, experimental_op_resolver_type=resolver)
+if "--model-file" in sys.argv[1:]:
+    with open("dense.tflite", "wb") as f:
+        f.write(model)
+    interpreter = tf.lite.Interpreter(model_path=os.path.abspath("dense.tflite"), experimental_op_resolver_type=resolver)
+else:
+    interpreter = tf.lite.Interpreter(model_content=model, experimental_op_resolver_type=resolver)
 interpreter.allocate_tensors()
 interpreter.set_tensor(interpreter.get_input_details()[0]["index"], np.ones([1, 8], dtype=np.float32))
 os.getppid()  # arms the injected fault

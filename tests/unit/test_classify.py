@@ -550,6 +550,43 @@ def test_fault_reraised_by_faulthandler_is_read_below_the_handler():
     assert any("re-raised" in e for e in c.evidence)
 
 
+def test_chained_handlers_are_skipped_down_to_the_interrupted_code():
+    # A handler that chains to the one it replaced (faulthandler does) re-raises into it.
+    frames = native(
+        [
+            ("__pthread_kill_implementation", LIBC),
+            ("raise", LIBC),
+            ("crash_reporter_handler", "/srv/bin/app"),
+            ("<signal handler called>", None),
+            ("raise", LIBC),
+            ("faulthandler_fatal_error", PYTHON),
+            ("<signal handler called>", None),
+            *CUSTOM_OP_FRAMES,
+        ]
+    )
+    sig = SignalInfo(number=11, name="SIGSEGV", code=1, code_name="SEGV_MAPERR", address=0x10, reraised_by="faulthandler")
+    c = classify(report(frames, sig, pid=55))
+    assert c.culprit.function == "BadScaleOp::Compute"
+    assert c.fault_kind == "null-deref"
+    assert "caught by faulthandler" in c.evidence[0]
+
+
+def test_handler_that_crashed_under_another_handler_is_the_culprit():
+    # Below the first trampoline, a handler's own code without a re-raise: it crashed there.
+    frames = native(
+        [
+            ("raise", LIBC),
+            ("faulthandler_fatal_error", PYTHON),
+            ("<signal handler called>", None),
+            ("parse_config_on_sigusr1", "/srv/bin/app"),
+            ("<signal handler called>", None),
+            ("main", "/srv/bin/app"),
+        ]
+    )
+    c = classify(report(frames, SignalInfo(number=11, name="SIGSEGV", code=1, address=0x10), pid=55))
+    assert c.culprit.function == "parse_config_on_sigusr1"
+
+
 @pytest.mark.parametrize(
     "signal, registers, frames, kind",
     [

@@ -64,3 +64,17 @@ def test_a_namespace_package_is_known_by_its_modules():
     ]
     (package,) = imported_packages(imports, [InMemoryDistribution("protobuf", "5.28.3", SITE)])
     assert (package.name, package.version, package.module) == ("protobuf", "5.28.3", "google.protobuf")
+
+
+def test_an_accelerator_build_is_known_by_its_dist_info():
+    # cupy's distribution carries the CUDA major in its name (distributions.toml: cupy-cuda{cuda}x);
+    # cupy_backends, installed by the same distribution, has no __version__ of its own.
+    imports = [
+        {"name": "cupy", "file": f"{SITE}/cupy/__init__.py", "version": "14.2.0"},
+        {"name": "cupy_backends", "file": f"{SITE}/cupy_backends/__init__.py", "version": None},
+    ]
+    memory = [InMemoryDistribution("cupy_cuda13x", "14.2.0", None), InMemoryDistribution("cupyx_other", "1.0", None)]
+    got = {p.module: p for p in imported_packages(imports, memory)}
+    assert (got["cupy"].name, got["cupy"].version, got["cupy"].version_from) == ("cupy-cuda13x", "14.2.0", "__version__")
+    assert (got["cupy_backends"].name, got["cupy_backends"].version, got["cupy_backends"].version_from) == (
+        "cupy-cuda13x", "14.2.0", "dist-info")

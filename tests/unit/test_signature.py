@@ -189,12 +189,26 @@ def test_a_different_crash_has_a_different_signature(signal, changes):
 
 
 def test_unnamed_frames_use_the_library_basename():
-    f = [Frame(index=0, pc=0x7F0012345678, module="/usr/lib/x86_64-linux-gnu/libcuda.so.1"), Frame(index=1, pc=0x7F0012340000, function="cuStreamSynchronize", module="/usr/lib/x86_64-linux-gnu/libcuda.so.1")]
+    f = [Frame(index=0, pc=0x7F0012345678, module="/usr/lib/libfoo.so.1"), Frame(index=1, pc=0x7F0012340000, function="foo_run", module="/usr/lib/libfoo.so.1")]
     sig = signature_of("SIGSEGV", f)
-    assert sig.startswith("SIGSEGV | libcuda.so | cuStreamSynchronize #")
+    assert sig.startswith("SIGSEGV | libfoo.so | foo_run #")
     assert "0x" not in sig
-    resolved = [Frame(index=0, pc=0x7F0012345000, module="/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05"), f[1]]
+    resolved = [Frame(index=0, pc=0x7F0012345000, module="/usr/lib/libfoo.so.1.2.3"), f[1]]
     assert signature_of("SIGSEGV", resolved) == sig
+
+
+def test_unnamed_frames_of_a_stripped_vendor_library_stand_for_its_entry_point():
+    cuda = "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+    f = [Frame(index=i, pc=0x7F0012345678 + i, module=cuda) for i in range(4)]
+    f.append(Frame(index=4, pc=0x7F0012340000, function="cuStreamSynchronize", module=cuda))
+    sig = signature_of("SIGSEGV", f)
+    assert sig.startswith("SIGSEGV | cuStreamSynchronize #")
+    resolved = [Frame(index=0, pc=0x7F0012345000, module="/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05"), f[-1]]
+    resolved[1].module = resolved[0].module
+    assert signature_of("SIGSEGV", resolved) == sig
+    # With no entry point on the stack (the driver's own thread): one key for the whole run.
+    own_thread = [Frame(index=i, pc=0x7F0012345678 + i, module=cuda) for i in range(5)]
+    assert signature_of("SIGSEGV", own_thread).startswith("SIGSEGV | libcuda.so #")
 
 
 def test_python_only_signature_uses_file_basenames_and_functions():

@@ -102,7 +102,7 @@ update_refs (generation=<value optimized out>, n_collected=0x7fffffffaad8, n_unc
 #2  0x00005555556a1d2b in collect_with_callback (generation=2) at Modules/gcmodule.c:1264
 #3  0x00005555556a2a11 in _PyObject_GC_Alloc (use_calloc=0, basicsize=56) at Modules/gcmodule.c:1813
 """, "tensorflow#39940")
-case("tf1_cuda_timer_check", "gpu-driver", "check-failure", """2019-06-11 10:01:02.345678: E tensorflow/stream_executor/cuda/cuda_driver.cc:1078] failed to synchronize the stop event: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure
+case("tf1_cuda_timer_check", "gpu-driver", "gpu-exception", """2019-06-11 10:01:02.345678: E tensorflow/stream_executor/cuda/cuda_driver.cc:1078] failed to synchronize the stop event: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure
 2019-06-11 10:01:02.345702: E tensorflow/stream_executor/cuda/cuda_timer.cc:55] Internal: error destroying CUDA event in context 0x55d5c8a0f6e0: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure
 2019-06-11 10:01:02.345760: F tensorflow/stream_executor/cuda/cuda_dnn.cc:194] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)Failed to set cuDNN stream.
 Aborted (core dumped)
@@ -224,7 +224,7 @@ case("tflite_python_interp_segv", "interpreter-invoke", "invalid-access", faulth
     ("detect.py", 60, "<module>"),
     tail="Segmentation fault (core dumped)\n",
 ))
-case("stream_executor_new_gpu_check", "gpu-driver", "check-failure", """2023-05-06 07:08:09.101112: F tensorflow/core/common_runtime/device/device_event_mgr.cc:221] Unexpected Event status: 1
+case("stream_executor_new_gpu_check", "gpu-driver", "gpu-exception", """2023-05-06 07:08:09.101112: F tensorflow/core/common_runtime/device/device_event_mgr.cc:221] Unexpected Event status: 1
 Fatal Python error: Aborted
 """)
 case("protobuf_fatal_terminate", "protobuf-serialization", "check-failure", """[libprotobuf FATAL external/com_google_protobuf/src/google/protobuf/map.h:1059] CHECK failed: it != end(): key not found: dense_1
@@ -232,7 +232,7 @@ terminate called after throwing an instance of 'google::protobuf::FatalException
   what():  CHECK failed: it != end(): key not found: dense_1
 Aborted (core dumped)
 """)
-case("bad_alloc_uncaught", "allocator", "uncaught-exception", """terminate called after throwing an instance of 'std::bad_alloc'
+case("bad_alloc_uncaught", "allocator", "out-of-memory", """terminate called after throwing an instance of 'std::bad_alloc'
   what():  std::bad_alloc
 Aborted (core dumped)
 """)
@@ -353,7 +353,7 @@ case("valgrind_uninit_jump_tf", "kernel-compute", "null-deref", """==1234== Inva
 ==1234==  Address 0x2a is not stack'd, malloc'd or (recently) free'd
 ==1234== Process terminating with default action of signal 11 (SIGSEGV)
 """)
-case("gpu_illegal_address_event_mgr", "gpu-driver", "check-failure", """2022-11-02 11:22:33.445566: E tensorflow/compiler/xla/stream_executor/cuda/cuda_event.cc:29] Error polling for event status: failed to query event: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered
+case("gpu_illegal_address_event_mgr", "gpu-driver", "gpu-exception", """2022-11-02 11:22:33.445566: E tensorflow/compiler/xla/stream_executor/cuda/cuda_event.cc:29] Error polling for event status: failed to query event: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered
 2022-11-02 11:22:33.445612: F tensorflow/core/common_runtime/device/device_event_mgr.cc:221] Unexpected Event status: 1
 Fatal Python error: Aborted
 

@@ -1,0 +1,55 @@
+"""Score `coreanalyze triage` on a blind set of crash texts from public trackers.
+
+    python3 bench/blind_eval.py [SET.toml] [--show]
+
+SET defaults to tests/data/blind/issue25.toml: `[[report]]` entries with `source`, `category`,
+`fault_kind` and `text`, labelled from what each thread established before the tool ran.
+Printed: category right, fault kind right and refused, out of the reports; with --show, every
+report the tool got wrong or refused, with what it said.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import tomllib
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from coreanalyze.errors import BadInput  # noqa: E402
+from coreanalyze.triage.parse import triage_text  # noqa: E402
+
+DEFAULT_SET = REPO / "tests" / "data" / "blind" / "issue25.toml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set", nargs="?", type=Path, default=DEFAULT_SET)
+    parser.add_argument("--show", action="store_true", help="print the misses")
+    args = parser.parse_args(argv)
+    reports = tomllib.loads(args.set.read_text(encoding="utf-8"))["report"]
+    category = kind = refused = 0
+    for r in reports:
+        try:
+            got = triage_text(r["text"], r["source"]).classification
+        except BadInput as e:
+            refused += 1
+            if args.show:
+                print(f"REFUSED  {r['source']}: {e}")
+            continue
+        category += got.category == r["category"]
+        kind += got.fault_kind == r["fault_kind"]
+        if args.show and (got.category, got.fault_kind) != (r["category"], r["fault_kind"]):
+            print(f"MISS     {r['source']}: want {r['category']}/{r['fault_kind']}, "
+                  f"got {got.category}/{got.fault_kind}")
+    n = len(reports)
+    print(f"{n} reports: category {category}/{n} ({100 * category / n:.0f}%), "
+          f"fault kind {kind}/{n} ({100 * kind / n:.0f}%), refused {refused}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""The GPU vendors' libraries that name only their exported functions (host_calls.toml,
+[libraries]): read apart from the call rules, for the symbols stage."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+RULES_FILE = Path(__file__).resolve().parent / "host_calls.toml"
+
+
+@lru_cache(maxsize=1)
+def _exports_only() -> re.Pattern[str]:
+    raw = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
+    return re.compile(raw.get("libraries", {}).get("exports_only", r"$^"))
+
+
+def exports_only(path: str | None) -> bool:
+    """Whether the library at path names only its exported functions (libcuda, libcudnn, ...)."""
+    return bool(path) and _exports_only().search(os.path.basename(path)) is not None
