@@ -3,10 +3,8 @@ operator new, the culprit the function that asked for the memory."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from support.coregen import run_to_core
+from support.coregen import compile_cxx, run_to_core
 from support.paths import CRASHERS
 from support.require import require
 
@@ -15,16 +13,9 @@ from coreanalyze.analyze import analyze_core
 
 @pytest.fixture(scope="module")
 def bad_alloc(tmp_path_factory):
-    gxx = require("g++")
     require("gdb")
     workdir = tmp_path_factory.mktemp("bad_alloc")
-    exe = workdir / "bad_alloc"
-    subprocess.run(
-        [gxx, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(CRASHERS / "bad_alloc.cc")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    exe = compile_cxx(CRASHERS / "bad_alloc.cc", workdir / "bad_alloc")
     case = run_to_core("bad_alloc", [str(exe)], workdir)
     return analyze_core(str(case.core)).report
 
@@ -47,16 +38,9 @@ def test_signature_groups_by_allocator_and_advice_is_about_memory(bad_alloc):
 
 @pytest.fixture(scope="module")
 def bfc_abort(tmp_path_factory):
-    gxx = require("g++")
     require("gdb")
     workdir = tmp_path_factory.mktemp("bfc_oom_abort")
-    exe = workdir / "bfc_oom_abort"
-    subprocess.run(
-        [gxx, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(CRASHERS / "bfc_oom_abort.cc")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    exe = compile_cxx(CRASHERS / "bfc_oom_abort.cc", workdir / "bfc_oom_abort")
     case = run_to_core("bfc_oom_abort", [str(exe)], workdir)
     return analyze_core(str(case.core)).report
 

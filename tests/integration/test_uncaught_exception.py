@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from support.coregen import run_to_core
+from support.coregen import compile_cxx, run_to_core
 from support.paths import CRASHERS
 from support.require import require
 
@@ -19,16 +19,9 @@ from coreanalyze.corefile import read_core
 
 @pytest.fixture(scope="module")
 def uncaught(tmp_path_factory):
-    gxx = require("g++")
     require("gdb")
     workdir = tmp_path_factory.mktemp("uncaught")
-    exe = workdir / "uncaught_shape_error"
-    subprocess.run(
-        [gxx, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(CRASHERS / "uncaught_shape_error.cc")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    exe = compile_cxx(CRASHERS / "uncaught_shape_error.cc", workdir / "uncaught_shape_error")
     case = run_to_core("uncaught_shape_error", [str(exe)], workdir)
     return analyze_core(str(case.core)).report
 

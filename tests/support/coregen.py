@@ -76,6 +76,13 @@ def compile_c(source: Path, out: Path, extra_flags: tuple[str, ...] = ()) -> Pat
     return out
 
 
+def compile_cxx(source: Path, out: Path) -> Path:
+    cxx = require("g++")
+    cmd = [cxx, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(out), str(source)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out
+
+
 def wait_for_core_file(path: Path, timeout: float = 30.0) -> None:
     # The kernel writes the core before the parent sees the exit status, but be careful with
     # slow disks: wait until the size stops changing.
