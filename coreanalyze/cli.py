@@ -153,12 +153,15 @@ def _analyze_file(core: str, options):
     from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile.compressed import compression_of, decompressed
     from coreanalyze.gpu.stage import name_as_given
+    from coreanalyze.shrink.marker import marker_of_core
 
     compression = compression_of(core) if os.path.isfile(core) else None
     if compression is not None:
         options = replace(options, gpu_core_beside=core)  # its GPU core is beside it, not the copy
     with decompressed(core, compression) as plain:
         result = analyze_core(plain, options)
+        if result.report.core is not None:
+            result.report.core.shrunk = marker_of_core(plain)
     if compression is not None:
         name_as_given(result.report, plain, core)
     return result
@@ -246,6 +249,36 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         click.echo(line)
     if result.interrupted:
         _fail(f"interrupted; what is done is kept: rerun with --resume --out {out} to continue", 130)
+
+
+@cli.command("shrink")
+@click.argument("core", type=click.Path(dir_okay=False, path_type=str))
+@click.option("-o", "--output", required=True, metavar="PATH", help="Where to write the shrunk core.")
+@click.option("--compress", is_flag=True, help="Write it zstd-compressed (coreanalyze reads it as it is).")
+@click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped the core (default: taken from the core).")
+@click.option("--sysroot", metavar="DIR|IMAGE", help="The crashed machine's files in the same layout.")
+@click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for the analysis.")
+@click.option("--stack-bytes", type=click.IntRange(min=4096), default=1 << 20, show_default=True, metavar="N", help="Bytes of stack kept per thread (the crashing thread's stack is kept whole).")
+def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes):
+    """Write a core small enough to attach: only what the report and gdb's backtraces need."""
+    from coreanalyze.analyze import AnalyzeOptions
+    from coreanalyze.shrink import shrink_core
+
+    if not os.path.isfile(core):
+        raise BadInput(f"{core}: no such core file")
+    options = AnalyzeOptions(python=python, gdb=gdb_path, timeout=timeout, sysroot=sysroot)
+    result = shrink_core(core, output, options, compress=compress, stack_bytes=stack_bytes)
+    compressed = f", {_mib(result.written)} compressed" if compress else ""
+    click.echo(f"{output}: {_mib(result.size)}{compressed} (the core was {_mib(result.original_size)})")
+    if result.gdb_missing:
+        click.echo(f"coreanalyze: warning: gdb still misses {len(result.gdb_missing)} address(es) in the shrunk core", err=True)
+    if result.failure:
+        click.echo(f"coreanalyze: warning: the analysis was partial ({result.failure}); the shrunk core holds what it read", err=True)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
 
 
 @cli.command("merge")

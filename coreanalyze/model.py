@@ -115,6 +115,15 @@ class CoreInfo:
     arch: str | None = None  # "x86_64", "aarch64", ...
     size: int | None = None  # bytes on disk
     executable_used: str | None = None  # the binary gdb was given
+    shrunk: ShrunkCore | None = None  # the core is a `coreanalyze shrink` copy of a bigger one
+
+
+@dataclass
+class ShrunkCore:
+    """What `coreanalyze shrink` wrote into the core it made (coreanalyze.shrink.marker)."""
+
+    original_size: int | None = None  # bytes of the core it was shrunk from
+    redacted: list[str] = field(default_factory=list)  # what --redact dropped, in words
 
 
 @dataclass

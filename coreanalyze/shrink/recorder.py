@@ -1,0 +1,32 @@
+"""Record the pages of a core that an analysis reads (through coreanalyze.memory's observer)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from coreanalyze import memory
+from coreanalyze.shrink.pages import PageSet
+
+
+@contextmanager
+def recording(core_path: str, kept: PageSet, why: str = "analysis") -> Iterator[PageSet]:
+    """While active, every read of the core at core_path adds its pages to `kept`."""
+    wanted = os.path.realpath(core_path)
+    previous = memory.read_observer
+    same: dict[str, bool] = {}
+
+    def observe(path: str, address: int, size: int) -> None:
+        if path not in same:
+            same[path] = os.path.realpath(path) == wanted
+        if same[path]:
+            kept.add(address, size, why)
+        if previous is not None:
+            previous(path, address, size)
+
+    memory.read_observer = observe
+    try:
+        yield kept
+    finally:
+        memory.read_observer = previous

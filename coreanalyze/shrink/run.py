@@ -1,0 +1,155 @@
+"""`coreanalyze shrink`: analyze a core once, recording what the analysis and gdb need, and
+write a core that holds only that (see coreanalyze/shrink/__init__.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+from coreanalyze import model
+from coreanalyze.errors import BadInput
+from coreanalyze.shrink import elfcore, keep, marker
+from coreanalyze.shrink.pages import PAGE, PageSet
+from coreanalyze.shrink.recorder import recording
+from coreanalyze.shrink.writer import write_core
+
+# gdb names memory a backtrace needed and the core lacks: kept in the next round.
+MISSING_MEMORY = re.compile(r"Cannot access memory at address (0x[0-9a-f]+)")
+GDB_ROUNDS = 4  # rounds of "write, let gdb unwind, keep what it missed"
+GDB_BT_TIMEOUT = 600.0
+MISSED_STACK_BYTES = 64 << 10  # kept above an address gdb missed: it unwinds upwards
+ZSTD_LEVEL = 19  # the file is small by now; the smaller it gets, the easier to attach
+
+
+@dataclass
+class ShrinkResult:
+    original_size: int
+    size: int  # bytes of the shrunk core (before compression)
+    written: int  # bytes of the file written (compressed with --compress)
+    kept: dict[str, int] = field(default_factory=dict)  # why -> bytes kept for it
+    failure: str | None = None  # the analysis was partial: the shrunk core holds what it read
+    gdb_missing: list[str] = field(default_factory=list)  # addresses gdb still could not read
+
+
+def shrink_core(core: str, output: str, options, *, compress: bool = False, stack_bytes: int = keep.STACK_PER_THREAD) -> ShrinkResult:
+    """Write the shrunk copy of `core` (plain or compressed) to `output`. options: AnalyzeOptions."""
+    from coreanalyze.corefile.compressed import compression_of, decompressed
+
+    if os.path.realpath(output) == os.path.realpath(core):
+        raise BadInput(f"{output}: the shrunk core would overwrite the core it is made from")
+    compression = compression_of(core) if os.path.isfile(core) else None
+    with decompressed(core, compression) as plain:
+        return _shrink_plain(plain, output, options, compress, stack_bytes)
+
+
+def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes: int) -> ShrinkResult:
+    from coreanalyze.analyze import analyze_core
+    from coreanalyze.corefile import read_core
+
+    layout = elfcore.read_layout(plain)
+    earlier = marker.find_marker(layout, plain)
+    original_size = earlier.original_size if earlier and earlier.original_size else os.path.getsize(plain)
+    kept = PageSet()
+    with recording(plain, kept):
+        result = analyze_core(plain, options)
+    with recording(plain, kept, "gdb: stacks, objects, link map"):
+        notes = read_core(plain)
+        try:
+            keep.keep_stacks(notes, kept, stack_bytes)
+            keep.keep_object_headers(notes, kept)
+            keep.keep_link_map(notes, kept)
+        finally:
+            notes.memory.close()
+    with recording(plain, kept, "python frames"):
+        _walk_python(plain, result.report)
+    note = marker.marker_note(layout.endian, model.ShrunkCore(original_size=original_size))
+
+    directory = os.path.dirname(os.path.abspath(output))
+    handle, draft = tempfile.mkstemp(prefix=".shrink-", dir=directory)
+    os.close(handle)
+    try:
+        missing: list[str] = []
+        for _round in range(GDB_ROUNDS):
+            size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
+            missing = _gdb_missing(draft, result.report, options)
+            added = _keep_missed(plain, kept, missing)
+            if not added:
+                break
+        written = _compress_to(draft, output) if compress else _move(draft, output)
+    finally:
+        if os.path.exists(draft):
+            os.unlink(draft)
+    return ShrinkResult(
+        original_size=original_size, size=size, written=written,
+        kept={why: pages * PAGE for why, pages in kept.reasons.items() if pages},
+        failure=result.failure, gdb_missing=missing,
+    )  # fmt: skip
+
+
+def _walk_python(plain: str, report: model.Report) -> None:
+    """Run the Python-frame walker in-process over the core, as gdb ran it: what it reads is
+    what the report's Python frames need."""
+    from coreanalyze.corefile import read_core
+    from coreanalyze.coretarget import ReadError, walk_core
+    from coreanalyze.pyruntime import runtime_unless_symbols
+
+    notes = read_core(plain)
+    try:
+        runtime = runtime_unless_symbols(notes, report.modules)
+        try:
+            walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
+        except (ReadError, OSError, ValueError):
+            pass  # the walk in the analysis met the same end; what it read so far is recorded
+    finally:
+        notes.memory.close()
+
+
+def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
+    """Addresses gdb could not read while printing every thread's backtrace of `core`."""
+    program = (report.core.executable_used if report.core else None) or options.python
+    if not program:
+        return []
+    command = [options.gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set debuginfod enabled off"]
+    if options.sysroot and os.path.isdir(options.sysroot):
+        command += ["-ex", f"set sysroot {os.path.abspath(options.sysroot)}"]
+    command += ["-ex", f"file {program}", "-ex", f"core-file {core}", "-ex", "thread apply all bt"]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=GDB_BT_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted(set(MISSING_MEMORY.findall(run.stdout + run.stderr)))
+
+
+def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> bool:
+    """Keep, from the full core, the memory gdb missed; True when that added any page."""
+    from coreanalyze.corefile import read_core
+
+    before = len(kept.pages)
+    notes = read_core(plain)
+    try:
+        for text in missing:
+            address = int(text, 16)
+            if notes.memory.is_present(address):
+                keep.keep_stack_from(notes, kept, address, MISSED_STACK_BYTES, "gdb: memory it missed")
+    finally:
+        notes.memory.close()
+    return len(kept.pages) > before
+
+
+def _move(draft: str, output: str) -> int:
+    os.replace(draft, output)
+    return os.path.getsize(output)
+
+
+def _compress_to(draft: str, output: str) -> int:
+    """zstd, which `coreanalyze` reads back as it is (coreanalyze.corefile.compressed)."""
+    try:
+        import zstandard
+    except ImportError as exc:
+        raise BadInput(f"--compress needs zstandard (pip install zstandard): {exc}") from None
+    with open(draft, "rb") as src, open(output, "wb") as out:
+        zstandard.ZstdCompressor(level=ZSTD_LEVEL).copy_stream(src, out)
+    return os.path.getsize(output)
