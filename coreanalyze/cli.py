@@ -271,6 +271,8 @@ def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, s
     result = shrink_core(core, output, options, compress=compress, stack_bytes=stack_bytes)
     compressed = f", {_mib(result.written)} compressed" if compress else ""
     click.echo(f"{output}: {_mib(result.size)}{compressed} (the core was {_mib(result.original_size)})")
+    for why, size in sorted(result.kept.items(), key=lambda item: -item[1]):
+        click.echo(f"  {_mib(size):>10}  {why}")
     if result.gdb_missing:
         click.echo(f"coreanalyze: warning: gdb still misses {len(result.gdb_missing)} address(es) in the shrunk core", err=True)
     if result.failure:

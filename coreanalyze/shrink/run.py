@@ -3,6 +3,7 @@ write a core that holds only that (see coreanalyze/shrink/__init__.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from coreanalyze import model
 from coreanalyze.errors import BadInput
-from coreanalyze.shrink import elfcore, keep, marker
+from coreanalyze.shrink import elfcore, keep, marker, scans
 from coreanalyze.shrink.pages import PAGE, PageSet
 from coreanalyze.shrink.recorder import recording
 from coreanalyze.shrink.writer import write_core
@@ -53,9 +54,10 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     earlier = marker.find_marker(layout, plain)
     original_size = earlier.original_size if earlier and earlier.original_size else os.path.getsize(plain)
     kept = PageSet()
-    with recording(plain, kept):
+    searches: list[tuple[int, int]] = []
+    with recording(plain, kept, searches=searches):
         result = analyze_core(plain, options)
-    with recording(plain, kept, "gdb: stacks, objects, link map"):
+    with recording(plain, kept, "gdb: stacks, objects, link map", searches=searches):
         notes = read_core(plain)
         try:
             keep.keep_stacks(notes, kept, stack_bytes)
@@ -63,7 +65,13 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
             keep.keep_link_map(notes, kept)
         finally:
             notes.memory.close()
-    with recording(plain, kept, "python frames"):
+    notes = read_core(plain)
+    try:
+        scans.keep_abort_messages(notes, kept)
+        scans.keep_distribution_names(notes, kept)
+    finally:
+        notes.memory.close()
+    with recording(plain, kept, "python frames", searches=searches):
         _walk_python(plain, result.report)
     note = marker.marker_note(layout.endian, model.ShrunkCore(original_size=original_size))
 
@@ -74,10 +82,14 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
         missing: list[str] = []
         for _round in range(GDB_ROUNDS):
             size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
-            missing = _gdb_missing(draft, result.report, options)
-            added = _keep_missed(plain, kept, missing)
-            if not added:
+            missing = _keep_missed(plain, kept, _gdb_missing(draft, result.report, options))
+            if not missing:
                 break
+        if not _same_report(draft, result.report, options):
+            # Something the searches found is not where scans.py looks: keep all they read.
+            for address, length in searches:
+                kept.add(address, length, "searches (the report differed without them)")
+            size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
         written = _compress_to(draft, output) if compress else _move(draft, output)
     finally:
         if os.path.exists(draft):
@@ -107,6 +119,29 @@ def _walk_python(plain: str, report: model.Report) -> None:
         notes.memory.close()
 
 
+# Fields that differ between a core and its shrunk copy by design.
+OWN_FIELDS = ("path", "size", "shrunk")
+
+
+def comparable(report_json: str) -> dict:
+    """A JSON report without the fields that name the core file itself."""
+    data = json.loads(report_json)
+    core = data.get("core")
+    if isinstance(core, dict):
+        for name in OWN_FIELDS:
+            core.pop(name, None)
+    return data
+
+
+def _same_report(draft: str, report: model.Report, options) -> bool:
+    """Whether the shrunk core gives the full core's report."""
+    from coreanalyze.analyze import analyze_core
+    from coreanalyze.render import render
+
+    again = analyze_core(draft, options)
+    return comparable(render(again.report, "json")) == comparable(render(report, "json"))
+
+
 def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
     """Addresses gdb could not read while printing every thread's backtrace of `core`."""
     program = (report.core.executable_used if report.core else None) or options.python
@@ -123,20 +158,19 @@ def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
     return sorted(set(MISSING_MEMORY.findall(run.stdout + run.stderr)))
 
 
-def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> bool:
-    """Keep, from the full core, the memory gdb missed; True when that added any page."""
+def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> list[str]:
+    """Keep, from the full core, the memory gdb missed; returns the addresses the full core
+    has (gdb misses the others in the full core too)."""
     from coreanalyze.corefile import read_core
 
-    before = len(kept.pages)
     notes = read_core(plain)
     try:
-        for text in missing:
-            address = int(text, 16)
-            if notes.memory.is_present(address):
-                keep.keep_stack_from(notes, kept, address, MISSED_STACK_BYTES, "gdb: memory it missed")
+        present = [text for text in missing if notes.memory.is_present(int(text, 16))]
+        for text in present:
+            keep.keep_stack_from(notes, kept, int(text, 16), MISSED_STACK_BYTES, "gdb: memory it missed")
     finally:
         notes.memory.close()
-    return len(kept.pages) > before
+    return present
 
 
 def _move(draft: str, output: str) -> int:
