@@ -85,6 +85,8 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
             missing = _keep_missed(plain, kept, _gdb_missing(draft, result.report, options))
             if not missing:
                 break
+        else:
+            size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
         if not _same_report(draft, result.report, options):
             # Something the searches found is not where scans.py looks: keep all they read.
             for address, length in searches:

@@ -1,0 +1,130 @@
+"""`coreanalyze shrink`: real cores shrunk, then analyzed and unwound by gdb as the full ones.
+
+The proof of a shrunk core is that nothing downstream can tell: `coreanalyze SMALL` gives the
+full core's JSON report but for the core's own path and size (and `core.shrunk`), and
+`gdb PROGRAM SMALL` prints the same frames for `thread apply all bt`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.clirun import analyze_json, run_cli
+from support.paths import PYCRASHERS
+from support.pythons import pyenv_python
+from support.require import require
+
+from coreanalyze.shrink.run import comparable
+
+FRAME_LINES = ("#", "Thread ", "Backtrace ")
+
+
+def _shrink(core: Path, small: Path, *extra: str) -> str:
+    run = run_cli("shrink", str(core), "-o", str(small), *extra)
+    assert run.code == 0, run.stderr
+    assert "still misses" not in run.stderr, run.stderr
+    return run.stdout
+
+
+def _backtraces(program: str, core: Path, sysroot: str | None = None) -> list[str]:
+    command = ["gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off"]
+    if sysroot:
+        command += ["-ex", f"set sysroot {sysroot}"]
+    command += ["-ex", f"file {program}", "-ex", f"core-file {core}", "-ex", "thread apply all bt"]
+    out = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=600, stdin=subprocess.DEVNULL)
+    return [line for line in (out.stdout + out.stderr).splitlines() if line.startswith(FRAME_LINES)]
+
+
+def _assert_shrinks_faithfully(core: Path, tmp_path: Path, *extra: str, sysroot: str | None = None) -> dict:
+    """Shrink `core`; the shrunk core's report and backtraces are the full core's. Returns the
+    shrunk core's report."""
+    require("gdb")
+    options = (*extra, *(("--sysroot", sysroot) if sysroot else ()))
+    small = tmp_path / "small.core"
+    _shrink(core, small, *options)
+    full_report = analyze_json(core, *options)
+    small_report = analyze_json(small, *options)
+    assert comparable(json.dumps(small_report)) == comparable(json.dumps(full_report))
+    assert full_report["core"]["shrunk"] is None
+    assert small_report["core"]["shrunk"]["original_size"] == core.stat().st_size
+    assert small.stat().st_size < core.stat().st_size
+    program = full_report["core"]["executable_used"]
+    full_frames = _backtraces(program, core, sysroot)
+    assert any(line.startswith("#") for line in full_frames)
+    assert _backtraces(program, small, sysroot) == full_frames
+    return small_report
+
+
+@pytest.mark.parametrize("name", ["null_thread", "assert_fail", "double_free", "reraise_handler"])
+def test_c_crash_shrinks_to_the_same_report_and_backtraces(cores, name, tmp_path):
+    case = cores.c_crash(name)
+    _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe))
+
+
+@pytest.mark.parametrize("minor", ["10", "13"])
+def test_python_crash_shrinks_to_the_same_report_and_backtraces(python_cores, minor, tmp_path):
+    exe = pyenv_python(minor)
+    assert exe is not None, f"CPython 3.{minor} missing (pyenv)"
+    case = python_cores.python_crash(f"three_deep_{minor}", exe, PYCRASHERS / "three_deep.py")
+    report = _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(exe))
+    assert any(f["kind"] == "python" for t in report["threads"] for f in t["frames"])
+
+
+def test_hang_snapshot_shrinks_to_the_same_report(tmp_path):
+    from support.coregen import terminate
+    from support.hangcores import build, gcore, start, wait_until_all_sleep
+
+    require("gdb")
+    exe = build("deadlock", tmp_path)
+    proc = start([str(exe)], tmp_path)
+    try:
+        wait_until_all_sleep(proc.pid, threads=3)
+        core, _out = gcore(proc.pid, tmp_path)
+    finally:
+        terminate(proc)
+    report = _assert_shrinks_faithfully(core, tmp_path, "--python", str(exe))
+    assert report["classification"]["fault_kind"] == "hang"
+
+
+@pytest.mark.parametrize("name", ["hang_spin", "memcpy_segv"])
+def test_gpu_process_core_shrinks_to_the_same_report(gpu_crash, gpu_device_cores, name, tmp_path):
+    core = gpu_device_cores(name)
+    _assert_shrinks_faithfully(core, tmp_path, sysroot=str(gpu_crash.sysroot))
+
+
+def test_compressed_shrunk_core_is_read_as_it_is_and_shrinks_again_to_itself(cores, tmp_path):
+    case = cores.c_crash("assert_fail")
+    packed = tmp_path / "small.core.zst"
+    _shrink(case.core, packed, "--python", str(case.exe), "--compress")
+    assert packed.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    full = analyze_json(case.core, "--python", str(case.exe))
+    from_packed = analyze_json(packed, "--python", str(case.exe))
+    assert comparable(json.dumps(from_packed)) == comparable(json.dumps(full))
+    small, again = tmp_path / "small.core", tmp_path / "again.core"
+    _shrink(case.core, small, "--python", str(case.exe))
+    _shrink(small, again, "--python", str(case.exe))
+    assert again.read_bytes() == small.read_bytes()
+    assert analyze_json(again, "--python", str(case.exe))["core"]["shrunk"]["original_size"] == case.core.stat().st_size
+
+
+def test_truncated_or_hostile_core_is_one_line_and_exit_2(cores, tmp_path):
+    case = cores.c_crash("divzero")
+    data = case.core.read_bytes()
+    samples = {
+        "truncated": data[:200],
+        "not_elf": b"hello, world\n" * 100,
+        "phdrs_past_end": data[:32] + (1 << 40).to_bytes(8, "little") + data[40:4096],
+        "empty": b"",
+    }
+    for name, content in samples.items():
+        bad = tmp_path / name
+        bad.write_bytes(content)
+        run = run_cli("shrink", str(bad), "-o", str(tmp_path / f"{name}.small"))
+        assert run.code == 2, (name, run.stderr)
+        assert len(run.stderr.strip().splitlines()) == 1, (name, run.stderr)
+        assert not (tmp_path / f"{name}.small").exists()
+    run = run_cli("shrink", str(case.core), "-o", str(case.core))
+    assert run.code == 2 and "overwrite" in run.stderr
