@@ -260,7 +260,8 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
 @click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for the analysis.")
 @click.option("--stack-bytes", type=click.IntRange(min=4096), default=1 << 20, show_default=True, metavar="N", help="Bytes of stack kept per thread (the crashing thread's stack is kept whole).")
-def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes):
+@click.option("--redact", is_flag=True, help="Also drop environment values, arguments after the program name and all memory not needed for the stacks.")
+def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes, redact):
     """Write a core small enough to attach: only what the report and gdb's backtraces need."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.shrink import shrink_core
@@ -268,11 +269,13 @@ def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, s
     if not os.path.isfile(core):
         raise BadInput(f"{core}: no such core file")
     options = AnalyzeOptions(python=python, gdb=gdb_path, timeout=timeout, sysroot=sysroot)
-    result = shrink_core(core, output, options, compress=compress, stack_bytes=stack_bytes)
+    result = shrink_core(core, output, options, compress=compress, stack_bytes=stack_bytes, redact=redact)
     compressed = f", {_mib(result.written)} compressed" if compress else ""
     click.echo(f"{output}: {_mib(result.size)}{compressed} (the core was {_mib(result.original_size)})")
     for why, size in sorted(result.kept.items(), key=lambda item: -item[1]):
         click.echo(f"  {_mib(size):>10}  {why}")
+    for what in result.redacted:
+        click.echo(f"  dropped: {what}")
     if result.gdb_missing:
         click.echo(f"coreanalyze: warning: gdb still misses {len(result.gdb_missing)} address(es) in the shrunk core", err=True)
     if result.failure:

@@ -24,6 +24,8 @@ STACK_PER_THREAD = 1 << 20  # bytes above the stack pointer kept for a thread th
 CRASHING_STACK = 64 << 20  # the crashing thread's whole stack, up to this much
 BELOW_STACK_POINTER = 256  # the red zone and what a signal handler pushed
 VDSO_MAX = 64 << 10
+LOADER_DATA_MAX = 256 << 10
+THREAD_DESCRIPTOR = 2560  # glibc's struct pthread on x86-64 (2304 bytes in 2.35-2.39)
 MAX_PHDRS = 256
 MAX_DYNAMIC = 1024  # entries of one dynamic section
 MAX_LINK_MAP = 4096  # objects in one link map
@@ -41,6 +43,30 @@ def keep_stacks(notes: CoreNotes, kept: PageSet, per_thread: int = STACK_PER_THR
         if isinstance(sp, int):
             whole = thread.tid == notes.crashing_tid
             keep_stack_from(notes, kept, sp, CRASHING_STACK if whole else per_thread)
+
+
+def keep_thread_descriptors(notes: CoreNotes, kept: PageSet) -> None:
+    """glibc's struct pthread at each thread's thread pointer (x86-64's fs_base): gdb's
+    libthread_db reads it to name a thread (`Thread 0x7f.. (LWP n)`)."""
+    for thread in notes.threads:
+        pointer = thread.registers.get("fs_base")
+        if isinstance(pointer, int) and notes.memory.is_present(pointer):
+            kept.add(pointer, THREAD_DESCRIPTOR, "thread descriptors")
+
+
+def keep_loader_data(notes: CoreNotes, kept: PageSet) -> None:
+    """The dynamic linker's writable data (`_rtld_global`: the lists of threads' descriptors
+    that libthread_db walks to list the threads, `_r_debug`)."""
+    base = notes.auxv.get("AT_BASE")
+    loader = next((m.path for m in notes.mappings if isinstance(base, int) and m.start <= base < m.end), None)
+    if loader is None:
+        return
+    spans = [(m.start, m.end) for m in notes.mappings if m.path == loader]
+    last_end = max(end for _start, end in spans)
+    for segment in notes.memory.segments:
+        ours = any(start <= segment.start < end for start, end in spans) or segment.start == last_end  # + its .bss
+        if ours and segment.writable and segment.present_end > segment.start:
+            kept.add(segment.start, min(LOADER_DATA_MAX, segment.present_end - segment.start), "dynamic linker's data")
 
 
 def keep_stack_from(notes: CoreNotes, kept: PageSet, sp: int, limit: int, why: str = "stacks") -> None:

@@ -58,7 +58,11 @@ def find_marker(layout: elfcore.CoreLayout, path: str) -> model.ShrunkCore | Non
 
 def without_marker(endian: str, data: bytes) -> bytes:
     """A note segment's bytes without our marker (a shrunk core shrunk again gets one marker)."""
-    kept = [data[start:end] for name, t, _d, start, end in elfcore.iter_notes(endian, data) if not (name == NOTE_NAME and t == NT_SHRUNK)]
+    kept = [
+        data[start:end]
+        for name, t, _d, start, end in elfcore.iter_notes(endian, data)
+        if not (name == NOTE_NAME and t == NT_SHRUNK)
+    ]
     return b"".join(kept)
 
 

@@ -15,7 +15,9 @@ SEARCH_READ = 256 << 10
 
 
 @contextmanager
-def recording(core_path: str, kept: PageSet, why: str = "analysis", searches: list[tuple[int, int]] | None = None) -> Iterator[PageSet]:
+def recording(
+    core_path: str, kept: PageSet, why: str = "analysis", searches: list[tuple[int, int]] | None = None
+) -> Iterator[PageSet]:
     """While active, every read of the core at core_path adds its pages to `kept`; a search
     (a read bigger than SEARCH_READ) goes to `searches` instead when that is given."""
     wanted = os.path.realpath(core_path)

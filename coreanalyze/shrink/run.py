@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 from coreanalyze import model
 from coreanalyze.errors import BadInput
 from coreanalyze.shrink import elfcore, keep, marker, scans
+from coreanalyze.shrink import redact as redact_
 from coreanalyze.shrink.pages import PAGE, PageSet
 from coreanalyze.shrink.recorder import recording
 from coreanalyze.shrink.writer import write_core
 
+# gdb's own reads of the core's memory while it loads it and unwinds every thread, as
+# `set debug target 1` logs them: (object, annex, readbuf, writebuf, address, length); objects
+# 1-4 are memory (plain, raw, stack, code).
+GDB_READ = re.compile(r"core:target_xfer_partial \(([1-4]), [^,]*, [^,]*, [^,]*, (0x[0-9a-f]+), (\d+)\)")
+MAX_GDB_READ = 1 << 20
 # gdb names memory a backtrace needed and the core lacks: kept in the next round.
 MISSING_MEMORY = re.compile(r"Cannot access memory at address (0x[0-9a-f]+)")
 GDB_ROUNDS = 4  # rounds of "write, let gdb unwind, keep what it missed"
@@ -33,9 +39,12 @@ class ShrinkResult:
     kept: dict[str, int] = field(default_factory=dict)  # why -> bytes kept for it
     failure: str | None = None  # the analysis was partial: the shrunk core holds what it read
     gdb_missing: list[str] = field(default_factory=list)  # addresses gdb still could not read
+    redacted: list[str] = field(default_factory=list)  # what --redact dropped, in words
 
 
-def shrink_core(core: str, output: str, options, *, compress: bool = False, stack_bytes: int = keep.STACK_PER_THREAD) -> ShrinkResult:
+def shrink_core(
+    core: str, output: str, options, *, compress: bool = False, stack_bytes: int = keep.STACK_PER_THREAD, redact: bool = False
+) -> ShrinkResult:
     """Write the shrunk copy of `core` (plain or compressed) to `output`. options: AnalyzeOptions."""
     from coreanalyze.corefile.compressed import compression_of, decompressed
 
@@ -43,10 +52,10 @@ def shrink_core(core: str, output: str, options, *, compress: bool = False, stac
         raise BadInput(f"{output}: the shrunk core would overwrite the core it is made from")
     compression = compression_of(core) if os.path.isfile(core) else None
     with decompressed(core, compression) as plain:
-        return _shrink_plain(plain, output, options, compress, stack_bytes)
+        return _shrink_plain(plain, output, options, compress, stack_bytes, redact)
 
 
-def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes: int) -> ShrinkResult:
+def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes: int, redact: bool) -> ShrinkResult:
     from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile import read_core
 
@@ -55,43 +64,56 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     original_size = earlier.original_size if earlier and earlier.original_size else os.path.getsize(plain)
     kept = PageSet()
     searches: list[tuple[int, int]] = []
-    with recording(plain, kept, searches=searches):
-        result = analyze_core(plain, options)
+    if redact:
+        result = analyze_core(plain, options)  # its modules and program; what it read is not kept
+    else:
+        with recording(plain, kept, searches=searches):
+            result = analyze_core(plain, options)
     with recording(plain, kept, "gdb: stacks, objects, link map", searches=searches):
         notes = read_core(plain)
         try:
             keep.keep_stacks(notes, kept, stack_bytes)
+            keep.keep_thread_descriptors(notes, kept)
+            keep.keep_loader_data(notes, kept)
             keep.keep_object_headers(notes, kept)
             keep.keep_link_map(notes, kept)
+            if not redact:
+                scans.keep_abort_messages(notes, kept)
+                scans.keep_distribution_names(notes, kept)
         finally:
             notes.memory.close()
-    notes = read_core(plain)
-    try:
-        scans.keep_abort_messages(notes, kept)
-        scans.keep_distribution_names(notes, kept)
-    finally:
-        notes.memory.close()
     with recording(plain, kept, "python frames", searches=searches):
-        _walk_python(plain, result.report)
-    note = marker.marker_note(layout.endian, model.ShrunkCore(original_size=original_size))
+        _walk_python(plain, result.report, imports=not redact)
+    _keep_gdb_reads(plain, kept, result.report, options)
+    dropped = list(redact_.DROPPED) if redact else (earlier.redacted if earlier else [])
+    note = marker.marker_note(layout.endian, model.ShrunkCore(original_size=original_size, redacted=dropped))
+
+    def rewrite_notes(data: bytes) -> bytes:
+        data = marker.without_marker(layout.endian, data)
+        return redact_.redact_notes(layout.endian, data) if redact else data
 
     directory = os.path.dirname(os.path.abspath(output))
     handle, draft = tempfile.mkstemp(prefix=".shrink-", dir=directory)
     os.close(handle)
     try:
+
+        def write() -> int:
+            patches = _blanks(plain, kept) if redact else None
+            return write_core(plain, layout, kept, note, draft, rewrite_notes, patches)
+
         missing: list[str] = []
         for _round in range(GDB_ROUNDS):
-            size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
+            size = write()
             missing = _keep_missed(plain, kept, _gdb_missing(draft, result.report, options))
             if not missing:
                 break
         else:
-            size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
-        if not _same_report(draft, result.report, options):
+            size = write()
+        if not redact and not _same_report(draft, result.report, options):
             # Something the searches found is not where scans.py looks: keep all they read.
             for address, length in searches:
                 kept.add(address, length, "searches (the report differed without them)")
-            size = write_core(plain, layout, kept, note, draft, lambda data: marker.without_marker(layout.endian, data))
+            size = write()
         written = _compress_to(draft, output) if compress else _move(draft, output)
     finally:
         if os.path.exists(draft):
@@ -99,11 +121,21 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     return ShrinkResult(
         original_size=original_size, size=size, written=written,
         kept={why: pages * PAGE for why, pages in kept.reasons.items() if pages},
-        failure=result.failure, gdb_missing=missing,
+        failure=result.failure, gdb_missing=missing, redacted=dropped,
     )  # fmt: skip
 
 
-def _walk_python(plain: str, report: model.Report) -> None:
+def _blanks(plain: str, kept: PageSet) -> dict[int, bytes]:
+    from coreanalyze.corefile import read_core
+
+    notes = read_core(plain)
+    try:
+        return redact_.blanks(notes, kept)
+    finally:
+        notes.memory.close()
+
+
+def _walk_python(plain: str, report: model.Report, imports: bool = True) -> None:
     """Run the Python-frame walker in-process over the core, as gdb ran it: what it reads is
     what the report's Python frames need."""
     from coreanalyze.corefile import read_core
@@ -114,7 +146,7 @@ def _walk_python(plain: str, report: model.Report) -> None:
     try:
         runtime = runtime_unless_symbols(notes, report.modules)
         try:
-            walk_core(notes, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
+            walk_core(notes, report.modules, {"imports": imports, **(runtime.walker_options() if runtime else {})})
         except (ReadError, OSError, ValueError):
             pass  # the walk in the analysis met the same end; what it read so far is recorded
     finally:
@@ -144,20 +176,39 @@ def _same_report(draft: str, report: model.Report, options) -> bool:
     return comparable(render(again.report, "json")) == comparable(render(report, "json"))
 
 
-def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
-    """Addresses gdb could not read while printing every thread's backtrace of `core`."""
+def _gdb_backtraces(core: str, report: model.Report, options, *, trace_reads: bool = False) -> str:
+    """gdb's output for every thread's backtrace of `core` ('' when it cannot run)."""
     program = (report.core.executable_used if report.core else None) or options.python
     if not program:
-        return []
+        return ""
     command = [options.gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set debuginfod enabled off"]
     if options.sysroot and os.path.isdir(options.sysroot):
         command += ["-ex", f"set sysroot {os.path.abspath(options.sysroot)}"]
-    command += ["-ex", f"file {program}", "-ex", f"core-file {core}", "-ex", "thread apply all bt"]
+    command += ["-ex", f"file {program}"]
+    if trace_reads:
+        command += ["-ex", "set debug target 1"]
+    command += ["-ex", f"core-file {core}", "-ex", "thread apply all bt"]
     try:
-        run = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=GDB_BT_TIMEOUT, stdin=subprocess.DEVNULL)
+        run = subprocess.run(
+            command, capture_output=True, text=True, errors="replace", timeout=GDB_BT_TIMEOUT, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
-        return []
-    return sorted(set(MISSING_MEMORY.findall(run.stdout + run.stderr)))
+        return ""
+    return run.stdout + run.stderr
+
+
+def _keep_gdb_reads(plain: str, kept: PageSet, report: model.Report, options) -> None:
+    """Keep what gdb reads from the full core to load it and print every thread's backtrace
+    (libthread_db's thread descriptors and lists, unwinding, the link map)."""
+    for match in GDB_READ.finditer(_gdb_backtraces(plain, report, options, trace_reads=True)):
+        length = int(match.group(3))
+        if length <= MAX_GDB_READ:
+            kept.add(int(match.group(2), 16), length, "gdb's reads for the backtraces")
+
+
+def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
+    """Addresses gdb could not read while printing every thread's backtrace of `core`."""
+    return sorted(set(MISSING_MEMORY.findall(_gdb_backtraces(core, report, options))))
 
 
 def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> list[str]:

@@ -42,7 +42,9 @@ def _pieces(h: ProgramHeader, kept: PageSet, file_size: int) -> Iterator[tuple[i
         yield cursor, h.end, False
 
 
-def _plan(source: str, layout: CoreLayout, kept: PageSet, marker: bytes, rewrite_notes: Callable[[bytes], bytes] | None) -> list[_Entry]:
+def _plan(
+    source: str, layout: CoreLayout, kept: PageSet, marker: bytes, rewrite_notes: Callable[[bytes], bytes] | None
+) -> list[_Entry]:
     file_size = os.path.getsize(source)
     entries: list[_Entry] = []
     with open(source, "rb") as f:
@@ -78,9 +80,13 @@ def _plan(source: str, layout: CoreLayout, kept: PageSet, marker: bytes, rewrite
 
 
 def write_core(
-    source: str, layout: CoreLayout, kept: PageSet, marker: bytes, target: str, rewrite_notes: Callable[[bytes], bytes] | None = None
-) -> int:
-    """Write the shrunk copy of `source` to `target`; returns its size in bytes."""
+    source: str, layout: CoreLayout, kept: PageSet, marker: bytes, target: str, rewrite_notes: Callable[[bytes], bytes] | None = None,
+    patches: dict[int, bytes] | None = None,
+) -> int:  # fmt: skip
+    """Write the shrunk copy of `source` to `target`; returns its size in bytes.
+
+    rewrite_notes: what becomes of each note segment's bytes; patches: address -> bytes written
+    over the kept memory there (redaction)."""
     entries = _plan(source, layout, kept, marker, rewrite_notes)
     phnum = len(entries)
     end = max((e.offset + e.size for e in entries), default=0)
@@ -104,6 +110,13 @@ def write_core(
                     raise OSError(f"{source} ended while its kept memory was copied")
                 out.write(chunk)
                 remaining -= len(chunk)
+        for address, data in (patches or {}).items():
+            for e in entries:
+                lo, hi = e.header.vaddr, e.header.vaddr + e.size
+                if e.source_offset >= 0 and lo < address + len(data) and address < hi:
+                    first = max(lo, address)
+                    out.seek(e.offset + first - lo)
+                    out.write(data[first - address : min(hi, address + len(data)) - address])
         if shoff:
             out.seek(shoff)
             out.write(elfcore.extended_count_section(layout, phnum))

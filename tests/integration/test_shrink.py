@@ -138,3 +138,30 @@ def test_tensorflow_core_shrinks_to_a_few_megabytes_compressed(tf_cores, tmp_pat
     packed = tmp_path / "small.core.zst"
     _shrink(case.core, packed, "--python", str(case.exe), "--compress")
     assert packed.stat().st_size <= 5_000_000
+
+
+SECRET = "s3cr3t-token-value-7f2a9c"
+
+
+def _frames(report: dict) -> list:
+    return [(t["tid"], [(f["kind"], f["function"], f["file"], f["line"]) for f in t["frames"]]) for t in report["threads"]]
+
+
+def test_redacted_core_keeps_the_frames_and_drops_environment_values_and_arguments(python_cores, tmp_path):
+    exe = pyenv_python("12")
+    assert exe is not None, "CPython 3.12 missing (pyenv)"
+    case = python_cores.python_crash("three_deep_secret", exe, PYCRASHERS / "three_deep.py", env={"SHRINK_TEST_TOKEN": SECRET})
+    assert SECRET.encode() in case.core.read_bytes()
+    small = tmp_path / "redacted.core"
+    out = _shrink(case.core, small, "--python", str(exe), "--redact")
+    assert "dropped: environment values" in out
+    data = small.read_bytes()
+    assert SECRET.encode() not in data
+    assert b"SHRINK_TEST_TOKEN=" in data  # the names stay
+    full, redacted = analyze_json(case.core, "--python", str(exe)), analyze_json(small, "--python", str(exe))
+    assert _frames(redacted) == _frames(full)
+    assert any(f["kind"] == "python" for t in redacted["threads"] for f in t["frames"])
+    assert "three_deep.py" in full["core"]["cmdline"] and "three_deep.py" not in redacted["core"]["cmdline"]
+    assert "environment values" in redacted["core"]["shrunk"]["redacted"]
+    program = full["core"]["executable_used"]
+    assert _backtraces(program, small) == _backtraces(program, case.core)
