@@ -103,7 +103,8 @@ def cli() -> None:
 @click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
 @click.option("--gpu-core", metavar="PATH", help="The GPU core dump (.nvcudmp) the CUDA driver wrote (default: looked for beside the core).")
-def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core):
+@click.option("--shrink", "shrink_to", metavar="PATH", help="Also write the core shrunk to what this report needs (see `coreanalyze shrink`; zstd when PATH ends in .zst).")
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to):
     """Analyze one core file (or a live process with --pid) and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.render import color_wanted, render, verdict
@@ -142,6 +143,8 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
     for line in result.report.warnings:
         if line != result.failure:
             click.echo(f"coreanalyze: warning: {line}", err=True)
+    if shrink_to and core and pid is None:
+        _shrink_and_say(core, shrink_to, options, to_stderr=True, compress=shrink_to.endswith(".zst"))
     if result.failure:
         click.echo(f"coreanalyze: error: {result.failure}", err=True)
     sys.exit(result.exit_code)
@@ -264,18 +267,24 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
 def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes, redact):
     """Write a core small enough to attach: only what the report and gdb's backtraces need."""
     from coreanalyze.analyze import AnalyzeOptions
-    from coreanalyze.shrink import shrink_core
 
     if not os.path.isfile(core):
         raise BadInput(f"{core}: no such core file")
     options = AnalyzeOptions(python=python, gdb=gdb_path, timeout=timeout, sysroot=sysroot)
-    result = shrink_core(core, output, options, compress=compress, stack_bytes=stack_bytes, redact=redact)
-    compressed = f", {_mib(result.written)} compressed" if compress else ""
-    click.echo(f"{output}: {_mib(result.size)}{compressed} (the core was {_mib(result.original_size)})")
+    _shrink_and_say(core, output, options, compress=compress, stack_bytes=stack_bytes, redact=redact)
+
+
+def _shrink_and_say(core: str, output: str, options, to_stderr: bool = False, **how) -> None:
+    """Shrink `core` to `output` and say what was kept (on stderr when stdout is a report)."""
+    from coreanalyze.shrink import shrink_core
+
+    result = shrink_core(core, output, options, **how)
+    compressed = f", {_mib(result.written)} compressed" if how.get("compress") else ""
+    click.echo(f"{output}: {_mib(result.size)}{compressed} (the core was {_mib(result.original_size)})", err=to_stderr)
     for why, size in sorted(result.kept.items(), key=lambda item: -item[1]):
-        click.echo(f"  {_mib(size):>10}  {why}")
+        click.echo(f"  {_mib(size):>10}  {why}", err=to_stderr)
     for what in result.redacted:
-        click.echo(f"  dropped: {what}")
+        click.echo(f"  dropped: {what}", err=to_stderr)
     if result.gdb_missing:
         click.echo(f"coreanalyze: warning: gdb still misses {len(result.gdb_missing)} address(es) in the shrunk core", err=True)
     if result.failure:

@@ -165,3 +165,14 @@ def test_redacted_core_keeps_the_frames_and_drops_environment_values_and_argumen
     assert "environment values" in redacted["core"]["shrunk"]["redacted"]
     program = full["core"]["executable_used"]
     assert _backtraces(program, small) == _backtraces(program, case.core)
+
+
+def test_analyze_with_shrink_writes_the_report_and_the_attachable_core(cores, tmp_path):
+    case = cores.c_crash("double_free")
+    packed = tmp_path / "attach.core.zst"
+    run = run_cli(str(case.core), "--python", str(case.exe), "--format", "json", "-o", "-", "--shrink", str(packed))
+    assert run.code == 0, run.stderr
+    assert packed.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    assert str(packed) in run.stderr
+    again = analyze_json(packed, "--python", str(case.exe))
+    assert comparable(json.dumps(again)) == comparable(json.dumps(run.json))
