@@ -92,6 +92,11 @@ def read_layout(path: str) -> CoreLayout:
             raise BadInput(f"{name}: a note segment runs past the end of the file (truncated or corrupt)")
         if h.type == PT_LOAD and (h.filesz > h.memsz or h.vaddr + h.memsz >= 1 << 64):
             raise BadInput(f"{name}: a memory segment's header is inconsistent (corrupt core)")
+    expected = max((h.offset + h.filesz for h in headers if h.type in (PT_LOAD, PT_NOTE)), default=0)
+    if size < expected:
+        # The shrunk copy would hide what is missing: the analysis of the copy would no longer
+        # say that the core is truncated.
+        raise BadInput(f"{name} is truncated ({size} of {expected} bytes); only a complete core can be shrunk")
     return CoreLayout(endian=endian, ident_and_type=ehdr[:32], flags=flags, headers=headers)
 
 

@@ -115,6 +115,7 @@ def test_truncated_or_hostile_core_is_one_line_and_exit_2(cores, tmp_path):
     data = case.core.read_bytes()
     samples = {
         "truncated": data[:200],
+        "cut_in_half": data[: len(data) // 2],
         "not_elf": b"hello, world\n" * 100,
         "phdrs_past_end": data[:32] + (1 << 40).to_bytes(8, "little") + data[40:4096],
         "empty": b"",
@@ -176,3 +177,28 @@ def test_analyze_with_shrink_writes_the_report_and_the_attachable_core(cores, tm
     assert str(packed) in run.stderr
     again = analyze_json(packed, "--python", str(case.exe))
     assert comparable(json.dumps(again)) == comparable(json.dumps(run.json))
+
+
+def _fuzz_cases():
+    from support.fuzzcore import all_cases, quick_cases
+
+    return quick_cases(all_cases(("divzero",)))
+
+
+@pytest.mark.parametrize("case", _fuzz_cases(), ids=lambda c: c.id)
+def test_damaged_core_is_shrunk_or_refused_in_one_line(case, cores, tmp_path):
+    from support.fuzzcore import CoreLayout
+
+    crash = cores.c_crash(case.base)
+    layout = CoreLayout.read(crash.core)
+    core = case.mutation(layout).write(layout.data, tmp_path / "core.fuzz")
+    small = tmp_path / "small.core"
+    run = run_cli("shrink", str(core), "--python", str(crash.exe), "-o", str(small), "--timeout", "60", timeout=300)
+    assert run.code in (0, 2), run.stderr
+    if run.code == 2:
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert not small.exists()
+    else:
+        again = run_cli(str(small), "--python", str(crash.exe), "--format", "json", "-o", "-", "--timeout", "60", timeout=300)
+        assert again.code in (0, 3), again.stderr
+        assert again.json["core"]["shrunk"]["original_size"] == core.stat().st_size
