@@ -264,13 +264,14 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for the analysis.")
 @click.option("--stack-bytes", type=click.IntRange(min=4096), default=1 << 20, show_default=True, metavar="N", help="Bytes of stack kept per thread (the crashing thread's stack is kept whole).")
 @click.option("--redact", is_flag=True, help="Also drop environment values, arguments after the program name and all memory not needed for the stacks.")
-def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes, redact):
+@click.option("--gpu-core", metavar="PATH", help="The GPU core dump the analysis reads beside it (not copied: attach it as it is).")
+def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes, redact, gpu_core):
     """Write a core small enough to attach: only what the report and gdb's backtraces need."""
     from coreanalyze.analyze import AnalyzeOptions
 
     if not os.path.isfile(core):
         raise BadInput(f"{core}: no such core file")
-    options = AnalyzeOptions(python=python, gdb=gdb_path, timeout=timeout, sysroot=sysroot)
+    options = AnalyzeOptions(python=python, gdb=gdb_path, timeout=timeout, sysroot=sysroot, gpu_core=gpu_core)
     _shrink_and_say(core, output, options, compress=compress, stack_bytes=stack_bytes, redact=redact)
 
 

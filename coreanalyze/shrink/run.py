@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coreanalyze import model
 from coreanalyze.errors import BadInput
@@ -51,6 +51,8 @@ def shrink_core(
     if os.path.realpath(output) == os.path.realpath(core):
         raise BadInput(f"{output}: the shrunk core would overwrite the core it is made from")
     compression = compression_of(core) if os.path.isfile(core) else None
+    # The GPU core the driver wrote is looked for beside the core given, not beside a copy.
+    options = replace(options, gpu_core_beside=options.gpu_core_beside or os.path.abspath(core))
     with decompressed(core, compression) as plain:
         return _shrink_plain(plain, output, options, compress, stack_bytes, redact)
 

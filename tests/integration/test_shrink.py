@@ -95,6 +95,14 @@ def test_gpu_process_core_shrinks_to_the_same_report(gpu_crash, gpu_device_cores
     _assert_shrinks_faithfully(core, tmp_path, sysroot=str(gpu_crash.sysroot))
 
 
+def test_gpu_crash_core_shrinks_to_the_same_verdict_with_its_gpu_core(gpu_crash, tmp_path):
+    report = _assert_shrinks_faithfully(
+        gpu_crash.core, tmp_path, "--gpu-core", str(gpu_crash.gpu_core), sysroot=str(gpu_crash.sysroot)
+    )
+    assert report["classification"]["fault_kind"] == "gpu-exception"
+    assert report["classification"]["gpu"]["kernel"]
+
+
 def test_compressed_shrunk_core_is_read_as_it_is_and_shrinks_again_to_itself(cores, tmp_path):
     case = cores.c_crash("assert_fail")
     packed = tmp_path / "small.core.zst"
