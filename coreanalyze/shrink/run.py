@@ -14,7 +14,7 @@ from coreanalyze import model
 from coreanalyze.errors import BadInput
 from coreanalyze.shrink import elfcore, keep, marker, scans
 from coreanalyze.shrink import redact as redact_
-from coreanalyze.shrink.pages import PAGE, PageSet
+from coreanalyze.shrink.pages import PageSet
 from coreanalyze.shrink.recorder import recording
 from coreanalyze.shrink.writer import write_core
 
@@ -122,7 +122,7 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
             os.unlink(draft)
     return ShrinkResult(
         original_size=original_size, size=size, written=written,
-        kept={why: pages * PAGE for why, pages in kept.reasons.items() if pages},
+        kept={why: size for why, size in kept.reasons.items() if size},
         failure=result.failure, gdb_missing=missing, redacted=dropped,
     )  # fmt: skip
 

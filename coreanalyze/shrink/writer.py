@@ -18,6 +18,8 @@ from coreanalyze.shrink.elfcore import PT_LOAD, PT_NOTE, CoreLayout, ProgramHead
 from coreanalyze.shrink.pages import PAGE, PageSet
 
 COPY_CHUNK = 1 << 20
+MAX_HEADERS = 60000  # below PN_XNUM (65535), where e_phnum needs a section header's help
+MAX_GRAIN = 1 << 20
 
 
 @dataclass
@@ -88,6 +90,11 @@ def write_core(
     rewrite_notes: what becomes of each note segment's bytes; patches: address -> bytes written
     over the kept memory there (redaction)."""
     entries = _plan(source, layout, kept, marker, rewrite_notes)
+    grain = kept.grain
+    while len(entries) > MAX_HEADERS and grain < MAX_GRAIN:
+        # Too many runs for a program header table readers handle without extensions.
+        grain *= 4
+        entries = _plan(source, layout, kept.coarsened(grain), marker, rewrite_notes)
     phnum = len(entries)
     end = max((e.offset + e.size for e in entries), default=0)
     shoff = end if phnum >= elfcore.PN_XNUM else 0
