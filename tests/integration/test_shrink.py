@@ -210,3 +210,13 @@ def test_damaged_core_is_shrunk_or_refused_in_one_line(case, cores, tmp_path):
         again = run_cli(str(small), "--python", str(crash.exe), "--format", "json", "-o", "-", "--timeout", "60", timeout=300)
         assert again.code in (0, 3), again.stderr
         assert again.json["core"]["shrunk"]["original_size"] == core.stat().st_size
+
+
+def test_markdown_report_says_how_to_attach_the_core_and_that_a_shrunk_one_is_shrunk(cores, tmp_path):
+    case = cores.c_crash("null_thread")
+    full = run_cli(str(case.core), "--python", str(case.exe), "--format", "markdown", "-o", "-")
+    assert f"coreanalyze shrink {case.core.name} -o" in full.stdout
+    small = tmp_path / "small.core"
+    _shrink(case.core, small, "--python", str(case.exe))
+    shrunk = run_cli(str(small), "--python", str(case.exe), "--format", "markdown", "-o", "-")
+    assert "shrunk copy of" in shrunk.stdout
