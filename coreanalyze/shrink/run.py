@@ -50,6 +50,9 @@ def shrink_core(
 
     if os.path.realpath(output) == os.path.realpath(core):
         raise BadInput(f"{output}: the shrunk core would overwrite the core it is made from")
+    directory = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        raise BadInput(f"{output}: cannot write there ({directory} is not a writable directory)")
     compression = compression_of(core) if os.path.isfile(core) else None
     # The GPU core the driver wrote is looked for beside the core given, not beside a copy.
     options = replace(options, gpu_core_beside=options.gpu_core_beside or os.path.abspath(core))

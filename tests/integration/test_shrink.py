@@ -137,6 +137,8 @@ def test_truncated_or_hostile_core_is_one_line_and_exit_2(cores, tmp_path):
         assert not (tmp_path / f"{name}.small").exists()
     run = run_cli("shrink", str(case.core), "-o", str(case.core))
     assert run.code == 2 and "overwrite" in run.stderr
+    run = run_cli("shrink", str(case.core), "-o", str(tmp_path / "no" / "such" / "dir" / "small"))
+    assert run.code == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
 
 
 @pytest.mark.tf
