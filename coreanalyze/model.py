@@ -399,6 +399,8 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         core_fields = {f.name for f in dataclasses.fields(CoreInfo)}
         core = CoreInfo(**{k: v for k, v in d["core"].items() if k in core_fields and k != "signal"})
         core.signal = SignalInfo(**sig)
+        if isinstance(core.shrunk, dict):
+            core.shrunk = ShrunkCore(**{k: v for k, v in core.shrunk.items() if k in ("original_size", "redacted")})
     threads = []
     for t in d.get("threads", []):
         threads.append(

@@ -51,3 +51,8 @@ def test_marker_from_hostile_json_is_none_or_bounded():
     assert marker._from_desc(b'{"format": "other"}') is None
     odd = marker._from_desc(b'{"format": "coreanalyze-shrunk/1", "original_size": -4, "redacted": "x"}')
     assert odd == model.ShrunkCore(original_size=None, redacted=[])
+
+
+def test_a_shrunk_core_reads_back_from_json_as_the_model():
+    report = model.report_from_dict({"core": {"path": "small.core", "shrunk": {"original_size": 5, "redacted": ["x"]}}})
+    assert report.core.shrunk == model.ShrunkCore(original_size=5, redacted=["x"])
