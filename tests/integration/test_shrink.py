@@ -89,7 +89,7 @@ def test_hang_snapshot_shrinks_to_the_same_report(tmp_path):
     assert report["classification"]["fault_kind"] == "hang"
 
 
-@pytest.mark.parametrize("name", ["hang_spin", "memcpy_segv"])
+@pytest.mark.parametrize("name", ["hang_spin", "hang_fh", "memcpy_segv"])
 def test_gpu_process_core_shrinks_to_the_same_report(gpu_crash, gpu_device_cores, name, tmp_path):
     core = gpu_device_cores(name)
     _assert_shrinks_faithfully(core, tmp_path, sysroot=str(gpu_crash.sysroot))
