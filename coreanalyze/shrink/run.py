@@ -26,7 +26,7 @@ MAX_GDB_READ = 1 << 20
 # gdb names memory a backtrace needed and the core lacks: kept in the next round.
 MISSING_MEMORY = re.compile(r"Cannot access memory at address (0x[0-9a-f]+)")
 GDB_ROUNDS = 4  # rounds of "write, let gdb unwind, keep what it missed"
-GDB_BT_TIMEOUT = 600.0
+GDB_BT_TIMEOUT = 600.0  # when the options give no --timeout
 MISSED_STACK_BYTES = 64 << 10  # kept above an address gdb missed: it unwinds upwards
 ZSTD_LEVEL = 19  # the file is small by now; the smaller it gets, the easier to attach
 
@@ -195,7 +195,12 @@ def _gdb_backtraces(core: str, report: model.Report, options, *, trace_reads: bo
     command += ["-ex", f"core-file {core}", "-ex", "thread apply all bt"]
     try:
         run = subprocess.run(
-            command, capture_output=True, text=True, errors="replace", timeout=GDB_BT_TIMEOUT, stdin=subprocess.DEVNULL
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=options.timeout or GDB_BT_TIMEOUT,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
