@@ -103,7 +103,8 @@ def cli() -> None:
 @click.option("--include-env", is_flag=True, help="Include environment variable values read from the core.")
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
 @click.option("--gpu-core", metavar="PATH", help="The GPU core dump (.nvcudmp) the CUDA driver wrote (default: looked for beside the core).")
-def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core):
+@click.option("--shrink", "shrink_to", metavar="PATH", help="Also write the core shrunk to what this report needs (see `coreanalyze shrink`; zstd when PATH ends in .zst).")
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to):
     """Analyze one core file (or a live process with --pid) and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.render import color_wanted, render, verdict
@@ -142,6 +143,8 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
     for line in result.report.warnings:
         if line != result.failure:
             click.echo(f"coreanalyze: warning: {line}", err=True)
+    if shrink_to and core and pid is None:
+        _shrink_and_say(core, shrink_to, options, to_stderr=True, compress=shrink_to.endswith(".zst"))
     if result.failure:
         click.echo(f"coreanalyze: error: {result.failure}", err=True)
     sys.exit(result.exit_code)
@@ -153,12 +156,15 @@ def _analyze_file(core: str, options):
     from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile.compressed import compression_of, decompressed
     from coreanalyze.gpu.stage import name_as_given
+    from coreanalyze.shrink.marker import marker_of_core
 
     compression = compression_of(core) if os.path.isfile(core) else None
     if compression is not None:
         options = replace(options, gpu_core_beside=core)  # its GPU core is beside it, not the copy
     with decompressed(core, compression) as plain:
         result = analyze_core(plain, options)
+        if result.report.core is not None:
+            result.report.core.shrunk = marker_of_core(plain)
     if compression is not None:
         name_as_given(result.report, plain, core)
     return result
@@ -246,6 +252,48 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         click.echo(line)
     if result.interrupted:
         _fail(f"interrupted; what is done is kept: rerun with --resume --out {out} to continue", 130)
+
+
+@cli.command("shrink")
+@click.argument("core", type=click.Path(dir_okay=False, path_type=str))
+@click.option("-o", "--output", required=True, metavar="PATH", help="Where to write the shrunk core.")
+@click.option("--compress", is_flag=True, help="Write it zstd-compressed (coreanalyze reads it as it is).")
+@click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped the core (default: taken from the core).")
+@click.option("--sysroot", metavar="DIR|IMAGE", help="The crashed machine's files in the same layout.")
+@click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for the analysis.")
+@click.option("--stack-bytes", type=click.IntRange(min=4096), default=1 << 20, show_default=True, metavar="N", help="Bytes of stack kept per thread (the crashing thread's stack is kept whole).")
+@click.option("--redact", is_flag=True, help="Also drop environment values, arguments after the program name and all memory not needed for the stacks.")
+@click.option("--gpu-core", metavar="PATH", help="The GPU core dump the analysis reads beside it (not copied: attach it as it is).")
+def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes, redact, gpu_core):
+    """Write a core small enough to attach: only what the report and gdb's backtraces need."""
+    from coreanalyze.analyze import AnalyzeOptions
+
+    if not os.path.isfile(core):
+        raise BadInput(f"{core}: no such core file")
+    options = AnalyzeOptions(python=python, gdb=gdb_path, timeout=timeout, sysroot=sysroot, gpu_core=gpu_core)
+    _shrink_and_say(core, output, options, compress=compress, stack_bytes=stack_bytes, redact=redact)
+
+
+def _shrink_and_say(core: str, output: str, options, to_stderr: bool = False, **how) -> None:
+    """Shrink `core` to `output` and say what was kept (on stderr when stdout is a report)."""
+    from coreanalyze.shrink import shrink_core
+
+    result = shrink_core(core, output, options, **how)
+    compressed = f", {_mib(result.written)} compressed" if how.get("compress") else ""
+    click.echo(f"{output}: {_mib(result.size)}{compressed} (the core was {_mib(result.original_size)})", err=to_stderr)
+    for why, size in sorted(result.kept.items(), key=lambda item: -item[1]):
+        click.echo(f"  {_mib(size):>10}  {why}", err=to_stderr)
+    for what in result.redacted:
+        click.echo(f"  dropped: {what}", err=to_stderr)
+    if result.gdb_missing:
+        click.echo(f"coreanalyze: warning: gdb still misses {len(result.gdb_missing)} address(es) in the shrunk core", err=True)
+    if result.failure:
+        click.echo(f"coreanalyze: warning: the analysis was partial ({result.failure}); the shrunk core holds what it read", err=True)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
 
 
 @cli.command("merge")

@@ -13,9 +13,14 @@ import bisect
 import os
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 # The largest single read a caller may ask for; anything bigger is a bug or a hostile size.
 MAX_READ = 16 * 1024 * 1024
+
+# Optional observer of every read: called with (core path, address, size). `coreanalyze shrink`
+# sets it (coreanalyze.shrink.recorder) to learn which memory an analysis needs.
+read_observer: Callable[[str, int, int], None] | None = None
 
 PF_X = 1
 PF_W = 2
@@ -99,6 +104,8 @@ class CoreMemory:
         """size bytes at address, or None unless every byte is present in the file."""
         if size < 0 or size > MAX_READ or address < 0 or self._file.closed:
             return None
+        if read_observer is not None:
+            read_observer(self.path, address, size)
         if size == 0:
             return b"" if self.segment_containing(address) else None
         chunks: list[bytes] = []
@@ -136,6 +143,8 @@ class CoreMemory:
                 break
             cursor += take
             remaining -= take
+        if read_observer is not None and chunks:
+            read_observer(self.path, address, sum(map(len, chunks)))  # only what was there
         return b"".join(chunks)
 
     def read_cstring(self, address: int, max_len: int = 4096) -> bytes | None:

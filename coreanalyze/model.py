@@ -115,6 +115,15 @@ class CoreInfo:
     arch: str | None = None  # "x86_64", "aarch64", ...
     size: int | None = None  # bytes on disk
     executable_used: str | None = None  # the binary gdb was given
+    shrunk: ShrunkCore | None = None  # the core is a `coreanalyze shrink` copy of a bigger one
+
+
+@dataclass
+class ShrunkCore:
+    """What `coreanalyze shrink` wrote into the core it made (coreanalyze.shrink.marker)."""
+
+    original_size: int | None = None  # bytes of the core it was shrunk from
+    redacted: list[str] = field(default_factory=list)  # what --redact dropped, in words
 
 
 @dataclass
@@ -390,6 +399,8 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         core_fields = {f.name for f in dataclasses.fields(CoreInfo)}
         core = CoreInfo(**{k: v for k, v in d["core"].items() if k in core_fields and k != "signal"})
         core.signal = SignalInfo(**sig)
+        if isinstance(core.shrunk, dict):
+            core.shrunk = ShrunkCore(**{k: v for k, v in core.shrunk.items() if k in ("original_size", "redacted")})
     threads = []
     for t in d.get("threads", []):
         threads.append(

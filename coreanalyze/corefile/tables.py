@@ -102,7 +102,8 @@ MAX_BUILD_ID_NOTES_BYTES = 64 * 1024
 CORE_SEGMENT_TYPES = frozenset({"PT_LOAD", "PT_NOTE", "PT_AARCH64_MEMTAG_MTE", 0x70000002})
 # Note names a Linux core holds; another name means the note stream lost its alignment.
 # "GDB": gdb's gcore / generate-core-file writes its own notes (the target description).
-CORE_NOTE_NAMES = frozenset({"CORE", "LINUX", "GNU", "GDB"})
+# COREANALYZE: the note `coreanalyze shrink` adds to the cores it writes (shrink/marker.py).
+CORE_NOTE_NAMES = frozenset({"CORE", "LINUX", "GNU", "GDB", "COREANALYZE"})
 # Above any user-space address on x86_64 (57-bit with 5-level paging) and aarch64.
 MAX_USER_ADDRESS = 1 << 57
 

@@ -566,6 +566,20 @@ class ReportView:
         return f"{text} — {self.headline}"
 
     @property
+    def core_to_attach_text(self) -> str | None:
+        """How to attach this core to a ticket (coreanalyze.shrink), or what was shrunk away."""
+        core = self.report.core
+        if core is None or not core.path or self.report.source == "triage" or core.arch == "cuda":
+            return None
+        shrunk = core.shrunk
+        if shrunk is not None:
+            was = f" of {shrunk.original_size / (1 << 20):.1f} MiB" if shrunk.original_size else ""
+            dropped = f"; redacted: {', '.join(shrunk.redacted)}" if shrunk.redacted else ""
+            return one_line(f"this core is a shrunk copy{was} (coreanalyze shrink){dropped}", 400)
+        name = basename(core.path)
+        return one_line(f"coreanalyze shrink {name} -o {name}.small.zst --compress", 400)
+
+    @property
     def other_module_counts(self) -> dict[str, int]:
         return _module_counts(self.other_modules)
 

@@ -1,0 +1,16 @@
+"""A core small enough to attach to a bug ticket: `coreanalyze shrink CORE -o SMALL`.
+
+The shrunk core is a valid ELF core with the same program headers (split where only part of a
+segment is kept) that holds all the notes, each thread's stack, every object's ELF header page,
+the dynamic linker's link map, and the pages the analysis itself read (recorded through the
+memory reader's observer); `coreanalyze SMALL` gives the report of the full core and
+`gdb PROGRAM SMALL` its backtraces.
+
+    recorder.py  records the pages an analysis reads      keep.py    what gdb needs besides
+    elfcore.py   the core's ELF header and notes           writer.py  writes the shrunk core
+    marker.py    the note that says a core was shrunk      run.py     the whole command
+"""
+
+from coreanalyze.shrink.run import ShrinkResult, shrink_core
+
+__all__ = ["ShrinkResult", "shrink_core"]

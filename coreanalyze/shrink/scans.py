@@ -1,0 +1,52 @@
+"""What the analysis found by searching memory (abort messages, installed packages' names).
+
+A search reads megabytes to find a few lines; a shrunk core keeps only the pages where
+something was found, with the context the search reads around it. The search of the shrunk
+core then sees the same findings: every kept run is a segment of its own there, and the
+searches go segment by segment.
+"""
+
+from __future__ import annotations
+
+from coreanalyze.corefile.structures import CoreNotes
+from coreanalyze.corefile.tables import SP_REGISTER
+from coreanalyze.shrink.pages import PageSet
+
+CONTEXT = 4096  # bytes kept on either side of a finding: the search looks back for a line's start
+DIST_SCAN_CHUNK = 16 << 20
+DIST_SCAN_TOTAL = 4 << 30
+
+
+def keep_abort_messages(notes: CoreNotes, kept: PageSet) -> None:
+    from coreanalyze.abortmsg import scan_abort_messages
+
+    register = SP_REGISTER.get(notes.arch)
+    crashing = next((t for t in notes.threads if t.tid == notes.crashing_tid), None)
+    sp = crashing.registers.get(register) if crashing and register else None
+    for message in scan_abort_messages(notes.memory, sp, far=True):
+        length = len(message.text.encode("utf-8", "replace"))
+        kept.add(message.address - CONTEXT, length + 2 * CONTEXT, "abort messages")
+
+
+def keep_distribution_names(notes: CoreNotes, kept: PageSet) -> None:
+    """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
+    from coreanalyze.imported import DIST_INFO, LOOK_BEHIND
+
+    memory = notes.memory
+    scanned = 0
+    for segment in memory.segments:
+        if not segment.writable:
+            continue
+        start, end = segment.start, segment.present_end
+        while start < end and scanned < DIST_SCAN_TOTAL:
+            data = memory.read_available(start, min(DIST_SCAN_CHUNK, end - start))
+            if not data:
+                break
+            scanned += len(data)
+            at = data.find(DIST_INFO)
+            while at >= 0:
+                kept.add(start + at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")
+                at = data.find(DIST_INFO, at + 1)
+            if start + len(data) >= end:
+                break
+            start += max(len(data) - LOOK_BEHIND, 1)
