@@ -5,6 +5,7 @@ native frames with the script's Python frames inside the evaluation loop running
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,8 @@ def test_py_stacks_interleaves_the_python_frames(python_cores, which):
 
 def test_ca_verdict_prints_the_cores_verdict(python_cores):
     case = crash(python_cores, "three_deep.py", "3.12")
-    out = interactive_gdb(case, f"set coreanalyze-program {sys.executable} -m coreanalyze", "ca-verdict")
+    # The setting is a command line: an interpreter path with spaces in it is quoted.
+    out = interactive_gdb(case, f"set coreanalyze-program {shlex.quote(sys.executable)} -m coreanalyze", "ca-verdict")
     assert "SIGSEGV (SEGV_MAPERR) at 0x10 — null-deref in PyBytes_FromStringAndSize" in out
     report = Path(re.search(r"report\s+(\S+report\.html)", out).group(1))
     assert report.read_text().startswith("<!DOCTYPE html>")
