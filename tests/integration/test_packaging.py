@@ -72,8 +72,8 @@ def test_editable_install_runs_from_the_source_tree(cores, tmp_path):
                                 "-e", str(REPO)], capture_output=True, text=True, cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
     shipped = subprocess.run(
-        [venv / "bin/python", "-c", "from coreanalyze import resources; print(resources.GDB_SCRIPTS, resources.TEMPLATES)"],
+        [venv / "bin/python", "-c", "from coreanalyze import resources; print(resources.GDB_SCRIPTS, resources.TEMPLATES, sep='\\n')"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
-    ).stdout.split()
+    ).stdout.splitlines()  # one a line: a clone's path may hold spaces
     assert shipped == [str(REPO / "gdb_scripts"), str(REPO / "templates")]
     assert_python_frames_and_html(venv, cores, tmp_path / "editable-run")

@@ -582,6 +582,7 @@ def _run_page(text: str, tmp_path: Path, *, tty: bool, rows: int = 24, env: dict
     returns what reached the terminal and what the pager read, if it ran."""
     import fcntl
     import struct
+    import shlex
     import subprocess
     import sys
     import termios
@@ -593,7 +594,7 @@ def _run_page(text: str, tmp_path: Path, *, tty: bool, rows: int = 24, env: dict
     (tmp_path / "text").write_text(text)
     child_env = {k: v for k, v in os.environ.items() if k not in ("PAGER", "COREANALYZE_PAGER", "LESS")}
     child_env["PYTHONPATH"] = str(REPO)
-    child_env["PAGER"] = f"{sys.executable} {script} {seen}"
+    child_env["PAGER"] = shlex.join([sys.executable, str(script), str(seen)])  # a command line: paths quoted
     child_env.update(env or {})
     code = (
         "import sys; from coreanalyze.render import page; "
