@@ -581,8 +581,8 @@ def _run_page(text: str, tmp_path: Path, *, tty: bool, rows: int = 24, env: dict
     """Call pager.page(text) in a child whose stdout is a real pseudo-terminal (or a pipe);
     returns what reached the terminal and what the pager read, if it ran."""
     import fcntl
-    import struct
     import shlex
+    import struct
     import subprocess
     import sys
     import termios
