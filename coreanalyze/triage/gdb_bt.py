@@ -29,7 +29,8 @@ FORMAT = "gdb"
 
 _FRAME = re.compile(r"[ \t]*#(\d{1,6})[ \t]+(\S.*)")
 _ADDR_IN = re.compile(r"(0x[0-9a-fA-F]{1,16}) in ")
-_FILE_LINE = re.compile(r"(\S+):(\d{1,9})")
+# A source path may hold spaces (a checkout under "My Projects"): everything up to the last ":N".
+_FILE_LINE = re.compile(r"(\S(?:.{0,998}\S)?):(\d{1,9})")
 _LIBRARY_PATH = re.compile(r"/\S{1,400}\.so(?:\.[\d.]+)?")
 _THREAD_HEADER = re.compile(r"[ \t]*Thread (\d{1,7}) \((.*)\):")
 _TERMINATED = re.compile(r"[ \t]*Program terminated with signal (\w+), ([^.]*)")
@@ -135,7 +136,8 @@ def parse_frame_body(body: str, index: int = 0) -> model.Frame | None:
     module = file = None
     line = None
     cut = rest.rfind(" from ")
-    if cut > 0 and rest[:cut].endswith(")") and " " not in rest[cut + 6 :].strip():
+    library = rest[cut + 6 :].strip() if cut > 0 else ""
+    if cut > 0 and rest[:cut].endswith(")") and (" " not in library or library.startswith("/")):
         module = rest[cut + 6 :].strip()
         rest = rest[:cut]
     else:
@@ -193,7 +195,7 @@ def _join_wrapped(lines: list[str], start: int, claimed: bytearray) -> tuple[str
 def _looks_like_stop_line(s: str) -> bool:
     if not s or s.startswith("[") or (s[0].isdigit() and not s.startswith("0x")):
         return False  # "[New Thread ..]", or a source line "44\t./nptl/pthread_kill.c: ..."
-    return bool(_ADDR_IN.match(s)) or (" at " in s and bool(re.search(r"\) at \S+:\d+$", s))) or s.endswith(")")
+    return bool(_ADDR_IN.match(s)) or (" at " in s and bool(re.search(r"\) at \S.*:\d+$", s))) or s.endswith(")")
 
 
 # --------------------------------------------------------------------------- the block

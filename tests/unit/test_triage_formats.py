@@ -194,3 +194,21 @@ def test_op_requires_failure_reporting_blames_the_kernel():
     c = triage_text(text, "op_requires.txt").classification
     assert c.culprit.function == "tensorflow::ReshapeOp::Compute"
     assert (c.category, c.fault_kind) == ("kernel-compute", "check-failure")
+
+
+def test_gdb_frames_whose_source_and_library_paths_hold_spaces():
+    # gdb prints paths as they are: a checkout under "My Projects", a library under "Program Files".
+    text = (
+        "Program terminated with signal SIGSEGV, Segmentation fault.\n"
+        "#0  0x0000556698df315c in store_result (j=j@entry=0x7f6289918ec8, value=value@entry=42) at /home/me/My Projects/null thread.c:8\n"
+        "#1  0x0000556698df317d in worker (arg=<optimized out>) at /home/me/My Projects/null thread.c:13\n"
+        "#2  0x00007f62899a61f5 in helper () from /opt/Vendor Libs/libhelp.so.1\n"
+        "#3  0x00007f6289a268ec in clone3 () at ../sysdeps/unix/sysv/linux/x86_64/clone3.S:81\n"
+    )
+    frames = triage_text(text).threads[0].frames
+    assert [(f.function, f.file, f.line, f.module) for f in frames] == [
+        ("store_result", "/home/me/My Projects/null thread.c", 8, None),
+        ("worker", "/home/me/My Projects/null thread.c", 13, None),
+        ("helper", None, None, "/opt/Vendor Libs/libhelp.so.1"),
+        ("clone3", "../sysdeps/unix/sysv/linux/x86_64/clone3.S", 81, None),
+    ]
