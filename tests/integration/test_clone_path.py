@@ -28,6 +28,13 @@ PATH_SENSITIVE = [
     "tests/integration/test_pystacks.py::test_crashing_thread_frames_are_the_scripts_lines",
     "tests/integration/test_pystacks.py::test_crash_in_a_native_worker_names_the_waiting_python_line",
     "tests/integration/test_tf_corpus.py::TestCorpusCores::test_core_was_left_by_the_real_crash[kernel_check_failure]",
+    # Paths with spaces: in pasted gdb frames (the crashers' sources), in command lines the
+    # tests build (gdb's program setting, a pager), in a tool's printed answer.
+    "tests/integration/test_triage_agreement.py::test_c_crash_text_agrees_with_core[null_thread]",
+    "tests/integration/test_triage_agreement.py::test_tensorflow_crash_text_agrees_with_core[kernel_check_failure]",
+    "tests/integration/test_gdb_commands.py::test_ca_verdict_prints_the_cores_verdict",
+    "tests/integration/test_render.py::test_long_output_on_a_terminal_goes_through_the_pager",
+    "tests/integration/test_packaging.py::test_editable_install_runs_from_the_source_tree",
 ]
 
 
