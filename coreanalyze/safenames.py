@@ -10,6 +10,14 @@ import re
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 MAX_STEM = 120
+# Control characters and bidirectional overrides: a name read from a core or a file's
+# attributes must not move a terminal's cursor or reorder the text around it.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def without_controls(text: str, limit: int) -> str:
+    """`text` with its control characters dropped, cut at `limit` characters."""
+    return _CONTROL.sub("", text)[:limit]
 
 
 def safe_stem(name: str, default: str = "core") -> str:

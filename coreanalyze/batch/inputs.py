@@ -24,6 +24,7 @@ from typing import Iterator
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.corefile.compressed import MAGICS, MAX_CORE_BYTES, decompress_file, decompressed
 from coreanalyze.errors import BadInput
+from coreanalyze.safenames import without_controls
 
 # systemd-coredump escapes '.', '/' and ' ' in COMM as \xNN, so the fields split cleanly.
 SYSTEMD_NAME = re.compile(
@@ -43,7 +44,6 @@ MAX_XATTR_NAMES = 256
 MAX_XATTR_CHARS = 1024
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SYSTEMD_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
 
 
@@ -159,7 +159,7 @@ def sniff(path: str) -> tuple[str | None, bool]:
 
 
 def _clean(text: str, limit: int = MAX_XATTR_CHARS) -> str:
-    return _CONTROL.sub("", text)[:limit]
+    return without_controls(text, limit)
 
 
 def read_xattrs(path: str) -> dict[str, str]:

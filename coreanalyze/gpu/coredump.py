@@ -26,6 +26,7 @@ from coreanalyze.corefile.tables import PARSE_ERRORS
 from coreanalyze.demangle import demangle
 from coreanalyze.errors import BadInput
 from coreanalyze.gpu.layout import Layout, decode_rows, load_layout
+from coreanalyze.safenames import without_controls
 
 EM_CUDA = 190
 ET_CORE = 4
@@ -45,7 +46,6 @@ MAX_SYMBOLS = 1 << 20  # symbols read from the module images in all
 MAX_NAME_CHARS = 4096
 MAX_WARNINGS = 20
 _LOCAL_FUNCTION = re.compile(r"^\$[^$]+\$(.+)$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class GpuCoreDump:
 
 
 def _clean(text: str) -> str:
-    return _CONTROL.sub("", text)[:MAX_NAME_CHARS]
+    return without_controls(text, MAX_NAME_CHARS)
 
 
 def is_gpu_core_header(head: bytes) -> bool:
