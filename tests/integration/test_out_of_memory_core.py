@@ -4,20 +4,13 @@ operator new, the culprit the function that asked for the memory."""
 from __future__ import annotations
 
 import pytest
-from support.coregen import compile_cxx, run_to_core
-from support.paths import CRASHERS
-from support.require import require
 
 from coreanalyze.analyze import analyze_core
 
 
 @pytest.fixture(scope="module")
-def bad_alloc(tmp_path_factory):
-    require("gdb")
-    workdir = tmp_path_factory.mktemp("bad_alloc")
-    exe = compile_cxx(CRASHERS / "bad_alloc.cc", workdir / "bad_alloc")
-    case = run_to_core("bad_alloc", [str(exe)], workdir)
-    return analyze_core(str(case.core)).report
+def bad_alloc(cores):
+    return analyze_core(str(cores.c_crash("bad_alloc").core)).report
 
 
 def test_uncaught_bad_alloc_is_out_of_memory(bad_alloc):
@@ -37,12 +30,8 @@ def test_signature_groups_by_allocator_and_advice_is_about_memory(bad_alloc):
 
 
 @pytest.fixture(scope="module")
-def bfc_abort(tmp_path_factory):
-    require("gdb")
-    workdir = tmp_path_factory.mktemp("bfc_oom_abort")
-    exe = compile_cxx(CRASHERS / "bfc_oom_abort.cc", workdir / "bfc_oom_abort")
-    case = run_to_core("bfc_oom_abort", [str(exe)], workdir)
-    return analyze_core(str(case.core)).report
+def bfc_abort(cores):
+    return analyze_core(str(cores.c_crash("bfc_oom_abort").core)).report
 
 
 def test_allocator_message_in_memory_is_out_of_memory_with_its_sizes(bfc_abort):

@@ -5,12 +5,7 @@ heap is the abort message."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from support.coregen import compile_cxx, run_to_core
-from support.paths import CRASHERS
-from support.require import require
 
 from coreanalyze.abortmsg import find_handled_exception, reason_in
 from coreanalyze.analyze import analyze_core
@@ -18,12 +13,8 @@ from coreanalyze.corefile import read_core
 
 
 @pytest.fixture(scope="module")
-def uncaught(tmp_path_factory):
-    require("gdb")
-    workdir = tmp_path_factory.mktemp("uncaught")
-    exe = compile_cxx(CRASHERS / "uncaught_shape_error.cc", workdir / "uncaught_shape_error")
-    case = run_to_core("uncaught_shape_error", [str(exe)], workdir)
-    return analyze_core(str(case.core)).report
+def uncaught(cores):
+    return analyze_core(str(cores.c_crash("uncaught_shape_error").core)).report
 
 
 def test_fault_kind_is_uncaught_exception_and_the_thrower_is_the_culprit(uncaught):
@@ -44,18 +35,8 @@ def test_type_and_what_are_read_from_the_core(uncaught):
 
 
 @pytest.fixture(scope="module")
-def caught_then_abort(tmp_path_factory):
-    gxx = require("g++")
-    require("gdb")
-    workdir = tmp_path_factory.mktemp("caught_then_abort")
-    exe = workdir / "caught_then_abort"
-    subprocess.run(
-        [gxx, "-g", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(CRASHERS / "caught_then_abort.cc")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return run_to_core("caught_then_abort", [str(exe)], workdir)
+def caught_then_abort(cores):
+    return cores.c_crash("caught_then_abort")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from support.coregen import CrashCase, compile_c, run_to_core
+from support.coregen import CrashCase, compile_c, compile_cxx, run_to_core
 from support.paths import CRASHERS
 
 # name -> (C source, arguments, signal sent by the test once the crasher is ready)
@@ -29,6 +29,14 @@ C_CRASHERS = {
     "handler_crashes": ("reraise_handler.c", ["inside"], None),
     "reraise_chained": ("reraise_handler.c", ["chain"], None),
 }
+# The same for C++ crashers: an uncaught exception, a caught one then abort(), an uncaught
+# std::bad_alloc, an allocator's fatal message.
+CXX_CRASHERS = {
+    "uncaught_shape_error": ("uncaught_shape_error.cc", [], None),
+    "caught_then_abort": ("caught_then_abort.cc", [], None),
+    "bad_alloc": ("bad_alloc.cc", [], None),
+    "bfc_oom_abort": ("bfc_oom_abort.cc", [], None),
+}
 # Crashers whose handler raises the signal again (coregen.run_to_core's `reraised`).
 RERAISED = frozenset({"reraise_handler", "reraise_sent", "reraise_watchdog", "reraise_smashed", "reraise_chained"})
 
@@ -41,10 +49,11 @@ class CoreCache:
 
     def c_crash(self, name: str) -> CrashCase:
         if name not in self.cases:
-            source, args, sig = C_CRASHERS[name]
+            source, args, sig = C_CRASHERS[name] if name in C_CRASHERS else CXX_CRASHERS[name]
             workdir = self.root / name
             workdir.mkdir(parents=True, exist_ok=True)
-            exe = compile_c(CRASHERS / source, workdir / name)
+            compile = compile_c if name in C_CRASHERS else compile_cxx
+            exe = compile(CRASHERS / source, workdir / name)
             self.cases[name] = run_to_core(name, [str(exe), *args], workdir, kill_after_ready=sig, reraised=name in RERAISED)
         return self.cases[name]
 
