@@ -7,13 +7,12 @@ message (gpu_errors.toml); the stack only says where the host stood.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.gpuerrors import canonical_exception, match_error, oom_from_text
 from coreanalyze.classify.names import normalize_function
-from coreanalyze.classify.signature import HASH_CHARS
+from coreanalyze.classify.signature import hashed_signature
 from coreanalyze.classify.summary import _where
 from coreanalyze.model import GpuFault, OomInfo
 from coreanalyze.pyfiles import is_library_file
@@ -48,8 +47,7 @@ def device_signature(kind: str, gpu: GpuFault | None, oom: OomInfo | None) -> st
         parts = [kind, oom.allocator or "unknown allocator"]
     else:
         return None
-    key = " | ".join(parts)
-    return f"{key} #{hashlib.sha1(key.encode('utf-8', 'replace')).hexdigest()[:HASH_CHARS]}"
+    return hashed_signature(parts)
 
 
 _TEMPLATE_NOTE = re.compile(r"\s*\[with [^\]]*\]\s*$")  # nvcc's "[with T = float]" after a kernel's name

@@ -114,6 +114,11 @@ def make_signature(
             parts.append(f"host {host_api}")
     else:
         parts.append(_message_key(abort_message) or "no frames")
+    return hashed_signature(parts)
+
+
+def hashed_signature(parts: Sequence[str]) -> str:
+    """'SIGSEGV | f | g #1a2b3c4d5e': the parts, and a short hash of them to group by."""
     key = " | ".join(parts)
     digest = hashlib.sha1(key.encode("utf-8", "replace")).hexdigest()[:HASH_CHARS]
     return f"{key} #{digest}"

@@ -10,7 +10,6 @@ to get the GPU core next time.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from coreanalyze.classify.advice import advise
 from coreanalyze.classify.device import device_signature
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import RuleSet, default_rules
-from coreanalyze.classify.signature import HASH_CHARS
+from coreanalyze.classify.signature import hashed_signature
 from coreanalyze.gpu.coredump import GpuCoreDump
 from coreanalyze.gpu.host import call_words, find_host_call, thread_words
 from coreanalyze.gpu.locate import ENABLE_VARIABLE, GpuCoreLookup
@@ -207,8 +206,7 @@ def _signature(fault: GpuFault, abort: DriverAbort | None) -> str:
     if fault.exception or fault.kernel:
         return device_signature(FaultKind.GPU_EXCEPTION, fault, None) or ""
     anchor = f"host {fault.api}" if fault.api else (_SHARED_OBJECT_VERSION.sub(".so", abort.module) if abort else "no kernel")
-    key = " | ".join([FaultKind.GPU_EXCEPTION, "unknown exception", anchor])
-    return f"{key} #{hashlib.sha1(key.encode('utf-8', 'replace')).hexdigest()[:HASH_CHARS]}"
+    return hashed_signature([FaultKind.GPU_EXCEPTION, "unknown exception", anchor])
 
 
 def _classification(
