@@ -34,7 +34,9 @@ apt_updated=""
 apt_step() {
     local log status=0
     log=$(mktemp)
-    as_root env DEBIAN_FRONTEND=noninteractive "$@" >"$log" 2>&1 || status=$?
+    # dpkg refuses to run without ldconfig and start-stop-daemon on PATH, and a user's PATH
+    # (PATH=/usr/local/bin:/usr/bin:/bin) often lacks the sbin directories that hold them.
+    as_root env DEBIAN_FRONTEND=noninteractive PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" "$@" >"$log" 2>&1 || status=$?
     if [ "$status" -ne 0 ]; then
         cat "$log" >&2
         rm -f "$log"
