@@ -20,6 +20,7 @@ attributes (auxv, mappings, executable, ...) by delegating to them.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from dataclasses import dataclass
@@ -36,6 +37,10 @@ from coreanalyze.memory import CoreMemory
 # on the 64-bit targets the tool reads (x86_64, aarch64).
 LINK_MAP_ENTRY_SIZE = 32
 MAX_LINK_MAP_ENTRIES = 10_000
+# Bytes of each thread's stack searched for return addresses, from its stack pointer up.
+STACK_SCAN_BYTES = 1 << 20
+# aarch64 keeps pointer-authentication codes above the 48 bits of a user address.
+ADDRESS_BITS = {"aarch64": 48}
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,36 @@ class Process:
         """A thread's TLS base as the notes saved it, where the architecture keeps it there."""
         thread = self.crashing_thread if tid is None else self.thread(tid)
         return _arch.thread_pointer(thread.registers, self.arch) if thread is not None else None
+
+    def code_addresses_on_stacks(self, max_bytes: int = STACK_SCAN_BYTES) -> list[int]:
+        """Every value in a thread's registers or on its live stack (from its stack pointer to
+        the end of that segment, at most max_bytes) that points into executable memory, sorted
+        and without repeats: the pc of every frame an unwinder can find is among them (a return
+        address is a word of the stack), and more (stale words, function pointers)."""
+        memory = self.notes.memory
+        code = [(s.start, s.end) for s in memory.segments if s.executable]
+        if not code:
+            return []
+        words: set[int] = set()
+        order = self._fmt + "Q"
+        for thread in self.threads:
+            words.update(v for v in thread.registers.values() if isinstance(v, int))
+            sp = _arch.stack_pointer(thread.registers, self.arch)
+            segment = memory.segment_containing(sp) if sp is not None else None
+            if segment is None:
+                continue
+            data = memory.read_available(sp, min(segment.end - sp, max_bytes))
+            words.update(value for (value,) in struct.iter_unpack(order, data[: len(data) // 8 * 8]))
+        bits = ADDRESS_BITS.get(self.arch)
+        if bits is not None:
+            words = {w & ((1 << bits) - 1) for w in words}
+        starts = [start for start, _ in code]
+        found = []
+        for word in sorted(words):
+            i = bisect.bisect_right(starts, word) - 1
+            if i >= 0 and word < code[i][1]:
+                found.append(word)
+        return found
 
     # -- the loader's list -----------------------------------------------------------------
 

@@ -54,6 +54,7 @@ class Context:
     symbolizer: Any = None
     debugger_debug_dirs: list[str] = field(default_factory=list)
     fast: Any = None  # libcopies' plan of symbol-less library copies, or None
+    libraries: Any = None  # the libraries gdb reads (gdb.libraries.LibraryChoice), None: all
     abort_scan: AbortMessageScan | None = None
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
@@ -296,6 +297,7 @@ def prepare_debugger(ctx: Context) -> None:
     ctx.symbolizer = ctx.cleanup.enter_context(Symbolizer(options.debug_dirs, options.sysroot))
     ctx.debugger_debug_dirs = debug_dirs_for_gdb(ctx.report, options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer)
     ctx.fast = fast_libraries(ctx)
+    ctx.libraries = chosen_libraries(ctx)
     ctx.abort_scan = AbortMessageScan(ctx.process)
     ctx.walker = InProcessWalker(ctx.process, ctx.report.modules)
 
@@ -342,6 +344,16 @@ def fast_libraries(ctx: Context):
         return None  # an optimisation only: gdb then reads every library itself
 
 
+def chosen_libraries(ctx: Context):
+    """The libraries gdb reads: those the threads reach (coreanalyze.gdb.libraries), or None
+    (all, as gdb would: the plain path, and files placed from the loader's list)."""
+    if ctx.open_debugger is not None or not ctx.options.fast_libraries or ctx.link_map is not None:
+        return None
+    from coreanalyze.gdb.libraries import LibraryChoice
+
+    return LibraryChoice.for_process(ctx.process)
+
+
 def debugger(ctx: Context) -> None:
     """The unwinder's view of the core into the report: threads, native frames, registers, the
     faulting instruction; then the Python frames, placed among them. A debugger that breaks
@@ -383,7 +395,7 @@ def _opened_gdb(ctx: Context) -> Iterator:
     ) as gdb, collected_core(
         gdb if ctx.link_map is None else PlacingGdb(gdb, ctx.link_map), ctx.core_path, executable=ctx.executable,
         sysroot=options.sysroot, debug_dirs=ctx.debugger_debug_dirs, fast=ctx.fast,
-        before_target=while_debugger_loads(ctx),
+        before_target=while_debugger_loads(ctx), libraries=ctx.libraries,
     ) as opened:  # fmt: skip
         yield opened
 

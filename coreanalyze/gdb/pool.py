@@ -22,11 +22,14 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from coreanalyze.errors import GdbError
 from coreanalyze.gdb.session import GdbSession, _plain
 from coreanalyze.symbols.paths import cache_dir
+
+if TYPE_CHECKING:
+    from coreanalyze.gdb.libraries import LibraryChoice
 
 DEFAULT_SYSROOT = "target:"
 INDEX_CACHE_DIR = "gdb-index"
@@ -87,6 +90,7 @@ class OwnGdb:
         sysroot: str | None = None,
         debug_dirs: Iterable[str] = (),
         before_target: Callable[[], None] | None = None,
+        libraries: LibraryChoice | None = None,
     ) -> GdbSession:
         early = self._take_early()
         self.close()
@@ -97,7 +101,9 @@ class OwnGdb:
             session = GdbSession(**self._settings)  # type: ignore[arg-type]
             self.session = session
             session.start()
-        session.load(core, executable=executable, sysroot=sysroot, debug_dirs=list(debug_dirs), before_target=before_target)
+        session.load(
+            core, executable=executable, sysroot=sysroot, debug_dirs=list(debug_dirs), before_target=before_target, libraries=libraries
+        )
         return session
 
     def _take_early(self) -> GdbSession | None:
@@ -169,6 +175,7 @@ class PooledGdb:
         sysroot: str | None = None,
         debug_dirs: Iterable[str] = (),
         before_target: Callable[[], None] | None = None,
+        libraries: LibraryChoice | None = None,
     ) -> GdbSession:
         """Load core (replacing the previous one) and return the session, ready for commands.
 
@@ -188,7 +195,7 @@ class PooledGdb:
             number = int(added[1:])
             session.console(f"inferior {number}")
         self._configure(session, sysroot, [os.path.abspath(d) for d in debug_dirs])
-        session.load(core, executable=executable, before_target=before_target)
+        session.load(core, executable=executable, before_target=before_target, libraries=libraries)
         previous, self._inferior = self._inferior, number
         if previous is not None:
             self._remove(session, previous, number)

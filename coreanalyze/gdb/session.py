@@ -172,6 +172,7 @@ class GdbSession:
         self.memory_limit_mb = memory_limit_mb
         self.debuginfod = debuginfod
         self.last_console: str = ""  # console stream ("~") of the last command
+        self._reads_chosen_libraries = False  # auto-solib-add is off (see load)
         self.last_log: str = ""  # log stream ("&") of the last command: warnings, errors
         self.last_records: list[dict[str, Any]] = []
         self._proc: subprocess.Popen[bytes] | None = None
@@ -380,12 +381,14 @@ class GdbSession:
         solib_search_path: str | os.PathLike[str] | None = None,
         debug_dirs: Iterable[str | os.PathLike[str]] = (),
         before_target: Callable[[], None] | None = None,
+        libraries: Any = None,  # a coreanalyze.gdb.libraries.LibraryChoice
     ) -> None:
         """Open a core (and its executable) the way the analysis needs it.
 
         Settings that change where libraries and debug info are found come before
         `target core`, which is when gdb loads the shared libraries. before_target is called
         as soon as that command is sent (the caller may start work of its own while gdb is busy).
+        libraries: read only the libraries it chooses (coreanalyze.gdb.libraries); else all.
         """
         if executable is not None:
             self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
@@ -397,11 +400,17 @@ class GdbSession:
         dirs = [_abs(d) for d in debug_dirs]
         if dirs:
             self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
+        if libraries is not None or self._reads_chosen_libraries:
+            # A pooled gdb keeps the setting from one core to the next: always say it then.
+            self.mi(f"-gdb-set auto-solib-add {'off' if libraries is not None else 'on'}")
+            self._reads_chosen_libraries = libraries is not None
         command = f"-target-select core {_plain(self._speakable(core))}"
         # The caller's work starts once gdb has the command: started before, its threads would
         # hold the interpreter while the command waits to be sent.
         self.mi(command, while_waiting=before_target)
-        if executable is None:
+        if libraries is not None:
+            libraries.load(self)
+        elif executable is None:
             # Without the program gdb still lists the libraries from the loader's list in the
             # core, but reads none of them (gdb 13): no symbols and no unwind tables, so every
             # stack ends after one frame. Ask for them.

@@ -26,12 +26,15 @@ from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file
+from coreanalyze.gdb.libraries import LibraryChoice
 from coreanalyze.gdb.session import GdbSession, mi_quote
 from coreanalyze.resources import GDB_SCRIPTS
 
 SCRIPT = GDB_SCRIPTS / "symbolfiles.py"
 MI_COMMAND = "-coreanalyze-add-symbol-files"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{1,16}")
+# Rounds of "unwind, read the libraries frames lie in that gdb has not read"; then all are read.
+MAX_LIBRARY_ROUNDS = 4
 
 # Run-time addresses gdb will name, per fast library.
 Wanted = dict[str, set[int]]
@@ -48,9 +51,19 @@ class FrameNamer:
 
     # ------------------------------------------------------------------ which addresses
 
-    def discover(self, session: GdbSession, max_frames: int = 256) -> Wanted:
-        """Addresses gdb will name in this core, from a first unwinding without names."""
+    def discover(self, session: GdbSession, max_frames: int = 256, libraries: LibraryChoice | None = None) -> Wanted:
+        """Addresses gdb will name in this core, from a first unwinding without names (once
+        every frame lies in a library gdb has read)."""
+        for _ in range(MAX_LIBRARY_ROUNDS):
+            wanted, pcs = self._discovered(session, max_frames)
+            if libraries is None or not libraries.read_more(session, pcs):
+                return wanted
+        libraries.read_all(session)
+        return self._discovered(session, max_frames)[0]
+
+    def _discovered(self, session: GdbSession, max_frames: int) -> tuple[Wanted, set[int]]:
         addresses: set[int] = set()
+        pcs: set[int] = set()
         debugger = GdbDebugger(session)
         refs, current = _thread_refs(debugger, [])
         crashing_pc = None
@@ -59,11 +72,12 @@ class FrameNamer:
             for raw in frames:
                 if raw.pc is not None:
                     addresses.update((raw.pc, raw.pc - 1))
+                    pcs.add(raw.pc)
             if ref.gdb_id == current and frames:
                 crashing_pc = frames[0].pc
                 if crashing_pc is not None:
                     addresses.update(self._instruction_addresses(debugger, ref.gdb_id, crashing_pc))
-        return self.by_library(addresses)
+        return self.by_library(addresses), pcs
 
     def needed(self, analysis: GdbAnalysis) -> Wanted:
         """Addresses the collected analysis had gdb name."""
@@ -153,6 +167,25 @@ def merge(a: Wanted, b: Wanted) -> Wanted:
 MAX_NAMING_ROUNDS = 3
 
 
+def _collected(session: GdbSession, libraries: LibraryChoice | None, max_frames: int) -> GdbAnalysis:
+    """collect(), once every frame lies in a library gdb has read."""
+    analysis = collect(session, max_frames=max_frames)
+    if libraries is None:
+        return analysis
+    for _ in range(MAX_LIBRARY_ROUNDS):
+        if not libraries.read_more(session, _frame_pcs(analysis)):
+            return analysis
+        analysis = collect(session, max_frames=max_frames)
+    libraries.read_all(session)
+    return collect(session, max_frames=max_frames)
+
+
+def _frame_pcs(analysis: GdbAnalysis) -> Iterator[int | None]:
+    for thread in analysis.threads:
+        for frame in thread.frames:
+            yield frame.pc
+
+
 @contextmanager
 def collected_core(
     gdb,
@@ -164,37 +197,39 @@ def collected_core(
     fast: FastLibraries | None,
     max_frames: int = 256,
     before_target: Callable[[], None] | None = None,
+    libraries: LibraryChoice | None = None,
 ) -> Iterator[tuple[GdbSession, GdbAnalysis]]:
     """Open the core in gdb (an OwnGdb or a PooledGdb) and collect it; yields (session, analysis).
 
     before_target: called when gdb is about to load the core (the first time it is opened).
+    libraries: gdb reads only the libraries the threads reach (coreanalyze.gdb.libraries), and
+    any other a frame turns out to lie in; None: all of them.
 
     With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
     it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
     is opened again the plain way. The symbol files live until the caller is done with gdb.
     """
+    opening = {"executable": executable, "debug_dirs": debug_dirs, "libraries": libraries}
     if fast is None:
-        session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs, before_target=before_target)
-        yield session, collect(session, max_frames=max_frames)
+        session = gdb.open_core(core, sysroot=sysroot, before_target=before_target, **opening)
+        yield session, _collected(session, libraries, max_frames)
         return
     with tempfile.TemporaryDirectory(prefix="coreanalyze-") as workdir:
         namer = FrameNamer(fast, workdir)
         try:
-            session = gdb.open_core(
-                core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs, before_target=before_target
-            )
-            wanted = namer.discover(session, max_frames=max_frames)
+            session = gdb.open_core(core, sysroot=fast.sysroot, before_target=before_target, **opening)
+            wanted = namer.discover(session, max_frames=max_frames, libraries=libraries)
             for _ in range(MAX_NAMING_ROUNDS):
                 namer.attach(session, wanted)
-                analysis = collect(session, max_frames=max_frames)
+                analysis = _collected(session, libraries, max_frames)
                 missing = namer.missing(analysis)
                 if not missing:
                     break
                 wanted = merge(wanted, missing)
-                session = gdb.open_core(core, executable=executable, sysroot=fast.sysroot, debug_dirs=debug_dirs)
+                session = gdb.open_core(core, sysroot=fast.sysroot, **opening)
             else:
                 raise LibraryCopyError("unwinding kept reaching new addresses")
         except LibraryCopyError:
-            session = gdb.open_core(core, executable=executable, sysroot=sysroot, debug_dirs=debug_dirs)
-            analysis = collect(session, max_frames=max_frames)
+            session = gdb.open_core(core, sysroot=sysroot, **opening)
+            analysis = _collected(session, libraries, max_frames)
         yield session, analysis
