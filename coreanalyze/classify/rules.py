@@ -7,6 +7,7 @@ errors.BadInput with one line naming the file and the entry, never as a tracebac
 
 from __future__ import annotations
 
+import contextvars
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -14,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from coreanalyze.classify.lazyregex import LazyPattern
 from coreanalyze.errors import BadInput
 from coreanalyze.model import FAULT_KINDS
 from coreanalyze.vocabulary import GpuCallRole
@@ -326,11 +328,17 @@ class _Problem(Exception):
     """A defect in one rules file; turned into BadInput naming the file."""
 
 
+# The built-in rules' patterns are compiled when first used (see lazyregex); set while they load.
+_built_in = contextvars.ContextVar("built_in_rules", default=False)
+
+
 def _compile(value: Any, where: str) -> re.Pattern[str]:
     if not isinstance(value, str) or not value:
         raise _Problem(f"{where}: expected a non-empty regex string")
     if len(value) > MAX_PATTERN:
         raise _Problem(f"{where}: regex longer than {MAX_PATTERN} characters")
+    if _built_in.get():
+        return LazyPattern(value)  # type: ignore[return-value]
     try:
         return re.compile(value)
     except re.error as e:
@@ -784,10 +792,14 @@ def _load_file(rs: RuleSet, path: Path, origin: str) -> None:
 
 def _builtin() -> RuleSet:
     rs = RuleSet()
-    for role in SKIP_ROLES:
-        path = HERE / f"skip_{role}.txt"
-        rs.skip[role] = [_compile(p, f"{path.name}") for p in _read_skip_file(path)]
-    _load_file(rs, BUILTIN_RULES, "built-in")
+    token = _built_in.set(True)
+    try:
+        for role in SKIP_ROLES:
+            path = HERE / f"skip_{role}.txt"
+            rs.skip[role] = [_compile(p, f"{path.name}") for p in _read_skip_file(path)]
+        _load_file(rs, BUILTIN_RULES, "built-in")
+    finally:
+        _built_in.reset(token)
     return rs
 
 
