@@ -8,11 +8,14 @@ from the list of files each wheel recorded when it was installed.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import os
 import threading
-from email.parser import HeaderParser
 from pathlib import Path
+
+from coreanalyze.atomicfile import write_atomically
 
 MAX_RECORD_BYTES = 16 << 20
 MAX_METADATA_BYTES = 1 << 20
@@ -21,9 +24,15 @@ MAX_DISTRIBUTIONS = 4096
 # (site-packages dir, its mtime) -> {relative path: (name, version)}
 _index: dict[tuple[str, int], dict[str, tuple[str, str]]] = {}
 _lock = threading.Lock()
+# Each site-packages directory's index is also kept on disk (reading ~100 wheels' METADATA and
+# RECORD takes a core's analysis 40 ms), under the cache directory, by path and mtime: installing
+# or removing a distribution changes the directory and so the key.
+INDEX_CACHE = "site-index-v1"
 
 
 def _name_version(dist: Path) -> tuple[str, str] | None:
+    from email.parser import HeaderParser
+
     try:
         with open(dist / "METADATA", encoding="utf-8", errors="replace") as f:
             headers = HeaderParser().parsestr(f.read(MAX_METADATA_BYTES), headersonly=True)
@@ -41,6 +50,16 @@ def _site_index(site: Path) -> dict[str, tuple[str, str]]:
     with _lock:
         if key in _index:
             return _index[key]
+    files = _cached_index(key)
+    if files is None:
+        files = _read_index(site)
+        _keep_index(key, files)
+    with _lock:
+        _index[key] = files
+    return files
+
+
+def _read_index(site: Path) -> dict[str, tuple[str, str]]:
     files: dict[str, tuple[str, str]] = {}
     try:
         dists = sorted(site.glob("*.dist-info"))[:MAX_DISTRIBUTIONS]
@@ -58,9 +77,33 @@ def _site_index(site: Path) -> dict[str, tuple[str, str]]:
         for row in csv.reader(io.StringIO(text)):
             if row and (row[0].endswith((".so", ".dylib")) or ".so." in row[0]):
                 files[os.path.normpath(row[0])] = owner
-    with _lock:
-        _index[key] = files
     return files
+
+
+def _index_file(key: tuple[str, int]) -> Path:
+    from coreanalyze.symbols.paths import cache_dir
+
+    return cache_dir() / INDEX_CACHE / (hashlib.sha256(key[0].encode("utf-8", "surrogateescape")).hexdigest() + ".json")
+
+
+def _cached_index(key: tuple[str, int]) -> dict[str, tuple[str, str]] | None:
+    try:
+        with open(_index_file(key), encoding="utf-8") as f:
+            data = json.load(f)
+        if data["site"] != key[0] or data["mtime_ns"] != key[1]:
+            return None
+        return {path: (owner[0], owner[1]) for path, owner in data["files"].items()}
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None  # none yet, or not ours: read the directory
+
+
+def _keep_index(key: tuple[str, int], files: dict[str, tuple[str, str]]) -> None:
+    path = _index_file(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, json.dumps({"site": key[0], "mtime_ns": key[1], "files": files}))
+    except OSError:
+        pass  # a read-only cache: the index is read again next time
 
 
 def site_packages_of(path: str) -> Path | None:
