@@ -167,6 +167,13 @@ class Process:
         thread = self.crashing_thread if tid is None else self.thread(tid)
         return _arch.stack_pointer(thread.registers, self.arch) if thread is not None else None
 
+    def program_counter(self, tid: int | None = None) -> int | None:
+        """A thread's pc as the notes saved it (the crashing thread's by default)."""
+        thread = self.crashing_thread if tid is None else self.thread(tid)
+        known = _arch.architecture(self.arch)
+        value = thread.registers.get(known.pc_register) if thread is not None and known is not None else None
+        return value if isinstance(value, int) else None
+
     def thread_pointer(self, tid: int | None = None) -> int | None:
         """A thread's TLS base as the notes saved it, where the architecture keeps it there."""
         thread = self.crashing_thread if tid is None else self.thread(tid)

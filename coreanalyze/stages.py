@@ -55,6 +55,7 @@ class Context:
     debugger_debug_dirs: list[str] = field(default_factory=list)
     fast: Any = None  # libcopies' plan of symbol-less library copies, or None
     libraries: Any = None  # the libraries gdb reads (gdb.libraries.LibraryChoice), None: all
+    reached: list[int] = field(default_factory=list)  # code addresses the threads hold (Process.code_addresses_on_stacks)
     abort_scan: AbortMessageScan | None = None
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
@@ -297,6 +298,8 @@ def prepare_debugger(ctx: Context) -> None:
     ctx.symbolizer = ctx.cleanup.enter_context(Symbolizer(options.debug_dirs, options.sysroot))
     ctx.debugger_debug_dirs = debug_dirs_for_gdb(ctx.report, options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer)
     ctx.fast = fast_libraries(ctx)
+    if ctx.fast is not None or ctx.options.fast_libraries:
+        ctx.reached = ctx.process.code_addresses_on_stacks()
     ctx.libraries = chosen_libraries(ctx)
     ctx.abort_scan = AbortMessageScan(ctx.process)
     ctx.walker = InProcessWalker(ctx.process, ctx.report.modules)
@@ -351,7 +354,7 @@ def chosen_libraries(ctx: Context):
         return None
     from coreanalyze.gdb.libraries import LibraryChoice
 
-    return LibraryChoice.for_process(ctx.process)
+    return LibraryChoice.for_process(ctx.process, ctx.reached)
 
 
 def debugger(ctx: Context) -> None:
@@ -396,6 +399,7 @@ def _opened_gdb(ctx: Context) -> Iterator:
         gdb if ctx.link_map is None else PlacingGdb(gdb, ctx.link_map), ctx.core_path, executable=ctx.executable,
         sysroot=options.sysroot, debug_dirs=ctx.debugger_debug_dirs, fast=ctx.fast,
         before_target=while_debugger_loads(ctx), libraries=ctx.libraries,
+        reached=ctx.reached, crash_pc=ctx.process.program_counter(),
     ) as opened:  # fmt: skip
         yield opened
 

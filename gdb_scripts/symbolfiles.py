@@ -1,15 +1,22 @@
 """Runs inside gdb: attach small symbol files to the libraries gdb loaded without symbols.
 
 MI command: -coreanalyze-add-symbol-files FILE
-FILE holds JSON [[library, symbol_file], ...]: each loaded objfile of the current inferior whose
-file is `library` (compared by real path) gets `symbol_file` as its separate debug file, and
-the frame cache is flushed so that frames are named again. Answers {"attached": N}.
+FILE holds JSON [[library, symbol_file, unwind_file, base], ...]: each loaded objfile of the
+current inferior whose file is `library` (compared by real path) gets `symbol_file` as its
+separate debug file; `unwind_file` (or null), the unwind entries of a library whose copy hides
+its own, is added as an object file of its own at `base` (gdb reads no unwind entries from a
+separate debug file). The frame cache is then flushed so that frames are named and unwound
+again. Answers {"attached": N}: the symbol files attached.
 """
 
 import json
 import os
 
 import gdb
+
+
+def _quoted(path):
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class AddSymbolFiles(gdb.MICommand):
@@ -20,17 +27,19 @@ class AddSymbolFiles(gdb.MICommand):
         if len(argv) != 1:
             raise gdb.GdbError("usage: -coreanalyze-add-symbol-files FILE")
         with open(argv[0]) as f:
-            pairs = json.load(f)
+            entries = json.load(f)
         wanted = {}
-        for library, symbol_file in pairs:
-            wanted.setdefault(os.path.realpath(str(library)), []).append(str(symbol_file))
+        for library, symbol_file, unwind_file, base in entries:
+            wanted.setdefault(os.path.realpath(str(library)), []).append((str(symbol_file), unwind_file, int(base or 0)))
         attached = 0
         for objfile in gdb.objfiles():
             if objfile.owner is not None or not objfile.filename:
                 continue  # separate debug files themselves
-            for symbol_file in wanted.get(os.path.realpath(objfile.filename), ()):
+            for symbol_file, unwind_file, base in wanted.get(os.path.realpath(objfile.filename), ()):
                 objfile.add_separate_debug_file(symbol_file)
                 attached += 1
+                if unwind_file:
+                    gdb.execute(f"add-symbol-file {_quoted(str(unwind_file))} -o {base:#x}", to_string=True)
         gdb.execute("maintenance flush register-cache", to_string=True)
         return {"attached": str(attached)}
 

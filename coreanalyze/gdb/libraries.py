@@ -43,9 +43,9 @@ class LibraryChoice:
     extents: list[tuple[int, int, str]] = field(default_factory=list)  # each library's code, sorted
 
     @classmethod
-    def for_process(cls, process) -> LibraryChoice:
+    def for_process(cls, process, reached: list[int] | None = None) -> LibraryChoice:
         code = sorted((s.start, s.end) for s in process.memory.segments if s.executable)
-        return cls(process.code_addresses_on_stacks(), code)
+        return cls(process.code_addresses_on_stacks() if reached is None else reached, code)
 
     def load(self, session: GdbSession) -> None:
         """After `target core` with `auto-solib-add off`: read the libraries chosen."""

@@ -45,6 +45,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
     MAX_SECTIONS,
     SHT_DYNSYM,
+    SHT_NOBITS,
     SHT_PROGBITS,
     SHT_STRTAB,
     SHT_SYMTAB,
@@ -55,10 +56,11 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     plt_layout_known,
     sort_symbols,
 )  # fmt: skip
+from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable
 from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, cache_dir, under, valid_build_id
 
-FORMAT = 1
+FORMAT = 3  # 3: .eh_frame without contents too (unwindtables.py)
 LIBRARIES_DIR = f"fastlibs-v{FORMAT}"
 SYSROOTS_DIR = f"sysroots-v{FORMAT}"
 META = "meta.json"
@@ -91,6 +93,14 @@ class FastLibrary:
     base: int | None = None  # run-time minus link-time address (the loader's l_addr)
     _symbols: LibrarySymbols | None = field(default=None, repr=False)
     _ordering: background.Job[SymbolOrder] | None = field(default=None, repr=False)
+    _unwind: UnwindTable | None = field(default=None, repr=False)
+
+    @property
+    def unwind(self) -> UnwindTable | None:
+        """The library's unwind entries when its copy hides them (see write_copy), else None."""
+        if self._unwind is None and unwind_hidden(self.layout):
+            self._unwind = UnwindTable(self.layout, self.local_path)
+        return self._unwind
 
     def contains(self, address: int) -> bool:
         return self.base is not None and self.layout.section_at(address - self.base) is not None
@@ -117,6 +127,9 @@ class FastLibrary:
         if self._symbols is not None:
             self._symbols.close()
             self._symbols = None
+        if self._unwind is not None:
+            self._unwind.close()
+            self._unwind = None
 
 
 @dataclass
@@ -374,9 +387,14 @@ def write_copy(layout: ElfLayout, target: str) -> None:
     for lo, hi in holes:
         if any(lo < end and start < hi for start, end in [*loads, table]):
             raise LibraryCopyError("its symbol table overlaps what the process mapped")
+    hide_unwind = unwind_hidden(layout)
     headers = bytearray()
     for s in layout.sections:
         sh_type = SHT_PROGBITS if s.type in (SHT_SYMTAB, SHT_DYNSYM) else s.type
+        if hide_unwind and s.name == ".eh_frame":
+            # Without contents gdb reads none of it (as in a separate debug file); the entries a
+            # core needs come with its symbol files, which gdb places by this section's name.
+            sh_type = SHT_NOBITS
         headers += struct.pack("<IIQQQQIIQQ", _name_offset(layout, s), sh_type, s.flags, s.addr, s.offset, s.size, s.link, s.info, s.align, s.entsize)
     with open(layout.path, "rb") as src, open(target, "wb") as dst:
         dst.truncate(layout.file_size)
@@ -387,6 +405,12 @@ def write_copy(layout: ElfLayout, target: str) -> None:
             position = max(position, hi)
         dst.seek(layout.shoff)
         dst.write(headers)
+
+
+def unwind_hidden(layout: ElfLayout) -> bool:
+    """Whether the copy of this library hides its .eh_frame: when the entries a core needs can
+    be served from its .eh_frame_hdr instead."""
+    return usable(layout)
 
 
 def _name_offset(layout: ElfLayout, section) -> int:
@@ -462,7 +486,12 @@ def load_order(entry: str) -> SymbolOrder | None:
 
 
 def _trim_libraries(directory: str, incoming: int) -> None:
-    """Keep the copies under the cache limit, removing the least recently used first."""
+    """Keep the copies under the cache limit, removing the least recently used first (and the
+    copies and sysroots of earlier formats, which nothing reads any more)."""
+    root = os.path.dirname(directory)
+    for old in range(1, FORMAT):
+        for name in (f"fastlibs-v{old}", f"sysroots-v{old}"):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
     try:
         limit = int(os.environ.get(CACHE_LIMIT_VARIABLE, DEFAULT_CACHE_LIMIT_MB)) * 1024 * 1024
     except ValueError:

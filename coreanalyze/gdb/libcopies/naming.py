@@ -1,14 +1,18 @@
-"""Names for frames in the libraries gdb loaded without symbols (see copies and symbolfiles).
+"""Names and unwind entries for frames in the libraries gdb loaded as copies (see copies,
+symbolfiles and unwindtables).
 
-Per core: a first, cheap look at what gdb will name (every frame's pc, and pc - 1 where gdb
-looks up a caller, and the faulting instruction with the addresses it refers to), then for each
-such address in a fast library the window of that library's symbols gdb's own search would
-consult, written as one small symbol file per library and attached to the library in gdb.
-gdb then names these addresses exactly as with every symbol loaded.
+Per core, before gdb unwinds anything: the addresses it will unwind through and name (the code
+addresses the threads hold in registers and on their stacks, which include every frame's pc,
+each with the address before it, where gdb looks a caller up, and what the faulting instruction
+refers to), then for each such address in a fast library the window of that library's symbols
+gdb's own search would consult and the unwind entry covering it, written as one small file per
+library and attached to the library in gdb. gdb then names and unwinds these frames exactly as
+with the whole library.
 
 With names, gdb may unwind differently (a function without unwind tables is analysed from its
-start, which it now knows), reaching addresses that had no window. `missing` tells; the caller
-then opens the core afresh with the larger set, a few times at most, else loads it plainly.
+start, which it now knows), and a frame may lie beyond the part of a stack searched: an
+address that had no window. `missing` tells; the caller then opens the core afresh with the
+larger set, a few times at most, else loads it plainly.
 """
 
 from __future__ import annotations
@@ -16,16 +20,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import tempfile
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
-from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, GdbAnalysis, _list_frames, _thread_refs, collect
+from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, GdbAnalysis, _thread_refs, collect
 from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
-from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file
+from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file, write_unwind_file
 from coreanalyze.gdb.libraries import LibraryChoice
 from coreanalyze.gdb.session import GdbSession, mi_quote
 from coreanalyze.resources import GDB_SCRIPTS
@@ -51,33 +56,20 @@ class FrameNamer:
 
     # ------------------------------------------------------------------ which addresses
 
-    def discover(self, session: GdbSession, max_frames: int = 256, libraries: LibraryChoice | None = None) -> Wanted:
-        """Addresses gdb will name in this core, from a first unwinding without names (once
-        every frame lies in a library gdb has read)."""
-        for _ in range(MAX_LIBRARY_ROUNDS):
-            wanted, pcs = self._discovered(session, max_frames)
-            if libraries is None or not libraries.read_more(session, pcs):
-                return wanted
-        libraries.read_all(session)
-        return self._discovered(session, max_frames)[0]
-
-    def _discovered(self, session: GdbSession, max_frames: int) -> tuple[Wanted, set[int]]:
+    def initial(self, session: GdbSession, reached: Iterable[int], crash_pc: int | None) -> Wanted:
+        """Addresses gdb will unwind through and name, known before it unwinds anything: the
+        code addresses the threads hold (registers and stack words: every frame's pc is among
+        them), each with the address before it (where gdb looks a caller up), and what the
+        instruction at the crashing pc refers to."""
         addresses: set[int] = set()
-        pcs: set[int] = set()
-        debugger = GdbDebugger(session)
-        refs, current = _thread_refs(debugger, [])
-        crashing_pc = None
-        for ref in refs:
-            frames = _list_frames(debugger, ref, max_frames, [])
-            for raw in frames:
-                if raw.pc is not None:
-                    addresses.update((raw.pc, raw.pc - 1))
-                    pcs.add(raw.pc)
-            if ref.gdb_id == current and frames:
-                crashing_pc = frames[0].pc
-                if crashing_pc is not None:
-                    addresses.update(self._instruction_addresses(debugger, ref.gdb_id, crashing_pc))
-        return self.by_library(addresses), pcs
+        for address in reached:
+            addresses.update((address, address - 1))
+        if crash_pc is not None:
+            debugger = GdbDebugger(session)
+            _refs, current = _thread_refs(debugger, [])
+            if current is not None:
+                addresses.update(self._instruction_addresses(debugger, current, crash_pc))
+        return self.by_library(addresses)
 
     def needed(self, analysis: GdbAnalysis) -> Wanted:
         """Addresses the collected analysis had gdb name."""
@@ -124,7 +116,8 @@ class FrameNamer:
             symbols = self._windows(lib, addresses)
             path = os.path.join(self.workdir, f"{self._round}-{len(pairs)}-{os.path.basename(copy)}.sym")
             write_symbol_file(lib.layout, symbols, path)
-            pairs.append([copy, path])
+            unwind = self._unwind_file(lib, addresses, os.path.join(self.workdir, f"{self._round}-{len(pairs)}.eh"))
+            pairs.append([copy, path, unwind, lib.base])
         self.covered = {copy: set(addresses) for copy, addresses in wanted.items()}
         if not pairs:
             return
@@ -133,14 +126,30 @@ class FrameNamer:
             json.dump(pairs, f)
         command = f"{MI_COMMAND} {mi_quote(listing)}"
         try:
-            session.mi(command)
+            answer = session.mi(command)
         except GdbTimeout:
             raise
         except GdbError as e:
             if "Undefined MI command" not in str(e):
                 raise
             session.source(str(SCRIPT))
-            session.mi(command)
+            answer = session.mi(command)
+        if str(answer.get("attached")) != str(len(pairs)):
+            # A copy gdb did not load as the library: without its file it has neither the
+            # names nor (hidden in the copy) the unwind entries.
+            raise LibraryCopyError(f"gdb took {answer.get('attached')} of {len(pairs)} symbol files")
+
+    @staticmethod
+    def _unwind_file(lib: FastLibrary, addresses: set[int], path: str) -> str | None:
+        """For a copy that hides its unwind entries: a file with those covering addresses."""
+        if lib.unwind is None:
+            return None
+        assert lib.base is not None
+        try:
+            write_unwind_file(lib.layout, lib.unwind.section_for(a - lib.base for a in addresses), path)
+        except (ValueError, struct.error) as e:
+            raise LibraryCopyError(f"{lib.path}: {e}") from None
+        return path
 
     @staticmethod
     def _windows(lib: FastLibrary, addresses: set[int]) -> list[ElfSymbol]:
@@ -198,12 +207,16 @@ def collected_core(
     max_frames: int = 256,
     before_target: Callable[[], None] | None = None,
     libraries: LibraryChoice | None = None,
+    reached: Sequence[int] = (),
+    crash_pc: int | None = None,
 ) -> Iterator[tuple[GdbSession, GdbAnalysis]]:
     """Open the core in gdb (an OwnGdb or a PooledGdb) and collect it; yields (session, analysis).
 
     before_target: called when gdb is about to load the core (the first time it is opened).
     libraries: gdb reads only the libraries the threads reach (coreanalyze.gdb.libraries), and
     any other a frame turns out to lie in; None: all of them.
+    reached, crash_pc: the code addresses the threads hold and the crashing thread's pc (from
+    the core's notes), which choose the symbols and unwind entries of fast libraries.
 
     With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
     it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
@@ -218,7 +231,7 @@ def collected_core(
         namer = FrameNamer(fast, workdir)
         try:
             session = gdb.open_core(core, sysroot=fast.sysroot, before_target=before_target, **opening)
-            wanted = namer.discover(session, max_frames=max_frames, libraries=libraries)
+            wanted = namer.initial(session, reached, crash_pc)
             for _ in range(MAX_NAMING_ROUNDS):
                 namer.attach(session, wanted)
                 analysis = _collected(session, libraries, max_frames)

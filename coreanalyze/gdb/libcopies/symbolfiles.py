@@ -602,3 +602,35 @@ def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str
     with open(path, "wb") as f:
         f.write(body)
     return len(ordered)
+
+
+def write_unwind_file(layout: ElfLayout, eh_frame: bytes, path: str) -> None:
+    """Write an ELF file holding only an `.eh_frame` (unwindtables.py), at the library's own
+    address of that section, for gdb to add as an object file of its own beside the library.
+
+    gdb looks for unwind entries in every object file but a separate debug file, so these do
+    not go into the symbol file; holding no other section and no symbol, the file names
+    nothing and claims no code address.
+    """
+    section = next((s for s in layout.sections if s.name == ".eh_frame" and s.alloc), None)
+    if section is None:
+        raise LibraryCopyError(f"{layout.path}: no .eh_frame section")
+    shstrtab = b"\0.eh_frame\0.shstrtab\0"
+    body = bytearray(64)
+    frame_offset = len(body)
+    body += eh_frame
+    body += b"\0" * ((-len(body)) % 8)
+    names_offset = len(body)
+    body += shstrtab
+    body += b"\0" * ((-len(body)) % 8)
+    shoff = len(body)
+    body += bytes(SHDR_SIZE)
+    body += struct.pack("<IIQQQQIIQQ", 1, SHT_PROGBITS, section.flags, section.addr, frame_offset, len(eh_frame), 0, 0, section.align, 0)
+    body += struct.pack("<IIQQQQIIQQ", 11, SHT_STRTAB, 0, 0, names_offset, len(shstrtab), 0, 0, 1, 0)
+    elf_header = bytearray(layout.header)
+    struct.pack_into("<Q", elf_header, 32, 0)  # no program headers
+    struct.pack_into("<Q", elf_header, 40, shoff)
+    struct.pack_into("<HHHHHH", elf_header, 52, 64, 56, 0, SHDR_SIZE, 3, 2)
+    body[:64] = elf_header
+    with open(path, "wb") as f:
+        f.write(body)
