@@ -25,7 +25,6 @@ DIST_INFO = b".dist-info"
 # name-version.dist-info, with the directory it is in when the string is a path.
 DIST_INFO_NAME = re.compile(rb"(?:(/[\x21-\x7e]{1,400})/)?([A-Za-z0-9][A-Za-z0-9_.]{0,100})-([0-9][A-Za-z0-9_.+!]{0,60})$")
 LOOK_BEHIND = 512  # bytes before ".dist-info" searched for the name
-SCAN_CHUNK = 16 << 20
 MAX_SCANNED = 4 << 30  # bytes of writable memory searched, at most
 MAX_DISTRIBUTIONS = 20_000
 
@@ -67,19 +66,16 @@ def distributions_in_memory(memory: CoreMemory) -> list[InMemoryDistribution]:
     found: dict[InMemoryDistribution, None] = {}
     scanned = 0
     for segment in memory.segments:
-        if not segment.writable:
+        if not segment.writable or scanned >= MAX_SCANNED:
             continue
-        start, end = segment.start, segment.present_end
-        while start < end and scanned < MAX_SCANNED and len(found) < MAX_DISTRIBUTIONS:
-            data = memory.read_available(start, min(SCAN_CHUNK, end - start))
-            if not data:
-                break
-            scanned += len(data)
-            scan_bytes(data, found)
-            if start + len(data) >= end:
-                break
-            # Chunks overlap so that a name cut at a chunk's end is seen whole in the next.
-            start += max(len(data) - LOOK_BEHIND, 1)
+        for at in memory.find(DIST_INFO, segment, MAX_SCANNED - scanned):
+            start = max(segment.start, at - LOOK_BEHIND)
+            window = memory.read(start, at - start)
+            if window is not None:
+                add_named(window, found)
+            if len(found) >= MAX_DISTRIBUTIONS:
+                return list(found)
+        scanned += max(0, segment.present_end - segment.start)
     return list(found)
 
 
@@ -87,11 +83,16 @@ def scan_bytes(data: bytes, found: dict[InMemoryDistribution, None]) -> None:
     """Add the distributions `data` names (as `name-version.dist-info`, or a path to one)."""
     at = data.find(DIST_INFO)
     while at >= 0:
-        match = DIST_INFO_NAME.search(data, max(0, at - LOOK_BEHIND), at)
-        if match:
-            directory, name, version = (g.decode("ascii") if g else None for g in match.groups())
-            found.setdefault(InMemoryDistribution(name, version, directory), None)
+        add_named(data[max(0, at - LOOK_BEHIND) : at], found)
         at = data.find(DIST_INFO, at + len(DIST_INFO))
+
+
+def add_named(before: bytes, found: dict[InMemoryDistribution, None]) -> None:
+    """The distribution named by the bytes just before a ".dist-info", if they name one."""
+    match = DIST_INFO_NAME.search(before)
+    if match:
+        directory, name, version = (g.decode("ascii") if g else None for g in match.groups())
+        found.setdefault(InMemoryDistribution(name, version, directory), None)
 
 
 def name_pattern(template: str) -> re.Pattern[str]:

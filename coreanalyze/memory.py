@@ -10,10 +10,11 @@ for "the process had zeros there".
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import struct
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 # The largest single read a caller may ask for; anything bigger is a bug or a hostile size.
 MAX_READ = 16 * 1024 * 1024
@@ -72,10 +73,14 @@ class CoreMemory:
         self._starts = [s.start for s in ordered]
         self._u64 = struct.Struct("<Q" if little_endian else ">Q")
         self._file = open(path, "rb")
+        self._mapped: mmap.mmap | None = None  # the file mapped for searches (see find)
 
     # -- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        mapped, self._mapped = self._mapped, None
+        if mapped is not None:
+            mapped.close()
         if not self._file.closed:
             self._file.close()
 
@@ -146,6 +151,27 @@ class CoreMemory:
         if read_observer is not None and chunks:
             read_observer(self.path, address, sum(map(len, chunks)))  # only what was there
         return b"".join(chunks)
+
+    def find(self, needle: bytes, segment: Segment, limit: int) -> Iterator[int]:
+        """Addresses of needle in the first `limit` present bytes of one segment, searched in
+        the mapped file: a search through megabytes to find a few strings copies nothing.
+        (The observer hears it as one read of what it searched.)"""
+        size = min(limit, segment.present_end - segment.start)
+        if size <= 0 or self._file.closed:
+            return
+        if self._mapped is None:
+            try:
+                self._mapped = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                return
+        if read_observer is not None:
+            read_observer(self.path, segment.start, size)
+        begin = segment.file_offset
+        end = min(begin + size, len(self._mapped))
+        at = self._mapped.find(needle, begin, end)
+        while at >= 0:
+            yield segment.start + (at - begin)
+            at = self._mapped.find(needle, at + 1, end)
 
     def read_cstring(self, address: int, max_len: int = 4096) -> bytes | None:
         """The NUL-terminated bytes at address (without the NUL).

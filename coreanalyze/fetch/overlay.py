@@ -73,6 +73,15 @@ def gdb_would_miss(root: str, notes: CoreNotes, modules: list[model.Module]) -> 
     lacks, links from the machine's root (the module table finds those files: rootpaths.py)."""
     for name, target in _targets(notes, modules, {}).items():
         plain = under(root, name)
-        if plain is None or os.path.realpath(plain) != os.path.realpath(target):
+        if plain is None or not _same_file(plain, target):
             return True
     return False
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether both paths reach one file (compared by the kernel's stat, not by resolving each
+    link in Python: a TensorFlow core has 150 names to check)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
