@@ -89,10 +89,13 @@ class LibraryChoice:
         return i < len(self.reached) and self.reached[i] < high
 
     def _read(self, session: GdbSession, names: Iterable[str]) -> None:
-        for name in names:
-            if name not in self.read:
-                session.console(f"sharedlibrary ^{bre_literal(name)}$")
-                self.read.add(name)
+        # One command for all (GNU regex's \| alternation): each answer of gdb's waits for the
+        # interpreter, which the background work holds.
+        new = sorted(set(names) - self.read)
+        if new:
+            alternatives = "\\|".join(map(bre_literal, new))
+            session.console(f"sharedlibrary ^\\({alternatives}\\)$")
+            self.read.update(new)
 
 
 def listed_libraries(session: GdbSession) -> list[tuple[int, int, str]]:
