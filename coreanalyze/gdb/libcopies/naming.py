@@ -147,7 +147,7 @@ class FrameNamer:
         assert lib.base is not None
         try:
             write_unwind_file(lib.layout, lib.unwind.section_for(a - lib.base for a in addresses), path)
-        except (ValueError, struct.error) as e:
+        except (ValueError, IndexError, struct.error) as e:  # a library's tables of an odd shape
             raise LibraryCopyError(f"{lib.path}: {e}") from None
         return path
 
