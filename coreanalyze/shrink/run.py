@@ -11,6 +11,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 
 from coreanalyze import model
+from coreanalyze.atomicfile import TMP_MARK
 from coreanalyze.errors import BadInput
 from coreanalyze.shrink import elfcore, keep, marker, scans
 from coreanalyze.shrink import redact as redact_
@@ -98,7 +99,8 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
         return redact_.redact_notes(layout.endian, data) if redact else data
 
     directory = os.path.dirname(os.path.abspath(output))
-    handle, draft = tempfile.mkstemp(prefix=".shrink-", dir=directory)
+    # Named as atomicfile names its drafts, so that a batch killed meanwhile can tell them.
+    handle, draft = tempfile.mkstemp(prefix=f".{os.path.basename(output)}{TMP_MARK}", dir=directory)
     os.close(handle)
     try:
 
@@ -242,11 +244,17 @@ def _move(draft: str, output: str) -> int:
 
 
 def _compress_to(draft: str, output: str) -> int:
-    """zstd, which `coreanalyze` reads back as it is (coreanalyze.corefile.compressed)."""
+    """zstd, which `coreanalyze` reads back as it is (coreanalyze.corefile.compressed); written
+    beside the draft and renamed, so that `output` is never half a file."""
     try:
         import zstandard
     except ImportError as exc:
         raise BadInput(f"--compress needs zstandard (pip install zstandard): {exc}") from None
-    with open(draft, "rb") as src, open(output, "wb") as out:
-        zstandard.ZstdCompressor(level=ZSTD_LEVEL).copy_stream(src, out)
-    return os.path.getsize(output)
+    handle, packed = tempfile.mkstemp(prefix=os.path.basename(draft), dir=os.path.dirname(draft))
+    try:
+        with open(draft, "rb") as src, os.fdopen(handle, "wb") as out:
+            zstandard.ZstdCompressor(level=ZSTD_LEVEL).copy_stream(src, out)
+        return _move(packed, output)
+    finally:
+        if os.path.exists(packed):
+            os.unlink(packed)
