@@ -21,8 +21,9 @@ from coreanalyze.shrink.writer import write_core
 
 # gdb's own reads of the core's memory while it loads it and unwinds every thread, as
 # `set debug target 1` logs them: (object, annex, readbuf, writebuf, address, length); objects
-# 1-4 are memory (plain, raw, stack, code).
-GDB_READ = re.compile(r"core:target_xfer_partial \(([1-4]), [^,]*, [^,]*, [^,]*, (0x[0-9a-f]+), (\d+)\)")
+# 1-4 are memory (plain, raw, stack, code). Whichever layer logs it ("core:", "multi-thread:"):
+# gdb prints a frame's string argument from a read only the thread layer logs.
+GDB_READ = re.compile(r"[a-z-]+:target_xfer_partial \(([1-4]), [^,]*, [^,]*, [^,]*, (0x[0-9a-f]+), (\d+)\)")
 MAX_GDB_READ = 1 << 20
 # gdb names memory a backtrace needed and the core lacks: kept in the next round.
 MISSING_MEMORY = re.compile(r"Cannot access memory at address (0x[0-9a-f]+)")

@@ -13,40 +13,29 @@ from coreanalyze.corefile.tables import SP_REGISTER
 from coreanalyze.shrink.pages import PageSet
 
 CONTEXT = 4096  # bytes kept on either side of a finding: the search looks back for a line's start
-DIST_SCAN_CHUNK = 16 << 20
-DIST_SCAN_TOTAL = 4 << 30
 
 
 def keep_abort_messages(notes: CoreNotes, kept: PageSet) -> None:
-    from coreanalyze.abortmsg import scan_abort_messages
+    """The messages the analysis's scan finds, searched as it searches (near the crash first,
+    far only where nothing was near): a message kept from far memory would be a small mapping of
+    its own in the shrunk core, which the scan reads before far memory, and could outrank the
+    one the full core's report names."""
+    from coreanalyze.abortmsg import scan_abort_messages, searches_far_memory
 
     register = SP_REGISTER.get(notes.arch)
     crashing = next((t for t in notes.threads if t.tid == notes.crashing_tid), None)
     sp = crashing.registers.get(register) if crashing and register else None
-    for message in scan_abort_messages(notes.memory, sp, far=True):
+    for message in scan_abort_messages(notes.memory, sp, far=searches_far_memory(notes.signal), far_unless_found_near=True):
         length = len(message.text.encode("utf-8", "replace"))
         kept.add(message.address - CONTEXT, length + 2 * CONTEXT, "abort messages")
 
 
 def keep_distribution_names(notes: CoreNotes, kept: PageSet) -> None:
     """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
-    from coreanalyze.imported import DIST_INFO, LOOK_BEHIND
+    from coreanalyze.imported import DIST_INFO, LOOK_BEHIND, writable_chunks
 
-    memory = notes.memory
-    scanned = 0
-    for segment in memory.segments:
-        if not segment.writable:
-            continue
-        start, end = segment.start, segment.present_end
-        while start < end and scanned < DIST_SCAN_TOTAL:
-            data = memory.read_available(start, min(DIST_SCAN_CHUNK, end - start))
-            if not data:
-                break
-            scanned += len(data)
-            at = data.find(DIST_INFO)
-            while at >= 0:
-                kept.add(start + at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")
-                at = data.find(DIST_INFO, at + 1)
-            if start + len(data) >= end:
-                break
-            start += max(len(data) - LOOK_BEHIND, 1)
+    for start, data in writable_chunks(notes.memory):
+        at = data.find(DIST_INFO)
+        while at >= 0:
+            kept.add(start + at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")
+            at = data.find(DIST_INFO, at + 1)
