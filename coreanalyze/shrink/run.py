@@ -186,10 +186,13 @@ def _same_report(draft: str, report: model.Report, options) -> bool:
 
 def _gdb_backtraces(core: str, report: model.Report, options, *, trace_reads: bool = False) -> str:
     """gdb's output for every thread's backtrace of `core` ('' when it cannot run)."""
+    from coreanalyze.arch.debugger import gdb_for_core
+
     program = (report.core.executable_used if report.core else None) or options.python
-    if not program:
+    if not program or report.core is None:
         return ""
-    command = [options.gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set debuginfod enabled off"]
+    # The analysis's own choice: gdb-multiarch for a core of another architecture.
+    command = [gdb_for_core(options.gdb, report.core.arch), "-nx", "-batch", "-ex", "set pagination off", "-ex", "set debuginfod enabled off"]
     if options.sysroot and os.path.isdir(options.sysroot):
         command += ["-ex", f"set sysroot {os.path.abspath(options.sysroot)}"]
     command += ["-ex", f"file {program}"]

@@ -17,6 +17,7 @@ from support.paths import PYCRASHERS
 from support.pythons import pyenv_python
 from support.require import require
 
+from coreanalyze.arch.debugger import gdb_for_core
 from coreanalyze.shrink.run import comparable
 
 FRAME_LINES = ("#", "Thread ", "Backtrace ")
@@ -29,8 +30,8 @@ def _shrink(core: Path, small: Path, *extra: str) -> str:
     return run.stdout
 
 
-def _backtraces(program: str, core: Path, sysroot: str | None = None) -> list[str]:
-    command = ["gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off"]
+def _backtraces(program: str, core: Path, sysroot: str | None = None, arch: str | None = None) -> list[str]:
+    command = [gdb_for_core("gdb", arch) if arch else "gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off"]
     if sysroot:
         command += ["-ex", f"set sysroot {sysroot}"]
     command += ["-ex", f"file {program}", "-ex", f"core-file {core}", "-ex", "thread apply all bt"]
@@ -51,10 +52,10 @@ def _assert_shrinks_faithfully(core: Path, tmp_path: Path, *extra: str, sysroot:
     assert full_report["core"]["shrunk"] is None
     assert small_report["core"]["shrunk"]["original_size"] == core.stat().st_size
     assert small.stat().st_size < core.stat().st_size
-    program = full_report["core"]["executable_used"]
-    full_frames = _backtraces(program, core, sysroot)
+    program, arch = full_report["core"]["executable_used"], full_report["core"]["arch"]
+    full_frames = _backtraces(program, core, sysroot, arch)
     assert any(line.startswith("#") for line in full_frames)
-    assert _backtraces(program, small, sysroot) == full_frames
+    assert _backtraces(program, small, sysroot, arch) == full_frames
     return small_report
 
 
@@ -62,6 +63,13 @@ def _assert_shrinks_faithfully(core: Path, tmp_path: Path, *extra: str, sysroot:
 def test_c_crash_shrinks_to_the_same_report_and_backtraces(cores, name, tmp_path):
     case = cores.c_crash(name)
     _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe))
+
+
+@pytest.mark.parametrize("name", ["null_thread", "assert_fail"])
+def test_arm_core_shrinks_to_the_same_report_and_backtraces(arm_cores, name, tmp_path):
+    case = arm_cores.c_crash(name)
+    report = _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe), sysroot=str(arm_cores.sysroot))
+    assert report["core"]["arch"] == "aarch64"
 
 
 @pytest.mark.parametrize("minor", ["10", "13"])
