@@ -15,6 +15,7 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 
 from coreanalyze.analyze import AnalyzeOptions
@@ -53,7 +54,7 @@ class _Job:
     record: CoreRecord
     relative: str  # the shrunk core's path in the output directory
     process: multiprocessing.process.BaseProcess
-    conn: object
+    conn: Connection
     deadline: float
     limit: float
 
