@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any
 
 import tomllib
 
@@ -62,34 +62,25 @@ def candidate_distributions(module: str) -> tuple[str, ...]:
     return import_name_distributions().get(module, (module,))
 
 
-def writable_chunks(memory: CoreMemory) -> Iterator[tuple[int, bytes]]:
-    """(address, bytes) of the core's writable memory, in chunks that overlap by LOOK_BEHIND so
-    that a name cut at a chunk's end is seen whole in the next; MAX_SCANNED bytes at most. A
-    search: while it runs, its reads say so (memory.searching)."""
-    scanned = 0
-    with searching():
-        for segment in memory.segments:
-            if not segment.writable:
-                continue
-            start, end = segment.start, segment.present_end
-            while start < end and scanned < MAX_SCANNED:
-                data = memory.read_available(start, min(SCAN_CHUNK, end - start))
-                if not data:
-                    break
-                scanned += len(data)
-                yield start, data
-                if start + len(data) >= end:
-                    break
-                start += max(len(data) - LOOK_BEHIND, 1)
-
-
+@searching()  # a shrunk core keeps the names it found (shrink/scans.py), not all it read
 def distributions_in_memory(memory: CoreMemory) -> list[InMemoryDistribution]:
     """Every `name-version.dist-info` named in the core's writable memory, once each."""
     found: dict[InMemoryDistribution, None] = {}
-    for _address, data in writable_chunks(memory):
-        scan_bytes(data, found)
-        if len(found) >= MAX_DISTRIBUTIONS:
-            break
+    scanned = 0
+    for segment in memory.segments:
+        if not segment.writable:
+            continue
+        start, end = segment.start, segment.present_end
+        while start < end and scanned < MAX_SCANNED and len(found) < MAX_DISTRIBUTIONS:
+            data = memory.read_available(start, min(SCAN_CHUNK, end - start))
+            if not data:
+                break
+            scanned += len(data)
+            scan_bytes(data, found)
+            if start + len(data) >= end:
+                break
+            # Chunks overlap so that a name cut at a chunk's end is seen whole in the next.
+            start += max(len(data) - LOOK_BEHIND, 1)
     return list(found)
 
 
