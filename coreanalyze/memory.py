@@ -13,10 +13,9 @@ import bisect
 import os
 import struct
 import threading
-from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 # The largest single read a caller may ask for; anything bigger is a bug or a hostile size.
 MAX_READ = 16 * 1024 * 1024
