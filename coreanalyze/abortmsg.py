@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Protocol, Sequence
 
 from coreanalyze.classify.rules import builtin_heap_messages, required_literal
+from coreanalyze.memory import searching
 from coreanalyze.signals import FAULT_ADDRESS_SIGNALS, SIGNAL_NUMBERS
 
 PF_W = 2
@@ -328,6 +329,7 @@ def _stack_pointers(data: bytes, targets: Sequence[Any], stack_seg: Any | None) 
     return pages
 
 
+@searching()
 def scan_abort_messages(
     memory: _Memory,
     sp: int | None,

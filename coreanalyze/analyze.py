@@ -81,7 +81,7 @@ def analyze_core(
                 own_gdb.start_early()  # comes up while the notes and libraries are read
         with ExitStack() as cleanup:
             ctx = Context(
-                core_path, options, rules, process, new_report(process), cleanup,
+                core_path, options, rules, process, new_report(process, core_path), cleanup,
                 gdb_pool=gdb_pool, own_gdb=own_gdb, open_debugger=debugger,
             )  # fmt: skip
             ctx.timings["core notes"] = time.perf_counter() - started

@@ -156,15 +156,12 @@ def _analyze_file(core: str, options):
     from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile.compressed import compression_of, decompressed
     from coreanalyze.gpu.stage import name_as_given
-    from coreanalyze.shrink.marker import marker_of_core
 
     compression = compression_of(core) if os.path.isfile(core) else None
     if compression is not None:
         options = replace(options, gpu_core_beside=core)  # its GPU core is beside it, not the copy
     with decompressed(core, compression) as plain:
         result = analyze_core(plain, options)
-        if result.report.core is not None:
-            result.report.core.shrunk = marker_of_core(plain)
     if compression is not None:
         name_as_given(result.report, plain, core)
     return result
@@ -215,7 +212,8 @@ def triage_command(source, output, fmt, rules_files):
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip; one download per wheel, shared by the workers.")
 @click.option("--since", "since", metavar="PREVIOUS_OUT", help="A previous batch's --out: mark groups new, growing, back, and list those gone.")
 @click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like the shipped coreanalyze/known/crashes.toml; repeatable).")
-def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch, since, known_files):
+@click.option("--shrink", is_flag=True, help="Also shrink each crash group's example core to attach to a ticket (OUT/shrunk/, zstd; see `coreanalyze shrink`); done here, after the analyses.")
+def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch, since, known_files, shrink):
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
     from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
@@ -244,6 +242,7 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         cluster=cluster,
         known_files=[Path(p) for p in known_files],
         since=Path(since) if since else None,
+        shrink=shrink,
     )
     result = run_batch(list(paths), options)
     for line in result.warnings:

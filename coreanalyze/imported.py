@@ -18,7 +18,7 @@ from typing import Any
 
 import tomllib
 
-from coreanalyze.memory import CoreMemory
+from coreanalyze.memory import CoreMemory, searching
 from coreanalyze.packages import site_packages_of
 
 DIST_INFO = b".dist-info"
@@ -61,6 +61,7 @@ def candidate_distributions(module: str) -> tuple[str, ...]:
     return import_name_distributions().get(module, (module,))
 
 
+@searching()  # a shrunk core keeps the names it found (shrink/scans.py), not all it read
 def distributions_in_memory(memory: CoreMemory) -> list[InMemoryDistribution]:
     """Every `name-version.dist-info` named in the core's writable memory, once each."""
     found: dict[InMemoryDistribution, None] = {}

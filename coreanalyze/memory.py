@@ -13,6 +13,8 @@ import bisect
 import mmap
 import os
 import struct
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -22,6 +24,25 @@ MAX_READ = 16 * 1024 * 1024
 # Optional observer of every read: called with (core path, address, size). `coreanalyze shrink`
 # sets it (coreanalyze.shrink.recorder) to learn which memory an analysis needs.
 read_observer: Callable[[str, int, int], None] | None = None
+_this_thread = threading.local()
+
+
+@contextmanager
+def searching() -> Iterator[None]:
+    """Reads made inside look through memory for something (a message) instead of following a
+    structure; the observer can ask (in_search): a shrunk core keeps what a search found, not
+    all it looked through. Per thread: searches run beside the rest of an analysis."""
+    depth = getattr(_this_thread, "searches", 0)
+    _this_thread.searches = depth + 1
+    try:
+        yield
+    finally:
+        _this_thread.searches = depth
+
+
+def in_search() -> bool:
+    """Whether this thread's reads are a search (see searching)."""
+    return getattr(_this_thread, "searches", 0) > 0
 
 PF_X = 1
 PF_W = 2

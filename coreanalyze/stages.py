@@ -76,8 +76,12 @@ class Stage:
     run: Callable[[Context], None]
 
 
-def new_report(process: Process) -> Report:
+def new_report(process: Process, core_path: str) -> Report:
+    from coreanalyze.shrink.marker import marker_of_core
+
     report = Report(core=to_core_info(process.notes), tool_version=__version__)
+    # A `coreanalyze shrink` copy says so, in every report made of it (one core, a batch's).
+    report.core.shrunk = marker_of_core(core_path)
     report.warnings.extend(process.notes.warnings)
     report.crashing_thread = process.crashing_tid
     report.auxv = dict(process.auxv)

@@ -4,6 +4,7 @@
     identity  content identity of a core (resume, duplicates, shards)
     worker    one worker process: one core -> reports + a record
     runner    the batch: scheduling, claims, timeouts, Ctrl-C
+    shrinking --shrink: each crash group's example core shrunk to attach
     store     the output directory: atomic per-core records and reports
     summary   crash groups -> summary.json, index.html, cores.jsonl
     outcome   the lines `batch` and `merge` print when they finish

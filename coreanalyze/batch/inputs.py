@@ -32,7 +32,8 @@ SYSTEMD_NAME = re.compile(
     r"(?:\.(?P<compression>zst|lz4|xz))?$"
 )
 PLAIN_NAME = re.compile(r"^core(?:\.(?P<pid>\d+))?$")
-COMPRESSED_NAME = re.compile(r"^core\..+\.(?:zst|lz4|xz)$")
+# core.NAME.zst as systemd and people name them; NAME.core.zst as `batch --shrink` does.
+COMPRESSED_NAME = re.compile(r"^(?:core\..+|.+\.core)\.(?:zst|lz4|xz)$")
 
 ELF_CORE_HEADER = b"\x7fELF"
 ET_CORE = 4

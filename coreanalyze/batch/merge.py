@@ -2,8 +2,8 @@
 
 Merging works on the per-core records, not on the summaries' numbers, so a core that two
 machines both saw (a copy, a recompressed file) is counted once and first/last seen and hosts
-are exact. Reports of the records kept are copied next to them; the summary and index are
-rebuilt exactly as a single batch over all the cores would have built them.
+are exact. Reports (and shrunk cores) of the records kept are copied next to them; the summary
+and index are rebuilt exactly as a single batch over all the cores would have built them.
 """
 
 from __future__ import annotations
@@ -37,16 +37,18 @@ def _owner_rank(record: CoreRecord) -> tuple:
     return (record.compression is not None, record.path)
 
 
-def _copy_report(source: BatchStore, target: BatchStore, relative: str | None, warnings: list[str]) -> str | None:
+def _copy_file(source: BatchStore, target: BatchStore, relative: str | None, warnings: list[str]) -> str | None:
+    """A report or shrunk core of a source batch, copied to the same place in the target."""
     if relative is None:
         return None
     src, dst = source.out / relative, target.out / relative
     if src.resolve() == dst.resolve():
         return relative
     try:
+        dst.parent.mkdir(exist_ok=True)  # shrunk/ is there only where --shrink was given
         write_atomically(dst, src.read_bytes())
     except OSError as e:
-        warnings.append(f"{src}: report not copied: {e.strerror or e}")
+        warnings.append(f"{src}: not copied: {e.strerror or e}")
         return None
     return relative
 
@@ -89,15 +91,19 @@ def merge_batches(sources: list[str], out: str, known_files: list[str] | tuple[s
     for record, store in winners.values():
         kept = replace(
             record,
-            report_json=_copy_report(store, target, record.report_json, result.warnings),
-            report_html=_copy_report(store, target, record.report_html, result.warnings),
+            report_json=_copy_file(store, target, record.report_json, result.warnings),
+            report_html=_copy_file(store, target, record.report_html, result.warnings),
+            shrunk=_copy_file(store, target, record.shrunk, result.warnings),
         )
+        if kept.shrunk is None:
+            kept.shrunk_size = None
         target.write(kept)
     for record in others:
         winner = winners[record.identity][0]
         if winner.path == record.path:
             continue  # the same file seen by two batches
-        demoted = replace(record, status="duplicate", duplicate_of=winner.path, report_html=None, report_json=None, reason=None)
+        demoted = replace(record, status="duplicate", duplicate_of=winner.path, report_html=None, report_json=None, reason=None,
+                           shrunk=None, shrunk_size=None)
         duplicates.setdefault(demoted.key, demoted)
     for record in duplicates.values():
         if not (target.results / f"{record.key}.json").exists():

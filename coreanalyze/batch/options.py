@@ -31,6 +31,7 @@ class BatchOptions:
     cluster: str | None = None  # a Dask scheduler's address or local:N (batch/cluster.py); None: here
     known_files: list[Path] = field(default_factory=list)  # --known: a fleet's own known crashes
     since: Path | None = None  # --since: the previous batch's output directory
+    shrink: bool = False  # --shrink: each group's example shrunk to attach (batch/shrinking.py)
 
 
 def default_jobs() -> int:

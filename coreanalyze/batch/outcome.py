@@ -7,6 +7,7 @@ from typing import Any, Iterator
 
 from coreanalyze.batch.merge import MergeResult
 from coreanalyze.batch.runner import BatchResult
+from coreanalyze.batch.store import SHRUNK_DIR
 from coreanalyze.batch.summary import INDEX_FILE
 from coreanalyze.render.view import one_line
 
@@ -46,6 +47,8 @@ def _summary_lines(summary: dict[str, Any], out: Path) -> Iterator[str]:
 def batch_outcome_lines(result: BatchResult) -> Iterator[str]:
     skipped = f", {result.skipped} already done" if result.skipped else ""
     yield f"{result.found} core files found{skipped}"
+    if result.shrunk:
+        yield f"{result.shrunk} crash groups' example cores shrunk to attach, in {result.out / SHRUNK_DIR}"
     yield from _summary_lines(result.summary, result.out)
 
 

@@ -30,7 +30,7 @@ from coreanalyze.batch.records import RecordKeeper
 from coreanalyze.batch.since import BASELINE_FILE, baseline_from_summary
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
-from coreanalyze.batch.worker import WorkerConfig, base_record, worker_main
+from coreanalyze.batch.worker import WorkerConfig, base_record, death_reason, end_child, worker_main
 from coreanalyze.errors import AnalysisFailed, BadInput
 from coreanalyze.known import load_known
 
@@ -47,6 +47,7 @@ class BatchResult:
     interrupted: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    shrunk: int = 0  # --shrink: groups' examples shrunk in this run
 
 
 class _Queue:
@@ -103,25 +104,7 @@ class _Worker:
         self.kill()
 
     def kill(self) -> None:
-        """SIGTERM (the worker kills its gdb on the way out), then SIGKILL."""
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(STOP_SECONDS)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(STOP_SECONDS)
-        self.conn.close()
-
-
-def _death_reason(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        hint = " (out of memory?)" if name == "SIGKILL" else ""
-        return f"the analysis process died by {name}{hint}"
-    return f"the analysis process exited unexpectedly (status {exitcode})"
+        end_child(self.process, self.conn, STOP_SECONDS)
 
 
 class LocalBatch(RecordKeeper):
@@ -166,7 +149,7 @@ class LocalBatch(RecordKeeper):
         except (EOFError, OSError):
             worker.process.join(STOP_SECONDS)
         if not worker.process.is_alive():
-            return self._failed(worker, _death_reason(worker.process.exitcode))
+            return self._failed(worker, death_reason(worker.process.exitcode))
         return None
 
     def _replace(self, index: int) -> None:
@@ -241,6 +224,9 @@ def check_options(options: BatchOptions) -> None:
         raise BadInput("--jobs must be at least 1")
     if options.since is not None and os.path.realpath(options.since) == os.path.realpath(options.out):
         raise BadInput("--since names --out itself: give the previous batch's output directory")
+    if options.shrink and shutil.which(options.analyze.gdb) is None:
+        # Shrinking runs here, whichever engine analyzes the cores.
+        raise BadInput(f"--shrink needs gdb here: {options.analyze.gdb} not found (install gdb or pass --gdb PATH)")
     if options.cluster is not None:
         from coreanalyze.batch.cluster import check_cluster_options
 
@@ -292,17 +278,23 @@ def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[Core
     progress = Progress(len(inputs), result.skipped, options.progress)
     previous_sigterm = _interrupt_on_sigterm()
     try:
-        if pending:
-            batch.run(pending, progress)
+        try:
+            if pending:
+                batch.run(pending, progress)
+        finally:
+            try:
+                batch.shut_down()
+            finally:
+                progress.close()
+        if options.shrink:
+            from coreanalyze.batch.shrinking import shrink_examples
+
+            result.shrunk = shrink_examples(store, options, result.warnings)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
-        try:
-            batch.shut_down()
-        finally:
-            progress.close()
-            if previous_sigterm is not None:
-                signal.signal(signal.SIGTERM, previous_sigterm)
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
     result.this_run = batch.counts
     records = store.load(result.warnings)
     result.summary = write_outputs(store, records, shard=options.shard, known=known)

@@ -3,6 +3,7 @@
     OUT/results/<identity>.json   one record per core, written atomically (tmp + rename):
                                   the record IS the fact that the core is done
     OUT/reports/<name>-<id>.html  the core's report, and .json beside it
+    OUT/shrunk/<name>-<id>.core.zst  with --shrink: a group's example core, shrunk to attach
     OUT/cores.jsonl, summary.json, index.html   derived from results/ alone, rewritten at the end
 
 Everything derived is recomputed from results/, so a batch killed at any instant (SIGKILL
@@ -28,6 +29,7 @@ from coreanalyze.safenames import safe_stem
 RECORD_SCHEMA = "coreanalyze-batch-core/1"
 RESULTS_DIR = "results"
 REPORTS_DIR = "reports"
+SHRUNK_DIR = "shrunk"
 STATUSES = ("ok", "partial", "failed", "duplicate")
 ANALYZED = ("ok", "partial")  # statuses that have a report and count in the groups
 
@@ -35,6 +37,7 @@ MAX_RECORD_BYTES = 1 << 20  # a record is a few KiB; anything bigger is not ours
 MAX_RECORDS = 1_000_000
 _IDENTITY = re.compile(r"^[0-9a-f]{64}$")
 _REPORT_PATH = re.compile(r"^reports/[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:html|json)$")
+_SHRUNK_PATH = re.compile(r"^shrunk/[A-Za-z0-9][A-Za-z0-9._+-]*\.core\.zst$")
 _STEM_CHARS = 80
 _TEXT_CHARS = 300
 _MAX_FRAMES = 64
@@ -82,6 +85,9 @@ class CoreRecord:
     gpu_exception: str | None = None
     frames: list[str] = field(default_factory=list)  # crashing thread's functions, innermost first
     known: dict[str, Any] | None = None  # classification.known of its report
+    # batch --shrink, for a group's example: the shrunk core (relative path) and its bytes
+    shrunk: str | None = None
+    shrunk_size: int | None = None
 
     @property
     def name(self) -> str:
@@ -132,6 +138,8 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "gpu_exception": (str, type(None)),
     "frames": (list,),
     "known": (dict, type(None)),
+    "shrunk": (str, type(None)),
+    "shrunk_size": (int, type(None)),
 }
 
 
@@ -158,6 +166,8 @@ def record_from_dict(d: Any) -> CoreRecord:
     for name in ("report_html", "report_json"):
         if kwargs.get(name) is not None and not _REPORT_PATH.match(kwargs[name]):
             raise ValueError(f"{name} is not a report path of this layout")
+    if kwargs.get("shrunk") is not None and not _SHRUNK_PATH.match(kwargs["shrunk"]):
+        raise ValueError("shrunk is not a shrunk core's path of this layout")
     kwargs["culprit"] = {k: v for k, v in kwargs.get("culprit", {}).items() if k in ("function", "module") and isinstance(v, (str, type(None)))}
     kwargs["xattrs"] = {k: v for k, v in kwargs.get("xattrs", {}).items() if isinstance(k, str) and isinstance(v, str)}
     kwargs["wheels_downloaded"] = [w[:300] for w in kwargs.get("wheels_downloaded", []) if isinstance(w, str)]
@@ -190,6 +200,7 @@ class BatchStore:
         self.out = Path(out)
         self.results = self.out / RESULTS_DIR
         self.reports = self.out / REPORTS_DIR
+        self.shrunk = self.out / SHRUNK_DIR
 
     # -------------------------------------------------------------- set-up
 
@@ -217,7 +228,7 @@ class BatchStore:
 
     def remove_temporaries(self) -> None:
         """Half-written files of a run that was killed: never results, safe to drop."""
-        for directory in (self.out, self.results, self.reports):
+        for directory in (self.out, self.results, self.reports, self.shrunk):
             if not directory.is_dir():
                 continue
             for p in directory.iterdir():
@@ -268,6 +279,11 @@ class BatchStore:
         name = f"{stem}{extension}"
         self._write(self.reports / name, text)
         return f"{REPORTS_DIR}/{name}"
+
+    def shrunk_path(self, stem: str) -> tuple[Path, str]:
+        """Where a shrunk core goes: the file, and its path relative to the output directory."""
+        name = f"{stem}.core.zst"
+        return self.shrunk / name, f"{SHRUNK_DIR}/{name}"
 
     def write_output(self, name: str, text: str) -> Path:
         path = self.out / name

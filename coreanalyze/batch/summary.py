@@ -52,7 +52,7 @@ def _most_common(values: Iterable[str | None]) -> str | None:
     return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
-def _example(members: list[CoreRecord]) -> CoreRecord:
+def example_of(members: list[CoreRecord]) -> CoreRecord:
     """The group's showcase: a complete analysis before a partial one, then the earliest."""
     return min(members, key=lambda r: (_STATUS_RANK.get(r.status, 9), r.timestamp or 0.0, r.path, r.identity))
 
@@ -78,7 +78,7 @@ def group_known(members: list[CoreRecord], example: CoreRecord, known: KnownCras
 
 def build_group(signature: str, members: list[CoreRecord], batch: breakdown.BatchCounts | None = None,
                 known: KnownCrashes | None = None, span: dict[str, Any] | None = None) -> dict[str, Any]:
-    example = _example(members)
+    example = example_of(members)
     times = [r.timestamp for r in members if timeline.day_of(r.timestamp)]  # a broken clock is no time
     hosts = Counter(r.host or UNKNOWN_HOST for r in members)
     host_sources = {r.host or UNKNOWN_HOST: r.host_source for r in members}
@@ -103,7 +103,11 @@ def build_group(signature: str, members: list[CoreRecord], batch: breakdown.Batc
         "summary": example.summary,
         "signal": example.signal,
         "executables": sorted({r.executable for r in members if r.executable}),
-        "example": {"path": example.path, "report_html": example.report_html, "report_json": example.report_json},
+        "example": {
+            "path": example.path, "report_html": example.report_html, "report_json": example.report_json,
+            # batch --shrink: the example shrunk to attach to a ticket (relative to the output directory)
+            "shrunk": example.shrunk, "shrunk_size": example.shrunk_size,
+        },
         "versions": versions,
         "packages": packages,
         "correlations": breakdown.correlations(attribute_counts, len(members), batch),
@@ -113,9 +117,8 @@ def build_group(signature: str, members: list[CoreRecord], batch: breakdown.Batc
     }
 
 
-def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: KnownCrashes | None = None,
-                  baseline: dict[str, Any] | None = None) -> dict[str, Any]:
-    analyzed = [r for r in records if r.status in ANALYZED]
+def crash_groups(analyzed: list[CoreRecord]) -> dict[str, list[CoreRecord]]:
+    """The analyzed cores by signature, in record order."""
     # A GPU core read with its CPU core is that crash's, not a second one.
     companions = {os.path.realpath(r.gpu_core) for r in analyzed if r.gpu_core}
     by_signature: dict[str, list[CoreRecord]] = {}
@@ -123,6 +126,18 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: 
         if os.path.realpath(r.path) in companions:
             continue
         by_signature.setdefault(r.signature or NO_SIGNATURE, []).append(r)
+    return by_signature
+
+
+def group_examples(records: list[CoreRecord]) -> list[CoreRecord]:
+    """Each crash group's example core (what `batch --shrink` makes attachable)."""
+    return [example_of(members) for members in crash_groups([r for r in records if r.status in ANALYZED]).values()]
+
+
+def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: KnownCrashes | None = None,
+                  baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+    analyzed = [r for r in records if r.status in ANALYZED]
+    by_signature = crash_groups(analyzed)
     batch = breakdown.BatchCounts.of(analyzed)
     span = timeline.period(d for d in map(timeline.day_of, (r.timestamp for r in analyzed)) if d)
     groups = [build_group(sig, members, batch, known, span) for sig, members in by_signature.items()]

@@ -248,12 +248,40 @@ def close_gdb_pool(gdb_pool: Any) -> None:
         close()
 
 
-def worker_main(conn, config: WorkerConfig) -> None:
-    """Entry point of a worker process."""
-    # Ctrl-C reaches the whole process group; the batch alone decides how to stop.
+def death_reason(exitcode: int | None, what: str = "the analysis process") -> str:
+    """Why a child process of the batch ended without a result, from its exit code."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"{what} died by {name}{hint}"
+    return f"{what} exited unexpectedly (status {exitcode})"
+
+
+def end_child(process, conn, wait: float) -> None:
+    """SIGTERM (a child kills its gdb on the way out), then SIGKILL; its pipe closed."""
+    if process.is_alive():
+        process.terminate()
+        process.join(wait)
+    if process.is_alive():
+        process.kill()
+        process.join(wait)
+    conn.close()
+
+
+def become_worker(parent_pid: int) -> None:
+    """Signals of a batch's child process: Ctrl-C reaches the whole process group, but the batch
+    alone decides how to stop; SIGTERM unwinds (and so ends its gdb); it dies with the batch."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
-    _die_with_parent(config.parent_pid)
+    _die_with_parent(parent_pid)
+
+
+def worker_main(conn, config: WorkerConfig) -> None:
+    """Entry point of a worker process."""
+    become_worker(config.parent_pid)
     gdb_pool = open_gdb_pool(config)
 
     def claim(identity: str) -> bool:

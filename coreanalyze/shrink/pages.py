@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 
 PAGE = 4096
-GRAIN = 512  # measured on a TensorFlow core: half the bytes of whole pages, 9k program headers
+GRAIN = 256  # the Python walker reads 256-byte blocks; measured on a TensorFlow core: 4.1 MiB, 11k program headers (512: 5.3 MiB, 9k)
 
 
 def page_floor(address: int) -> int:

@@ -11,6 +11,7 @@ from coreanalyze.shrink.pages import PageSet
 
 # A read bigger than this is a search through memory, not a structure being followed: what it
 # found is kept instead (coreanalyze.shrink.scans), else the shrunk core would keep everything.
+# Smaller reads are a search too where the reader says so (memory.searching).
 SEARCH_READ = 256 << 10
 
 
@@ -19,7 +20,8 @@ def recording(
     core_path: str, kept: PageSet, why: str = "analysis", searches: list[tuple[int, int]] | None = None
 ) -> Iterator[PageSet]:
     """While active, every read of the core at core_path adds its pages to `kept`; a search
-    (a read bigger than SEARCH_READ) goes to `searches` instead when that is given."""
+    (a read bigger than SEARCH_READ, or made in memory.searching) goes to `searches` instead
+    when that is given."""
     wanted = os.path.realpath(core_path)
     previous = memory.read_observer
     same: dict[str, bool] = {}
@@ -29,7 +31,7 @@ def recording(
             same[path] = os.path.realpath(path) == wanted
         if not same[path]:
             pass
-        elif searches is not None and size > SEARCH_READ:
+        elif searches is not None and (size > SEARCH_READ or memory.in_search()):
             searches.append((address, size))
         else:
             kept.add(address, size, why)

@@ -11,6 +11,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 
 from coreanalyze import model
+from coreanalyze.atomicfile import TMP_MARK
 from coreanalyze.errors import BadInput
 from coreanalyze.shrink import elfcore, keep, marker, scans
 from coreanalyze.shrink import redact as redact_
@@ -20,8 +21,9 @@ from coreanalyze.shrink.writer import write_core
 
 # gdb's own reads of the core's memory while it loads it and unwinds every thread, as
 # `set debug target 1` logs them: (object, annex, readbuf, writebuf, address, length); objects
-# 1-4 are memory (plain, raw, stack, code).
-GDB_READ = re.compile(r"core:target_xfer_partial \(([1-4]), [^,]*, [^,]*, [^,]*, (0x[0-9a-f]+), (\d+)\)")
+# 1-4 are memory (plain, raw, stack, code). Whichever layer logs it ("core:", "multi-thread:"):
+# gdb prints a frame's string argument from a read only the thread layer logs.
+GDB_READ = re.compile(r"[a-z-]+:target_xfer_partial \(([1-4]), [^,]*, [^,]*, [^,]*, (0x[0-9a-f]+), (\d+)\)")
 MAX_GDB_READ = 1 << 20
 # gdb names memory a backtrace needed and the core lacks: kept in the next round.
 MISSING_MEMORY = re.compile(r"Cannot access memory at address (0x[0-9a-f]+)")
@@ -98,7 +100,8 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
         return redact_.redact_notes(layout.endian, data) if redact else data
 
     directory = os.path.dirname(os.path.abspath(output))
-    handle, draft = tempfile.mkstemp(prefix=".shrink-", dir=directory)
+    # Named as atomicfile names its drafts, so that a batch killed meanwhile can tell them.
+    handle, draft = tempfile.mkstemp(prefix=f".{os.path.basename(output)}{TMP_MARK}", dir=directory)
     os.close(handle)
     try:
 
@@ -183,10 +186,13 @@ def _same_report(draft: str, report: model.Report, options) -> bool:
 
 def _gdb_backtraces(core: str, report: model.Report, options, *, trace_reads: bool = False) -> str:
     """gdb's output for every thread's backtrace of `core` ('' when it cannot run)."""
+    from coreanalyze.arch.debugger import gdb_for_core
+
     program = (report.core.executable_used if report.core else None) or options.python
-    if not program:
+    if not program or report.core is None:
         return ""
-    command = [options.gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set debuginfod enabled off"]
+    # The analysis's own choice: gdb-multiarch for a core of another architecture.
+    command = [gdb_for_core(options.gdb, report.core.arch), "-nx", "-batch", "-ex", "set pagination off", "-ex", "set debuginfod enabled off"]
     if options.sysroot and os.path.isdir(options.sysroot):
         command += ["-ex", f"set sysroot {os.path.abspath(options.sysroot)}"]
     command += ["-ex", f"file {program}"]
@@ -242,11 +248,17 @@ def _move(draft: str, output: str) -> int:
 
 
 def _compress_to(draft: str, output: str) -> int:
-    """zstd, which `coreanalyze` reads back as it is (coreanalyze.corefile.compressed)."""
+    """zstd, which `coreanalyze` reads back as it is (coreanalyze.corefile.compressed); written
+    beside the draft and renamed, so that `output` is never half a file."""
     try:
         import zstandard
     except ImportError as exc:
         raise BadInput(f"--compress needs zstandard (pip install zstandard): {exc}") from None
-    with open(draft, "rb") as src, open(output, "wb") as out:
-        zstandard.ZstdCompressor(level=ZSTD_LEVEL).copy_stream(src, out)
-    return os.path.getsize(output)
+    handle, packed = tempfile.mkstemp(prefix=os.path.basename(draft), dir=os.path.dirname(draft))
+    try:
+        with open(draft, "rb") as src, os.fdopen(handle, "wb") as out:
+            zstandard.ZstdCompressor(level=ZSTD_LEVEL).copy_stream(src, out)
+        return _move(packed, output)
+    finally:
+        if os.path.exists(packed):
+            os.unlink(packed)

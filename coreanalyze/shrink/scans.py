@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from coreanalyze.corefile.structures import CoreNotes
 from coreanalyze.corefile.tables import SP_REGISTER
+from coreanalyze.memory import searching
 from coreanalyze.shrink.pages import PageSet
 
 CONTEXT = 4096  # bytes kept on either side of a finding: the search looks back for a line's start
@@ -18,16 +19,21 @@ DIST_SCAN_TOTAL = 4 << 30
 
 
 def keep_abort_messages(notes: CoreNotes, kept: PageSet) -> None:
-    from coreanalyze.abortmsg import scan_abort_messages
+    """The messages the analysis's scan finds, searched as it searches (near the crash first,
+    far only where nothing was near): a message kept from far memory would be a small mapping of
+    its own in the shrunk core, which the scan reads before far memory, and could outrank the
+    one the full core's report names."""
+    from coreanalyze.abortmsg import scan_abort_messages, searches_far_memory
 
     register = SP_REGISTER.get(notes.arch)
     crashing = next((t for t in notes.threads if t.tid == notes.crashing_tid), None)
     sp = crashing.registers.get(register) if crashing and register else None
-    for message in scan_abort_messages(notes.memory, sp, far=True):
+    for message in scan_abort_messages(notes.memory, sp, far=searches_far_memory(notes.signal), far_unless_found_near=True):
         length = len(message.text.encode("utf-8", "replace"))
         kept.add(message.address - CONTEXT, length + 2 * CONTEXT, "abort messages")
 
 
+@searching()  # what it reads is a search: it keeps only what it found
 def keep_distribution_names(notes: CoreNotes, kept: PageSet) -> None:
     """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
     from coreanalyze.imported import DIST_INFO, LOOK_BEHIND

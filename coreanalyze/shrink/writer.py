@@ -78,6 +78,10 @@ def _plan(
     for e in entries:
         if e.source_offset >= 0:
             e.offset, offset = offset, offset + e.size
+        elif e.note is None:
+            # No bytes: p_offset where they would be, as the kernel writes it. With p_offset 0,
+            # gdb (BFD) made each thread anew for every such segment of a qemu core.
+            e.offset = offset
     return entries
 
 

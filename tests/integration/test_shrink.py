@@ -17,6 +17,7 @@ from support.paths import PYCRASHERS
 from support.pythons import pyenv_python
 from support.require import require
 
+from coreanalyze.arch.debugger import gdb_for_core
 from coreanalyze.shrink.run import comparable
 
 FRAME_LINES = ("#", "Thread ", "Backtrace ")
@@ -29,8 +30,8 @@ def _shrink(core: Path, small: Path, *extra: str) -> str:
     return run.stdout
 
 
-def _backtraces(program: str, core: Path, sysroot: str | None = None) -> list[str]:
-    command = ["gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off"]
+def _backtraces(program: str, core: Path, sysroot: str | None = None, arch: str | None = None) -> list[str]:
+    command = [gdb_for_core("gdb", arch) if arch else "gdb", "-nx", "-batch", "-ex", "set debuginfod enabled off"]
     if sysroot:
         command += ["-ex", f"set sysroot {sysroot}"]
     command += ["-ex", f"file {program}", "-ex", f"core-file {core}", "-ex", "thread apply all bt"]
@@ -51,10 +52,10 @@ def _assert_shrinks_faithfully(core: Path, tmp_path: Path, *extra: str, sysroot:
     assert full_report["core"]["shrunk"] is None
     assert small_report["core"]["shrunk"]["original_size"] == core.stat().st_size
     assert small.stat().st_size < core.stat().st_size
-    program = full_report["core"]["executable_used"]
-    full_frames = _backtraces(program, core, sysroot)
+    program, arch = full_report["core"]["executable_used"], full_report["core"]["arch"]
+    full_frames = _backtraces(program, core, sysroot, arch)
     assert any(line.startswith("#") for line in full_frames)
-    assert _backtraces(program, small, sysroot) == full_frames
+    assert _backtraces(program, small, sysroot, arch) == full_frames
     return small_report
 
 
@@ -62,6 +63,13 @@ def _assert_shrinks_faithfully(core: Path, tmp_path: Path, *extra: str, sysroot:
 def test_c_crash_shrinks_to_the_same_report_and_backtraces(cores, name, tmp_path):
     case = cores.c_crash(name)
     _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe))
+
+
+@pytest.mark.parametrize("name", ["null_thread", "assert_fail"])
+def test_arm_core_shrinks_to_the_same_report_and_backtraces(arm_cores, name, tmp_path):
+    case = arm_cores.c_crash(name)
+    report = _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe), sysroot=str(arm_cores.sysroot))
+    assert report["core"]["arch"] == "aarch64"
 
 
 @pytest.mark.parametrize("minor", ["10", "13"])
@@ -142,10 +150,11 @@ def test_truncated_or_hostile_core_is_one_line_and_exit_2(cores, tmp_path):
 
 
 @pytest.mark.tf
-def test_tensorflow_core_shrinks_to_a_few_megabytes_compressed(tf_cores, tmp_path):
+def test_tensorflow_core_shrinks_to_a_few_megabytes(tf_cores, tmp_path):
     case = tf_cores.get("kernel_check_failure")
     report = _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe))
     assert report["classification"]["abort_message"]
+    assert (tmp_path / "small.core").stat().st_size <= 5_000_000
     packed = tmp_path / "small.core.zst"
     _shrink(case.core, packed, "--python", str(case.exe), "--compress")
     assert packed.stat().st_size <= 5_000_000
@@ -222,3 +231,59 @@ def test_markdown_report_says_how_to_attach_the_core_and_that_a_shrunk_one_is_sh
     _shrink(case.core, small, "--python", str(case.exe))
     shrunk = run_cli(str(small), "--python", str(case.exe), "--format", "markdown", "-o", "-")
     assert "shrunk copy of" in shrunk.stdout
+
+
+def test_batch_shrinks_one_core_per_group_and_a_batch_of_them_says_they_are_shrunk(cores, tmp_path):
+    import shutil
+
+    from support.batchcorpus import crash_again
+
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    crashes = [cores.c_crash("null_thread"), crash_again(cores, "null_thread", 3), cores.c_crash("double_free")]
+    for i, case in enumerate(crashes):
+        shutil.copy(case.core, fleet / f"{i}-{case.core.name}")  # two groups, three cores
+    out = tmp_path / "out"
+    run = run_cli("batch", str(fleet), "--out", str(out), "--jobs", "2", "--timeout", "120", "--shrink")
+    assert run.code == 0, run.stderr
+    assert f"2 crash groups' example cores shrunk to attach, in {out / 'shrunk'}" in run.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    groups = summary["groups"]
+    assert [g["count"] for g in groups] == [2, 1]
+    shrunk = {}
+    for g in groups:
+        small = out / g["example"]["shrunk"]
+        assert small.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"  # zstd
+        assert g["example"]["shrunk_size"] == small.stat().st_size
+        assert g["example"]["shrunk"] in (out / "index.html").read_text()
+        assert g["example"]["shrunk"] in (out / "summary.md").read_text()
+        full, again = analyze_json(Path(g["example"]["path"])), analyze_json(small)
+        assert comparable(json.dumps(again)) == comparable(json.dumps(full))
+        shrunk[g["signature"]] = (small, small.stat().st_mtime_ns, Path(g["example"]["path"]).stat().st_size)
+    records = [json.loads(line) for line in (out / "cores.jsonl").read_text().splitlines()]
+    assert sum(1 for r in records if r["shrunk"]) == 2
+
+    # Resumed with --shrink: the groups already have their cores, none is made again.
+    run = run_cli("batch", str(fleet), "--out", str(out), "--resume", "--shrink")
+    assert run.code == 0, run.stderr
+    assert "shrunk to attach" not in run.stdout
+    assert all(small.stat().st_mtime_ns == mtime for small, mtime, _size in shrunk.values())
+
+    # A merge carries the shrunk cores along with the reports.
+    merged = tmp_path / "merged"
+    run = run_cli("merge", str(out), "--out", str(merged))
+    assert run.code == 0, run.stderr
+    for g in json.loads((merged / "summary.json").read_text())["groups"]:
+        assert (merged / g["example"]["shrunk"]).read_bytes() == (out / g["example"]["shrunk"]).read_bytes()
+
+    # The shrunk cores in a batch of their own: the same crash groups, each report saying it is
+    # a shrunk copy of its full core.
+    again = tmp_path / "again"
+    run = run_cli("batch", str(out / "shrunk"), "--out", str(again), "--jobs", "2", "--timeout", "120")
+    assert run.code == 0, run.stderr
+    regrouped = json.loads((again / "summary.json").read_text())["groups"]
+    assert {g["signature"] for g in regrouped} == set(shrunk)
+    for g in regrouped:
+        report = json.loads((again / g["example"]["report_json"]).read_text())
+        assert report["core"]["shrunk"]["original_size"] == shrunk[g["signature"]][2]
+        assert "shrunk copy of" in (again / g["example"]["report_html"]).read_text()

@@ -41,7 +41,7 @@ def _iso(usec: int) -> str:
     return datetime.fromtimestamp(usec / 1e6, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _crash_again(cores, name: str, run: int):
+def crash_again(cores, name: str, run: int):
     """Another real crash of the same program: a different core with the same signature."""
     first = cores.c_crash(name)
     workdir = first.workdir.parent / f"{name}-again-{run}"
@@ -61,7 +61,7 @@ class Corpus:
         self.plain_dir, self.coredump_dir = plain, coredump
 
         # Three crashes of one program: three different cores, one group.
-        null_cases = [cores.c_crash("null_thread"), _crash_again(cores, "null_thread", 1), _crash_again(cores, "null_thread", 2)]
+        null_cases = [cores.c_crash("null_thread"), crash_again(cores, "null_thread", 1), crash_again(cores, "null_thread", 2)]
         for i, case in enumerate(null_cases):
             sub = plain / f"run{i}"  # the same kernel name could repeat in another directory
             sub.mkdir()

@@ -240,3 +240,18 @@ def test_index_and_markdown_over_many_groups_stay_bounded():
     assert len(page) < 40 << 20
     text = render_markdown(summary)
     assert text.count("\n| ") == 1501 and "1300 more groups in summary.json" in text
+
+
+def test_a_record_names_its_shrunk_core_only_inside_the_batch_layout():
+    r = record(1)
+    r.shrunk, r.shrunk_size = "shrunk/core.1-0000000000000001.core.zst", 123_456
+    assert record_from_dict(r.to_dict()) == r
+    # merge copies this path from another machine's batch: it never leaves shrunk/
+    for foreign in ("../../etc/passwd", "/etc/passwd", "shrunk/../x.core.zst", "shrunk/.hidden.core.zst", "reports/x.html"):
+        with pytest.raises(ValueError):
+            record_from_dict({**r.to_dict(), "shrunk": foreign})
+    summary = build_summary([r, record(2)])
+    example = summary["groups"][0]["example"]
+    assert (example["shrunk"], example["shrunk_size"]) == (r.shrunk, 123_456)
+    assert 'href="shrunk/core.1-0000000000000001.core.zst"' in render_index(summary)
+    assert "core to attach: `shrunk/core.1-0000000000000001.core.zst` (0" in render_markdown(summary)
