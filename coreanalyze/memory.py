@@ -44,6 +44,7 @@ def in_search() -> bool:
     """Whether this thread's reads are a search (see searching)."""
     return getattr(_this_thread, "searches", 0) > 0
 
+
 PF_X = 1
 PF_W = 2
 PF_R = 4
