@@ -20,6 +20,8 @@ from typing import Callable, Iterator
 
 # The largest single read a caller may ask for; anything bigger is a bug or a hostile size.
 MAX_READ = 16 * 1024 * 1024
+# A search (CoreMemory.find) maps this much of the core at a time.
+SEARCH_WINDOW = 16 * 1024 * 1024
 
 # Optional observer of every read: called with (core path, address, size). `coreanalyze shrink`
 # sets it (coreanalyze.shrink.recorder) to learn which memory an analysis needs.
@@ -188,12 +190,17 @@ class CoreMemory:
                 return
         if read_observer is not None:
             read_observer(self.path, segment.start, size)
-        begin = segment.file_offset
-        end = min(begin + size, len(self._mapped))
-        at = self._mapped.find(needle, begin, end)
-        while at >= 0:
-            yield segment.start + (at - begin)
-            at = self._mapped.find(needle, at + 1, end)
+        mapped, begin = self._mapped, segment.file_offset
+        end = min(begin + size, len(mapped))
+        # A window at a time, whose pages are then let go (they stay in the page cache): the
+        # process does not hold the whole core it searched.
+        for window in range(begin - begin % mmap.PAGESIZE, end, SEARCH_WINDOW):
+            stop = min(window + SEARCH_WINDOW, end)
+            at = mapped.find(needle, max(window, begin), min(stop + len(needle) - 1, end))
+            while at >= 0:
+                yield segment.start + (at - begin)
+                at = mapped.find(needle, at + 1, min(stop + len(needle) - 1, end))
+            _let_go(mapped, window, min(stop + len(needle) - 1, end) - window)
 
     def read_cstring(self, address: int, max_len: int = 4096) -> bytes | None:
         """The NUL-terminated bytes at address (without the NUL).
@@ -232,3 +239,12 @@ class CoreMemory:
         except (OSError, OverflowError, ValueError):
             return None
         return data if len(data) == size else (data or None)
+
+
+def _let_go(mapped: mmap.mmap, offset: int, length: int) -> None:
+    """Drop a searched window's pages from this process (not from the page cache)."""
+    if length > 0 and hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, offset, length)
+        except (OSError, ValueError):
+            pass

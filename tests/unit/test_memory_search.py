@@ -1,0 +1,26 @@
+"""CoreMemory.find: a needle found everywhere in a segment's bytes, across the windows the search
+maps one after another, and only within what the segment holds."""
+
+from __future__ import annotations
+
+import mmap
+
+from coreanalyze import memory
+from coreanalyze.memory import PF_R, PF_W, CoreMemory, Segment
+
+
+def test_every_occurrence_is_found_once_across_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(memory, "SEARCH_WINDOW", mmap.PAGESIZE)
+    body = bytearray(b"." * (5 * mmap.PAGESIZE))
+    needle = b"numpy-2.1.dist-info"
+    places = [0, 100, mmap.PAGESIZE - 5, 2 * mmap.PAGESIZE - len(needle), 3 * mmap.PAGESIZE + 1, len(body) - len(needle)]
+    for at in places:
+        body[at : at + len(needle)] = needle
+    path = tmp_path / "core"
+    path.write_bytes(bytes(64) + bytes(body))
+    base = 0x7F0000000000
+    segment = Segment(base, base + len(body) + 4096, 64, len(body), PF_R | PF_W)  # the last page not dumped
+    with CoreMemory(str(path), [segment]) as mem:
+        assert list(mem.find(needle, segment, 1 << 30)) == [base + p for p in places]
+        assert list(mem.find(needle, segment, 2 * mmap.PAGESIZE)) == [base + p for p in places[:4]]
+        assert list(mem.find(b"absent", segment, 1 << 30)) == []
