@@ -318,7 +318,7 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
         ctx.process.scan_in_background()
         ctx.rules.read_in_background()
         if ctx.fast is not None:
-            ctx.fast.order_in_background()
+            ctx.fast.order_in_background(ctx.reached)
 
     return start
 
