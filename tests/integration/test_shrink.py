@@ -72,7 +72,7 @@ def test_arm_core_shrinks_to_the_same_report_and_backtraces(arm_cores, name, tmp
     assert report["core"]["arch"] == "aarch64"
 
 
-@pytest.mark.parametrize("minor", ["10", "13"])
+@pytest.mark.parametrize("minor", ["10", "11", "12", "13"])
 def test_python_crash_shrinks_to_the_same_report_and_backtraces(python_cores, minor, tmp_path):
     exe = pyenv_python(minor)
     assert exe is not None, f"CPython 3.{minor} missing (pyenv)"
@@ -158,6 +158,14 @@ def test_tensorflow_core_shrinks_to_a_few_megabytes(tf_cores, tmp_path):
     packed = tmp_path / "small.core.zst"
     _shrink(case.core, packed, "--python", str(case.exe), "--compress")
     assert packed.stat().st_size <= 5_000_000
+
+
+@pytest.mark.tf
+def test_tensorflow_segfault_core_shrinks_to_the_same_report_and_backtraces(tf_cores, tmp_path):
+    """A kernel's SIGSEGV inside an op: frames in the huge TensorFlow libraries all the way."""
+    case = tf_cores.get("kernel_compute_segv")
+    _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(case.exe))
+    assert (tmp_path / "small.core").stat().st_size <= 5_000_000
 
 
 SECRET = "s3cr3t-token-value-7f2a9c"
