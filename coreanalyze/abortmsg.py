@@ -577,7 +577,14 @@ _DTV_UNALLOCATED = (1 << 64) - 1
 
 def _tls_blocks(memory: _Memory, thread_pointer: int) -> list[tuple[int, int]]:
     """(start, size) of the TLS memory of the thread whose x86-64 thread pointer is given."""
-    blocks = [(thread_pointer - STATIC_TLS_SPAN, STATIC_TLS_SPAN)]
+    # The static blocks lie just below the thread pointer, in the mapping that holds it; that
+    # mapping may begin less than STATIC_TLS_SPAN below it (where ASLR puts it), and a read
+    # running past its start would get nothing.
+    start = thread_pointer - STATIC_TLS_SPAN
+    holding = next((seg for seg in memory.segments if seg.start < thread_pointer <= seg.end), None)
+    if holding is not None:
+        start = max(start, holding.start)
+    blocks = [(start, thread_pointer - start)]
     dtv = _u64(memory.read(thread_pointer + 8, 8))
     count = _u64(memory.read(dtv - 16, 8)) if dtv else None  # dtv[-1].counter: entries allocated
     if not dtv or not count:
