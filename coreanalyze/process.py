@@ -39,8 +39,6 @@ LINK_MAP_ENTRY_SIZE = 32
 MAX_LINK_MAP_ENTRIES = 10_000
 # Bytes of each thread's stack searched for return addresses, from its stack pointer up.
 STACK_SCAN_BYTES = 1 << 20
-# aarch64 keeps pointer-authentication codes above the 48 bits of a user address.
-ADDRESS_BITS = {"aarch64": 48}
 
 
 @dataclass(frozen=True)
@@ -198,9 +196,9 @@ class Process:
                 continue
             data = memory.read_available(sp, min(segment.end - sp, max_bytes))
             words.update(value for (value,) in struct.iter_unpack(order, data[: len(data) // 8 * 8]))
-        bits = ADDRESS_BITS.get(self.arch)
-        if bits is not None:
-            words = {w & ((1 << bits) - 1) for w in words}
+        known = _arch.architecture(self.arch)
+        if known is not None and known.address_bits < 64:
+            words = {w & ((1 << known.address_bits) - 1) for w in words}
         starts = [start for start, _ in code]
         found = []
         for word in sorted(words):

@@ -23,6 +23,7 @@ class Architecture:
     pc_register: str
     sp_register: str
     thread_pointer: str | None  # the register holding the TLS base, when the notes keep it
+    address_bits: int = 64  # of a user address as saved on a stack (aarch64: pointer authentication above)
     hwcap: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP bit -> feature name
     hwcap2: Mapping[int, str] = field(default_factory=dict)  # AT_HWCAP2 bit -> feature name
     signal_frame: SignalFrameLayout | None = None  # where a handler's signal frame keeps siginfo and registers
@@ -35,6 +36,7 @@ ARCHITECTURES = {
         pc_register=module.PC,
         sp_register=module.SP,
         thread_pointer=module.THREAD_POINTER,
+        address_bits=module.ADDRESS_BITS,
         hwcap=MappingProxyType(module.HWCAP),
         hwcap2=MappingProxyType(module.HWCAP2),
         signal_frame=module.SIGNAL_FRAME,

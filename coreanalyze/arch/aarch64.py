@@ -18,6 +18,8 @@ PC = "pc"
 SP = "sp"
 # tpidr_el0 is not among the general registers the notes keep.
 THREAD_POINTER = None
+# Bits of a user address: pointer-authentication codes sit above them in saved return addresses.
+ADDRESS_BITS = 48
 
 HWCAP = dict(enumerate((
     "fp", "asimd", "evtstrm", "aes", "pmull", "sha1", "sha2", "crc32",

@@ -12,6 +12,7 @@ PC = "rip"
 SP = "rsp"
 # The thread pointer (TLS base): static TLS sits just below it.
 THREAD_POINTER = "fs_base"
+ADDRESS_BITS = 64  # saved addresses carry nothing above the address
 
 # The AT_HWCAP on x86_64 is CPUID(1).EDX: a few bits people ask about.
 HWCAP = {23: "mmx", 25: "sse", 26: "sse2", 28: "ht"}
