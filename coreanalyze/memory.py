@@ -10,6 +10,7 @@ for "the process had zeros there".
 from __future__ import annotations
 
 import bisect
+import errno
 import mmap
 import os
 import struct
@@ -177,8 +178,9 @@ class CoreMemory:
         return b"".join(chunks)
 
     def find(self, needle: bytes, segment: Segment, limit: int) -> Iterator[int]:
-        """Addresses of needle in the first `limit` present bytes of one segment, searched in
-        the mapped file: a search through megabytes to find a few strings copies nothing.
+        """Addresses of needle (not all NUL bytes) in the first `limit` present bytes of one
+        segment, searched in the mapped file: a search through megabytes to find a few strings
+        copies nothing.
         (The observer hears it as one read of what it searched.)"""
         size = min(limit, segment.present_end - segment.start)
         if size <= 0 or self._file.closed:
@@ -192,15 +194,42 @@ class CoreMemory:
             read_observer(self.path, segment.start, size)
         mapped, begin = self._mapped, segment.file_offset
         end = min(begin + size, len(mapped))
-        # A window at a time, whose pages are then let go (they stay in the page cache): the
-        # process does not hold the whole core it searched.
-        for window in range(begin - begin % mmap.PAGESIZE, end, SEARCH_WINDOW):
-            stop = min(window + SEARCH_WINDOW, end)
-            at = mapped.find(needle, max(window, begin), min(stop + len(needle) - 1, end))
-            while at >= 0:
-                yield segment.start + (at - begin)
-                at = mapped.find(needle, at + 1, min(stop + len(needle) - 1, end))
-            _let_go(mapped, window, min(stop + len(needle) - 1, end) - window)
+        # Only the file's data is searched (the pages a process never touched are holes of the
+        # sparse core: zeros, no needle), a window at a time, whose pages are then let go (they
+        # stay in the page cache): the process does not hold the whole core it searched.
+        for low, high in self._data_extents(begin, end):
+            for window in range(low - low % mmap.PAGESIZE, high, SEARCH_WINDOW):
+                first, stop = max(window, low), min(window + SEARCH_WINDOW, high)
+                last = min(stop + len(needle) - 1, end)
+                at = mapped.find(needle, first, last)
+                while at >= 0:
+                    yield segment.start + (at - begin)
+                    at = mapped.find(needle, at + 1, last)
+                _let_go(mapped, window, last - window)
+
+    def _data_extents(self, start: int, end: int) -> Iterator[tuple[int, int]]:
+        """The runs of [start, end) the file holds data for (all of it where the file system
+        cannot tell)."""
+        fd, position = self._file.fileno(), start
+        while position < end:
+            try:
+                data = os.lseek(fd, position, os.SEEK_DATA)
+                hole = os.lseek(fd, data, os.SEEK_HOLE)
+            except OSError as e:
+                if e.errno == errno.ENXIO:
+                    return  # no data from here to the end of the file
+                yield position, end
+                return
+            except (AttributeError, ValueError):
+                yield position, end  # no SEEK_DATA on this system
+                return
+            if data >= end:
+                return
+            if hole <= data:  # a file changing under us: search the rest as it is
+                yield data, end
+                return
+            yield data, min(hole, end)
+            position = hole
 
     def read_cstring(self, address: int, max_len: int = 4096) -> bytes | None:
         """The NUL-terminated bytes at address (without the NUL).

@@ -24,3 +24,19 @@ def test_every_occurrence_is_found_once_across_windows(tmp_path, monkeypatch):
         assert list(mem.find(needle, segment, 1 << 30)) == [base + p for p in places]
         assert list(mem.find(needle, segment, 2 * mmap.PAGESIZE)) == [base + p for p in places[:4]]
         assert list(mem.find(b"absent", segment, 1 << 30)) == []
+
+
+def test_the_holes_of_a_sparse_core_are_skipped_and_nothing_around_them_is_missed(tmp_path):
+    needle = b"numpy-2.1.dist-info"
+    page = mmap.PAGESIZE
+    path = tmp_path / "sparse-core"
+    with open(path, "wb") as f:  # data, a 64-page hole, data: as the kernel writes untouched pages
+        f.write(b"." * (page - 7) + needle[:7])
+        f.seek(page + 64 * page)
+        f.write(needle + b"." * (page - len(needle)))
+    base = 0x7F0000000000
+    size = 66 * page
+    segment = Segment(base, base + size, 0, size, PF_R | PF_W)
+    with CoreMemory(str(path), [segment]) as mem:
+        assert list(mem.find(needle, segment, size)) == [base + 65 * page]
+        assert list(mem._data_extents(0, size)) in ([(0, page), (65 * page, size)], [(0, size)])
