@@ -23,6 +23,8 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+import sys
+from array import array
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Sequence
@@ -37,8 +39,10 @@ from coreanalyze.memory import CoreMemory
 # on the 64-bit targets the tool reads (x86_64, aarch64).
 LINK_MAP_ENTRY_SIZE = 32
 MAX_LINK_MAP_ENTRIES = 10_000
-# Bytes of each thread's stack searched for return addresses, from its stack pointer up.
+# Bytes of each thread's stack searched for return addresses, from its stack pointer up, and
+# of all threads' together (a frame beyond is still found: see coreanalyze.gdb.libraries).
 STACK_SCAN_BYTES = 1 << 20
+STACK_SCAN_TOTAL = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -187,15 +191,21 @@ class Process:
         if not code:
             return []
         words: set[int] = set()
-        order = self._fmt + "Q"
-        for thread in self.threads:
+        budget = STACK_SCAN_TOTAL
+        # The crashing thread first: with thousands of threads the budget ends before the last.
+        for thread in sorted(self.threads, key=lambda t: t.tid != self.notes.crashing_tid):
             words.update(v for v in thread.registers.values() if isinstance(v, int))
             sp = _arch.stack_pointer(thread.registers, self.arch)
-            segment = memory.segment_containing(sp) if sp is not None else None
+            segment = memory.segment_containing(sp) if sp is not None and budget > 0 else None
             if segment is None:
                 continue
-            data = memory.read_available(sp, min(segment.end - sp, max_bytes))
-            words.update(value for (value,) in struct.iter_unpack(order, data[: len(data) // 8 * 8]))
+            data = memory.read_available(sp, min(segment.end - sp, max_bytes, budget))
+            budget -= len(data)
+            stack = array("Q")
+            stack.frombytes(data[: len(data) // 8 * 8])
+            if (sys.byteorder == "little") != self.notes.little_endian:
+                stack.byteswap()
+            words.update(stack)
         known = _arch.architecture(self.arch)
         if known is not None and known.address_bits < 64:
             words = {w & ((1 << known.address_bits) - 1) for w in words}
