@@ -30,7 +30,7 @@ from functools import cached_property
 from typing import Any, Sequence
 
 from coreanalyze import arch as _arch
-from coreanalyze import background
+from coreanalyze import background, forked
 from coreanalyze.corefile.loader import libraries_of
 from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
 from coreanalyze.memory import CoreMemory
@@ -63,7 +63,7 @@ class Process:
         self._open_files: dict[str, int] = {}
         self.modules: list[Any] = []
         self._distributions: list | None = None
-        self._scanning: background.Job | None = None
+        self._scanning: background.Job | forked.ForkedJob | None = None
         self.set_modules(modules)
 
     # -- what the notes say ---------------------------------------------------------------
@@ -248,12 +248,13 @@ class Process:
     # -- costly facts, read once -----------------------------------------------------------
 
     def scan_in_background(self) -> None:
-        """Start the scans of the process's memory that take time (the dist-info names) in a
-        thread: they only read the core file, while a debugger loads it."""
+        """Start the scans of the process's memory that take time (the dist-info names) beside
+        the analysis (a forked child, else a thread: coreanalyze.forked): they only read the
+        core file, while a debugger loads it."""
         if self._distributions is None and self._scanning is None:
             from coreanalyze.imported import distributions_in_memory
 
-            self._scanning = background.start("dist-info-scan", distributions_in_memory, self.notes.memory)
+            self._scanning = forked.start("dist-info-scan", distributions_in_memory, self.notes.memory)
 
     @property
     def distributions_in_memory(self) -> list:

@@ -313,9 +313,9 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
     def start() -> None:
         # Python work that needs no debugger, in threads while it reads the core's libraries
         # (the commands before that would only be slowed down by threads wanting the interpreter).
+        ctx.process.scan_in_background()  # first: forked while no other thread runs (coreanalyze.forked)
         ctx.abort_scan.start()
         ctx.walker.start(_walk_arguments(ctx))
-        ctx.process.scan_in_background()
         ctx.rules.read_in_background()
         if ctx.fast is not None:
             ctx.fast.order_in_background(ctx.reached)

@@ -1,0 +1,45 @@
+"""coreanalyze.forked: work done in a forked child when the process has no other thread, else
+in a thread; a failure is a None result either way (the caller does the work again)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from coreanalyze import background, forked, memory
+
+
+def _pid_and_square(n: int) -> tuple[int, int]:
+    return os.getpid(), n * n
+
+
+def _fails() -> None:
+    raise ValueError("a damaged core")
+
+
+def test_alone_the_work_runs_in_a_child_and_its_answer_comes_back():
+    assert threading.active_count() == 1
+    job = forked.start("square", _pid_and_square, 12)
+    assert isinstance(job, forked.ForkedJob)
+    pid, square = job.result()
+    assert square == 144 and pid != os.getpid()
+    assert job.done and job.result() == (pid, 144)  # read once, kept
+
+
+def test_a_child_that_fails_answers_none():
+    job = forked.start("fails", _fails)
+    assert job.result() is None
+
+
+def test_with_another_thread_or_an_observer_of_reads_the_work_runs_in_a_thread(monkeypatch):
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        job = forked.start("square", _pid_and_square, 3)
+        assert isinstance(job, background.Job) and job.result() == (os.getpid(), 9)
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.setattr(memory, "read_observer", lambda *a: None)
+    assert isinstance(forked.start("square", _pid_and_square, 3), background.Job)
