@@ -29,24 +29,21 @@ class ForkedJob(Generic[T]):
         self._pid = pid
         self._answer = answer  # the read end of the child's pipe
         self._value: T | None = None
-        self._done = False
+        self._collected = False
+        self.done = False  # the work succeeded (as background.Job's), known once collected
         self._lock = threading.Lock()
-
-    @property
-    def done(self) -> bool:
-        return self._done
 
     def result(self) -> T | None:
         with self._lock:
-            if not self._done:
-                self._value = self._collect()
-                self._done = True
+            if not self._collected:
+                self.done, self._value = self._collect()
+                self._collected = True
             return self._value
 
     def wait(self) -> None:
         self.result()
 
-    def _collect(self) -> T | None:
+    def _collect(self) -> tuple[bool, T | None]:
         chunks = []
         try:
             while chunk := os.read(self._answer, 1 << 20):
@@ -62,8 +59,8 @@ class ForkedJob(Generic[T]):
         try:
             status, value = pickle.loads(b"".join(chunks))  # our own child's answer
         except Exception:  # noqa: BLE001 - a child that died mid-answer: the caller recomputes
-            return None
-        return value if status == "ok" else None
+            return False, None
+        return (True, value) if status == "ok" else (False, None)
 
 
 def start(name: str, work: Callable[..., T], *args: Any) -> ForkedJob[T] | background.Job[T]:

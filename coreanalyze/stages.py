@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from coreanalyze import __version__, background
+from coreanalyze import __version__, background, forked
 from coreanalyze.arch import stack_pointer
 from coreanalyze.corefile import threads_from_notes, to_core_info
 from coreanalyze.errors import EXIT_OK, BadInput, DebuggerError
@@ -672,13 +672,13 @@ class AbortMessageScan:
         self.sp = process.stack_pointer()
         self.signal = process.signal
         self._memory = process.memory
-        self._job: background.Job | None = None
+        self._job: background.Job | forked.ForkedJob | None = None
 
     def start(self) -> None:
         from coreanalyze.abortmsg import find_abort_message
 
         if self._job is None:
-            self._job = background.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
+            self._job = forked.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
 
     def result_for(self, memory, sp) -> str | None:
         from coreanalyze.abortmsg import find_abort_message

@@ -26,9 +26,9 @@ def test_alone_the_work_runs_in_a_child_and_its_answer_comes_back():
     assert job.done and job.result() == (pid, 144)  # read once, kept
 
 
-def test_a_child_that_fails_answers_none():
+def test_a_child_that_fails_answers_none_and_is_not_done():
     job = forked.start("fails", _fails)
-    assert job.result() is None
+    assert job.result() is None and not job.done  # as a failed background.Job: the caller recomputes
 
 
 def test_with_another_thread_or_an_observer_of_reads_the_work_runs_in_a_thread(monkeypatch):
