@@ -422,10 +422,15 @@ class TFCoreCache:
         argv += scenario.args
         workdir = self.root / f"{name}-{self.key(scenario)}"
         started = time.monotonic()
+        # TensorFlow leaves autograph's generated files in the temporary directory of a process
+        # that dies: this cache's own, removed with it.
+        scratch = self.root / "tmp"
+        scratch.mkdir(parents=True, exist_ok=True)
+        env = {**quiet_env(), "TMPDIR": str(scratch)}
         if scenario.injection is None:
-            case = run_to_core(name, argv, workdir, env=quiet_env(), timeout=600)
+            case = run_to_core(name, argv, workdir, env=env, timeout=600)
         else:
-            case = inject_fault(name, argv, workdir, scenario.injection, env=quiet_env())
+            case = inject_fault(name, argv, workdir, scenario.injection, env=env)
         self.build_seconds[name] = time.monotonic() - started
         case.exe = self.python
         case.extra["script"] = script
