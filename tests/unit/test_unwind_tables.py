@@ -12,7 +12,7 @@ from elftools.elf.elffile import ELFFile
 
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import ElfLayout, write_unwind_file
-from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable
+from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
 
 
 def _library() -> str:
@@ -43,7 +43,7 @@ def _fdes(path: str) -> list[tuple[int, int, bytes]]:
 def library():
     path = _library()
     layout = ElfLayout.read(path)
-    assert usable(layout)
+    assert usable_table(layout) is not None
     return path, layout, _fdes(path)
 
 

@@ -56,7 +56,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     plt_layout_known,
     sort_symbols,
 )  # fmt: skip
-from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable
+from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
 from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, cache_dir, under, valid_build_id
 
@@ -93,14 +93,14 @@ class FastLibrary:
     base: int | None = None  # run-time minus link-time address (the loader's l_addr)
     _symbols: LibrarySymbols | None = field(default=None, repr=False)
     _ordering: background.Job[SymbolOrder] | None = field(default=None, repr=False)
-    _unwind: UnwindTable | None = field(default=None, repr=False)
+    _unwind: UnwindTable | bool | None = field(default=None, repr=False)  # False: not served
 
     @property
     def unwind(self) -> UnwindTable | None:
         """The library's unwind entries when its copy hides them (see write_copy), else None."""
-        if self._unwind is None and unwind_hidden(self.layout):
-            self._unwind = UnwindTable(self.layout, self.local_path)
-        return self._unwind
+        if self._unwind is None:
+            self._unwind = usable_table(self.layout, self.local_path) or False
+        return self._unwind or None
 
     def contains(self, address: int) -> bool:
         return self.base is not None and self.layout.section_at(address - self.base) is not None
@@ -127,9 +127,9 @@ class FastLibrary:
         if self._symbols is not None:
             self._symbols.close()
             self._symbols = None
-        if self._unwind is not None:
+        if self._unwind:
             self._unwind.close()
-            self._unwind = None
+        self._unwind = None
 
 
 @dataclass
@@ -413,7 +413,11 @@ def write_copy(layout: ElfLayout, target: str) -> None:
 def unwind_hidden(layout: ElfLayout) -> bool:
     """Whether the copy of this library hides its .eh_frame: when the entries a core needs can
     be served from its .eh_frame_hdr instead."""
-    return usable(layout)
+    table = usable_table(layout)
+    if table is None:
+        return False
+    table.close()
+    return True
 
 
 def _name_offset(layout: ElfLayout, section) -> int:

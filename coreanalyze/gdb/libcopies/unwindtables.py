@@ -95,9 +95,10 @@ class UnwindTable:
 
     def entry_for(self, address: int) -> int | None:
         """The offset in .eh_frame of the FDE covering this link-time address, else None."""
+        # bisect by hand: the pairs are interleaved, and a strided view of them bisects slowly
         table, key = self._table, address - self.header.addr
         lo, hi = 0, len(table) // 2
-        while lo < hi:  # the last entry starting at or below the address
+        while lo < hi:  # past the last entry starting at or below the address
             mid = (lo + hi) // 2
             if table[2 * mid] <= key:
                 lo = mid + 1
@@ -125,11 +126,9 @@ class UnwindTable:
             cie = self._cie_of(fde)
             struct.pack_into("<I", entry, 4, new + 4 - placed[cie])
             encoding = self._cies[cie]
-            if encoding & 0x70 == DW_EH_PE_pcrel:
-                fmt, size = _fixed(encoding, self.path)
-                old = struct.unpack_from(fmt, entry, 8)[0]
-                target = self.frame.addr + fde + 8 + old
-                struct.pack_into(fmt, entry, 8, target - (self.frame.addr + new + 8))
+            if encoding & 0x70 == DW_EH_PE_pcrel:  # relative to where the entry now lies
+                begin, _ = self._fde_range(fde)
+                struct.pack_into(_fixed(encoding, self.path)[0], entry, 8, begin - (self.frame.addr + new + 8))
             out += entry
         out += b"\0\0\0\0"
         if len(out) > self.frame.size:
@@ -176,17 +175,20 @@ class UnwindTable:
         return begin, length
 
 
-def usable(layout: ElfLayout) -> bool:
-    """Whether a library's unwind entries can be served from its .eh_frame_hdr (and so its
-    copy may hide .eh_frame): both sections present, the table of the usual layout."""
+def usable_table(layout: ElfLayout, path: str | None = None) -> UnwindTable | None:
+    """The library's unwind table when its entries can be served from its .eh_frame_hdr (and
+    so its copy may hide .eh_frame): both sections present, the table of the usual layout."""
     try:
-        table = UnwindTable(layout)
-        return len(table._table) > 0 and table.frame.offset + table.frame.size <= layout.file_size
+        table = UnwindTable(layout, path)
     except LibraryCopyError:
-        return False
-    finally:
-        if "table" in locals():
-            table.close()
+        return None
+    try:
+        if len(table._table) > 0 and table.frame.offset + table.frame.size <= layout.file_size:
+            return table
+    except LibraryCopyError:
+        pass
+    table.close()
+    return None
 
 
 def _section(layout: ElfLayout, name: str) -> Section:
