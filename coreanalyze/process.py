@@ -20,7 +20,6 @@ attributes (auxv, mappings, executable, ...) by delegating to them.
 
 from __future__ import annotations
 
-import bisect
 import os
 import struct
 import sys
@@ -187,9 +186,6 @@ class Process:
         and without repeats: the pc of every frame an unwinder can find is among them (a return
         address is a word of the stack), and more (stale words, function pointers)."""
         memory = self.notes.memory
-        code = [(s.start, s.end) for s in memory.segments if s.executable]
-        if not code:
-            return []
         words: set[int] = set()
         budget = STACK_SCAN_TOTAL
         # The crashing thread first: with thousands of threads the budget ends before the last.
@@ -209,13 +205,7 @@ class Process:
         known = _arch.architecture(self.arch)
         if known is not None and known.address_bits < 64:
             words = {w & ((1 << known.address_bits) - 1) for w in words}
-        starts = [start for start, _ in code]
-        found = []
-        for word in sorted(words):
-            i = bisect.bisect_right(starts, word) - 1
-            if i >= 0 and word < code[i][1]:
-                found.append(word)
-        return found
+        return sorted(w for w in words if (segment := memory.segment_containing(w)) is not None and segment.executable)
 
     # -- the loader's list -----------------------------------------------------------------
 

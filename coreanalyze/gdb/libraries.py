@@ -19,7 +19,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from coreanalyze.gdb.session import GdbSession
 
@@ -37,15 +37,14 @@ class LibraryChoice:
     """The libraries of one core gdb reads; kept across the core's reopenings."""
 
     reached: list[int]  # sorted code addresses the threads hold (registers, stack words)
-    code: list[tuple[int, int]]  # the core's executable segments, sorted
+    memory: Any  # the core's memory (coreanalyze.memory.CoreMemory): where its code lies
     wanted: set[str] = field(default_factory=set)  # libraries frames were found in, by gdb's name
     read: set[str] = field(default_factory=set)  # read in the current session
     extents: list[tuple[int, int, str]] = field(default_factory=list)  # each library's code, sorted
 
     @classmethod
     def for_process(cls, process, reached: list[int] | None = None) -> LibraryChoice:
-        code = sorted((s.start, s.end) for s in process.memory.segments if s.executable)
-        return cls(process.code_addresses_on_stacks() if reached is None else reached, code)
+        return cls(process.code_addresses_on_stacks() if reached is None else reached, process.memory)
 
     def load(self, session: GdbSession) -> None:
         """After `target core` with `auto-solib-add off`: read the libraries chosen."""
@@ -69,10 +68,8 @@ class LibraryChoice:
     def _extent(self, low: int, high: int) -> tuple[int, int]:
         """A library's code: the executable segment holding its .text (gdb lists only .text;
         the PLT and init code lie beside it), else the .text itself."""
-        i = bisect.bisect_right(self.code, (low, float("inf"))) - 1
-        if i >= 0 and self.code[i][0] <= low < self.code[i][1]:
-            return self.code[i]
-        return low, high
+        segment = self.memory.segment_containing(low)
+        return (segment.start, segment.end) if segment is not None and segment.executable else (low, high)
 
     def _library_at(self, address: int | None) -> str | None:
         if address is None:

@@ -33,26 +33,23 @@ def _everything(case):
 
 
 def test_gdb_reads_the_libraries_the_stacks_reach_and_unwinds_the_same(python_case):
-    with read_core(python_case.core) as notes:
+    with read_core(python_case.core) as notes, GdbSession() as gdb:
         choice = LibraryChoice.for_process(Process(notes))
-    with GdbSession() as gdb:
         gdb.load(python_case.core, executable=python_case.exe, libraries=choice)
         analysis = _collected(gdb, choice, max_frames=256)
         assert choice.read < {name for _, _, name in choice.extents}  # some libraries were left unread
-        assert _frames(analysis) == _everything(python_case)
+    assert _frames(analysis) == _everything(python_case)
 
 
 def test_frames_in_libraries_not_read_have_gdb_read_them(python_case):
     """With nothing reached (a stack deeper than the part searched, say), each frame found in a
     library gdb has not read makes it read that library and unwind again."""
-    with read_core(python_case.core) as notes:
-        code = LibraryChoice.for_process(Process(notes)).code
-    choice = LibraryChoice(reached=[], code=code)
-    with GdbSession() as gdb:
+    with read_core(python_case.core) as notes, GdbSession() as gdb:
+        choice = LibraryChoice(reached=[], memory=notes.memory)
         gdb.load(python_case.core, executable=python_case.exe, libraries=choice)
         analysis = _collected(gdb, choice, max_frames=256)
         assert choice.wanted  # learned from frames, not from the stacks
-        assert _frames(analysis) == _everything(python_case)
+    assert _frames(analysis) == _everything(python_case)
 
 
 def test_a_library_name_is_matched_literally():
