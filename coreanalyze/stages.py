@@ -302,7 +302,7 @@ def prepare_debugger(ctx: Context) -> None:
     ctx.symbolizer = ctx.cleanup.enter_context(Symbolizer(options.debug_dirs, options.sysroot))
     ctx.debugger_debug_dirs = debug_dirs_for_gdb(ctx.report, options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer)
     ctx.fast = fast_libraries(ctx)
-    if ctx.fast is not None or ctx.options.fast_libraries:
+    if options.fast_libraries:  # they choose the libraries gdb reads and the copies' entries
         ctx.reached = ctx.process.code_addresses_on_stacks()
     ctx.libraries = chosen_libraries(ctx)
     ctx.abort_scan = AbortMessageScan(ctx.process)

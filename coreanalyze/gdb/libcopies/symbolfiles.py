@@ -605,13 +605,7 @@ def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str
     headers += struct.pack("<IIQQQQIIQQ", shstrtab_name, SHT_STRTAB, 0, 0, shstrtab_offset, len(shstrtab), 0, 0, 1, 0)
     shoff = len(body)
     body += headers
-    elf_header = bytearray(layout.header)
-    struct.pack_into("<Q", elf_header, 32, 0)  # no program headers
-    struct.pack_into("<Q", elf_header, 40, shoff)
-    struct.pack_into("<HHHHHH", elf_header, 52, 64, 56, 0, SHDR_SIZE, n_orig + 3, n_orig + 2)
-    body[:64] = elf_header
-    with open(path, "wb") as f:
-        f.write(body)
+    _write_elf(layout, body, shoff, n_orig + 3, path)
     return len(ordered)
 
 
@@ -638,10 +632,16 @@ def write_unwind_file(layout: ElfLayout, eh_frame: bytes, path: str) -> None:
     body += bytes(SHDR_SIZE)
     body += struct.pack("<IIQQQQIIQQ", 1, SHT_PROGBITS, section.flags, section.addr, frame_offset, len(eh_frame), 0, 0, section.align, 0)
     body += struct.pack("<IIQQQQIIQQ", 11, SHT_STRTAB, 0, 0, names_offset, len(shstrtab), 0, 0, 1, 0)
+    _write_elf(layout, body, shoff, 3, path)
+
+
+def _write_elf(layout: ElfLayout, body: bytearray, shoff: int, sections: int, path: str) -> None:
+    """body, its first 64 bytes the library's ELF header made to describe it: no program
+    headers, `sections` section headers at shoff, the last of them the section names."""
     elf_header = bytearray(layout.header)
     struct.pack_into("<Q", elf_header, 32, 0)  # no program headers
     struct.pack_into("<Q", elf_header, 40, shoff)
-    struct.pack_into("<HHHHHH", elf_header, 52, 64, 56, 0, SHDR_SIZE, 3, 2)
+    struct.pack_into("<HHHHHH", elf_header, 52, 64, 56, 0, SHDR_SIZE, sections, sections - 1)
     body[:64] = elf_header
     with open(path, "wb") as f:
         f.write(body)
