@@ -14,11 +14,11 @@ import re
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Iterator
 
 import tomllib
 
-from coreanalyze.memory import CoreMemory, searching
+from coreanalyze.memory import CoreMemory, Segment, searching
 from coreanalyze.packages import site_packages_of
 
 DIST_INFO = b".dist-info"
@@ -61,22 +61,29 @@ def candidate_distributions(module: str) -> tuple[str, ...]:
     return import_name_distributions().get(module, (module,))
 
 
-@searching()  # a shrunk core keeps the names it found (shrink/scans.py), not all it read
-def distributions_in_memory(memory: CoreMemory) -> list[InMemoryDistribution]:
-    """Every `name-version.dist-info` named in the core's writable memory, once each."""
-    found: dict[InMemoryDistribution, None] = {}
+def dist_info_at(memory: CoreMemory) -> Iterator[tuple[Segment, int]]:
+    """(segment, address) of every ".dist-info" in the core's writable memory, MAX_SCANNED bytes
+    searched at most: what distributions_in_memory reads, and what a shrunk core keeps."""
     scanned = 0
     for segment in memory.segments:
         if not segment.writable or scanned >= MAX_SCANNED:
             continue
         for at in memory.find(DIST_INFO, segment, MAX_SCANNED - scanned):
-            start = max(segment.start, at - LOOK_BEHIND)
-            window = memory.read(start, at - start)
-            if window is not None:
-                add_named(window, found)
-            if len(found) >= MAX_DISTRIBUTIONS:
-                return list(found)
+            yield segment, at
         scanned += max(0, segment.present_end - segment.start)
+
+
+@searching()  # a shrunk core keeps the names it found (shrink/scans.py), not all it read
+def distributions_in_memory(memory: CoreMemory) -> list[InMemoryDistribution]:
+    """Every `name-version.dist-info` named in the core's writable memory, once each."""
+    found: dict[InMemoryDistribution, None] = {}
+    for segment, at in dist_info_at(memory):
+        start = max(segment.start, at - LOOK_BEHIND)
+        window = memory.read(start, at - start)
+        if window is not None:
+            add_named(window, found)
+        if len(found) >= MAX_DISTRIBUTIONS:
+            break
     return list(found)
 
 

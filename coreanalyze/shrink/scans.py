@@ -14,8 +14,6 @@ from coreanalyze.memory import searching
 from coreanalyze.shrink.pages import PageSet
 
 CONTEXT = 4096  # bytes kept on either side of a finding: the search looks back for a line's start
-DIST_SCAN_CHUNK = 16 << 20
-DIST_SCAN_TOTAL = 4 << 30
 
 
 def keep_abort_messages(notes: CoreNotes, kept: PageSet) -> None:
@@ -36,23 +34,7 @@ def keep_abort_messages(notes: CoreNotes, kept: PageSet) -> None:
 @searching()  # what it reads is a search: it keeps only what it found
 def keep_distribution_names(notes: CoreNotes, kept: PageSet) -> None:
     """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
-    from coreanalyze.imported import DIST_INFO, LOOK_BEHIND
+    from coreanalyze.imported import DIST_INFO, LOOK_BEHIND, dist_info_at
 
-    memory = notes.memory
-    scanned = 0
-    for segment in memory.segments:
-        if not segment.writable:
-            continue
-        start, end = segment.start, segment.present_end
-        while start < end and scanned < DIST_SCAN_TOTAL:
-            data = memory.read_available(start, min(DIST_SCAN_CHUNK, end - start))
-            if not data:
-                break
-            scanned += len(data)
-            at = data.find(DIST_INFO)
-            while at >= 0:
-                kept.add(start + at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")
-                at = data.find(DIST_INFO, at + 1)
-            if start + len(data) >= end:
-                break
-            start += max(len(data) - LOOK_BEHIND, 1)
+    for _segment, at in dist_info_at(notes.memory):
+        kept.add(at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")
