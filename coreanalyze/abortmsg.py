@@ -28,6 +28,7 @@ import bisect
 import re
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterator, Protocol, Sequence
 
 from coreanalyze.classify.rules import builtin_heap_messages, required_literal
@@ -54,7 +55,7 @@ MAX_MESSAGES = 32
 KERNEL_FAULT_SIGNALS = frozenset(SIGNAL_NUMBERS[name] for name in FAULT_ADDRESS_SIGNALS)
 
 # (kind, pattern); a kind's place in this list is its rank (most telling first).
-_PATTERNS: list[tuple[str, bytes]] = [
+_FIXED_PATTERNS: list[tuple[str, bytes]] = [
     # absl: "F0820 12:34:56.789012  4242 file.cc:42] "; before absl::InitializeLog() the
     # time reads "F0000 00:00:1712345678.123456".
     ("fatal-log", rb"F\d{4} \d\d:\d\d:\d+(?:\.\d+)?\s+\d+ [\w./+-]{1,200}:\d{1,7}\] "),
@@ -72,8 +73,6 @@ _PATTERNS: list[tuple[str, bytes]] = [
     # TensorFlow's and XLA's BFC allocator giving up (not its "The caller indicates that this is
     # not a failure" warning, which the caller survives).
     ("allocator-oom", rb"Allocator \([\w.:-]{1,80}\) ran out of memory trying to allocate [\d.]{1,20} ?[KMGTP]?i?B(?!(?: with freed_by_count=\d+)?\.? ?The caller)"),
-    # The allocator's messages are rules data ([fault_kind] heap_messages in rules.toml).
-    ("glibc-malloc", b"(?:" + "|".join(builtin_heap_messages()).encode() + b")"),
 ]
 # Kinds that describe the same event share a tier; within a tier the most complete line wins.
 _KIND_TIER = {
@@ -88,10 +87,9 @@ _KIND_TIER = {
     "glibc-malloc": 2,
     "allocator-oom": 2,
 }
-_FULL_PREFIX = re.compile(rb"^(?:" + _PATTERNS[0][1] + rb"|" + _PATTERNS[1][1] + rb"|" + _PATTERNS[3][1] + rb")")
+_FULL_PREFIX = re.compile(rb"^(?:" + _FIXED_PATTERNS[0][1] + rb"|" + _FIXED_PATTERNS[1][1] + rb"|" + _FIXED_PATTERNS[3][1] + rb")")
 # printf directives: a format string (a compiler-built copy of a literal), not a message.
 _FORMAT_DIRECTIVE = re.compile(rb"%[-+ #0-9.*]*(?:hh|h|ll|l|z|j|t)?[sdiuxXfFgGpc]")
-_COMBINED = re.compile(b"|".join(b"(?P<k%d>%s)" % (i, p) for i, (_, p) in enumerate(_PATTERNS)))
 # Memory tied to the crash (the stack, what it points to, glibc's own abort-message mapping)
 # outranks the rest of the heap, where old text (even a script's source) may linger.
 _WHERE_RANK = {"stack": 0, "stack-pointer": 0, "small-mapping": 0, "writable-memory": 1}
@@ -248,7 +246,7 @@ def _plausible(kind: str, line: bytes) -> bool:
 # Literal byte strings that every message contains somewhere: memchr-speed `find` locates the
 # few candidate lines, and only those lines meet the regular expressions (a regex alone runs
 # at a few MB/s over binary memory).
-_ANCHORS = (
+_FIXED_ANCHORS = (
     b"Check failed: ",
     b"CHECK failed: ",
     b"[libprotobuf FATAL ",
@@ -258,18 +256,49 @@ _ANCHORS = (
     b"Assertion failure",
     b" detected ***",
     b") ran out of memory trying to allocate ",
-    *dict.fromkeys(required_literal(p).encode() for p in builtin_heap_messages()),  # in order: deterministic
+)
+_LAST_ANCHORS = (
     b": F ",  # "2024-01-01 12:00:00.000000: F file.cc:12] "
     b"F0",  # absl's "F0820 12:34:56..." / "F0000 00:00:..."
     b"F1",
 )
+
+
+@dataclass(frozen=True)
+class _MessagePatterns:
+    kinds: tuple[str, ...]  # the kind of each alternative of `combined`, by its group k<i>
+    combined: re.Pattern[bytes]
+    anchors: tuple[bytes, ...]
+
+
+@lru_cache(maxsize=1)
+def message_patterns() -> _MessagePatterns:
+    """The patterns with the allocator's messages, which are rules data ([fault_kind]
+    heap_messages in rules.toml): read and compiled on first use, in whichever thread or child
+    scans first, not when the module is imported."""
+    heap = builtin_heap_messages()
+    patterns = [*_FIXED_PATTERNS, ("glibc-malloc", b"(?:" + "|".join(heap).encode() + b")")]
+    return _MessagePatterns(
+        kinds=tuple(kind for kind, _ in patterns),
+        combined=re.compile(b"|".join(b"(?P<k%d>%s)" % (i, p) for i, (_, p) in enumerate(patterns))),
+        # in order: deterministic
+        anchors=(*_FIXED_ANCHORS, *dict.fromkeys(required_literal(p).encode() for p in heap), *_LAST_ANCHORS),
+    )
+
+
+def _kind_of(text: bytes) -> str | None:
+    tables = message_patterns()
+    m = tables.combined.search(text)
+    return tables.kinds[int(m.lastgroup[1:])] if m is not None and m.lastgroup else None
+
+
 MAX_HITS_PER_CHUNK = 4096
 
 
 def _scan_bytes(base: int, data: bytes, where: str, seen: set[int], out: list[AbortMessage]) -> None:
     hits = 0
     done_lines: set[int] = set()
-    for anchor in _ANCHORS:
+    for anchor in message_patterns().anchors:
         pos = data.find(anchor)
         while pos >= 0:
             hits += 1
@@ -287,10 +316,9 @@ def _scan_bytes(base: int, data: bytes, where: str, seen: set[int], out: list[Ab
 
 
 def _take_line(base: int, data: bytes, offset: int, line: bytes, where: str, seen: set[int], out: list[AbortMessage]) -> None:
-    m = _COMBINED.search(line)
-    if m is None or m.lastgroup is None:
+    kind = _kind_of(line)
+    if kind is None:
         return
-    kind = _PATTERNS[int(m.lastgroup[1:])][0]
     address = base + offset
     if address in seen or not _plausible(kind, line):
         return
@@ -629,8 +657,7 @@ def reason_in(thrown: ThrownException) -> str | None:
 
 def message_kind(text: str | None) -> str | None:
     """The kind of fatal message a text is (fatal-log, check-failure, ...), or None."""
-    m = _COMBINED.search(text.encode("utf-8", "replace")) if text else None
-    return _PATTERNS[int(m.lastgroup[1:])][0] if m is not None and m.lastgroup else None
+    return _kind_of(text.encode("utf-8", "replace")) if text else None
 
 
 def is_log_fatal(text: str | None) -> bool:

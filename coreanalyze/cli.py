@@ -107,7 +107,6 @@ def cli() -> None:
 def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to):
     """Analyze one core file (or a live process with --pid) and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
-    from coreanalyze.render import color_wanted, render, verdict
     from coreanalyze.safenames import report_filename
 
     options = AnalyzeOptions(
@@ -132,6 +131,9 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         core = keep_core or f"pid-{pid}"
     else:
         result = _analyze_file(core, options)
+    # Imported after the analysis, which imports it beside the debugger (coreanalyze.warmup).
+    from coreanalyze.render import color_wanted, render, verdict
+
     fmt = _format_for(output, fmt)
     text = render(result.report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout))
     if output == "-":
@@ -155,7 +157,6 @@ def _analyze_file(core: str, options):
     systemd-coredump and people store them); the report names the file given."""
     from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile.compressed import compression_of, decompressed
-    from coreanalyze.gpu.stage import name_as_given
 
     compression = compression_of(core) if os.path.isfile(core) else None
     if compression is not None:
@@ -163,6 +164,8 @@ def _analyze_file(core: str, options):
     with decompressed(core, compression) as plain:
         result = analyze_core(plain, options)
     if compression is not None:
+        from coreanalyze.gpu.stage import name_as_given
+
         name_as_given(result.report, plain, core)
     return result
 

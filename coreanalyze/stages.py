@@ -26,6 +26,7 @@ from coreanalyze.modules import elf_build_id, module_table
 from coreanalyze.process import Process
 from coreanalyze.provenance import mark_debug_files, mark_sources
 from coreanalyze.vocabulary import ModuleStatus
+from coreanalyze.warmup import WarmUp
 
 # An unwinder for a core instead of gdb: called with the Context once the Process and its
 # modules are known, it yields (Debugger, GdbAnalysis); see coreanalyze.gdb.collect.
@@ -58,6 +59,7 @@ class Context:
     reached: list[int] = field(default_factory=list)  # code addresses the threads hold (Process.code_addresses_on_stacks)
     abort_scan: AbortMessageScan | None = None
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
+    warm_up: Any = None  # the later stages' imports and patterns, prepared beside the debugger (warmup.WarmUp)
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
     abort_message: str | None = None
     interrupted: dict[int, str] = field(default_factory=dict)  # pc -> instruction, where a signal interrupted
@@ -319,6 +321,9 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
         ctx.rules.read_in_background()
         if ctx.fast is not None:
             ctx.fast.order_in_background(ctx.reached)
+        ctx.warm_up = WarmUp(ctx.rules.get)
+        ctx.cleanup.callback(ctx.warm_up.wait)
+        ctx.warm_up.start()  # last: the work above is needed sooner
 
     return start
 
@@ -373,6 +378,10 @@ def debugger(ctx: Context) -> None:
             stack.callback(ctx.walker.wait)
             stack.callback(ctx.abort_scan.wait)  # they read the core, which is closed after
             with _opened_debugger(ctx) as (_unwinder, analysis):
+                if ctx.warm_up is not None:
+                    # The main thread needs the interpreter from here on; the step under way
+                    # (an import the stages below would make) is finished first.
+                    ctx.warm_up.wait()
                 _take_analysis(ctx, analysis)
             # The walk is in-process: the debugger is ended (and torn down beside) before it.
             _python_frames(ctx)

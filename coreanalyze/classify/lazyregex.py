@@ -9,9 +9,10 @@ compiled whole when it is loaded, so that its bad regex is reported there.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
-from typing import Any
+from typing import Any, Callable, Iterator
 
 _lock = threading.Lock()
 
@@ -62,3 +63,32 @@ class LazyPattern:
 
     def __repr__(self) -> str:
         return f"LazyPattern({self.pattern!r})"
+
+
+def compile_ahead(holder: Any, go_on: Callable[[], bool]) -> int:
+    """Compile the lazy patterns in `holder` (dataclasses, lists, tuples, dicts, walked in
+    order) while go_on() says so before each; how many were compiled. For a thread that has the
+    interpreter to itself while the main thread waits for the debugger: a classification's
+    patterns are then ready when it starts."""
+    compiled = 0
+    for pattern in _lazy_patterns(holder):
+        if pattern._compiled is None:
+            if not go_on():
+                break
+            pattern.compiled()
+            compiled += 1
+    return compiled
+
+
+def _lazy_patterns(value: Any) -> Iterator[LazyPattern]:
+    if isinstance(value, LazyPattern):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _lazy_patterns(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _lazy_patterns(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _lazy_patterns(getattr(value, f.name))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextvars
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
@@ -268,15 +268,20 @@ class RuleSet:
         """The skip list a normalized name is on ('abort', 'allocator', ...), if any."""
         if not name:
             return None
-        combined = self._combined_skip()
+        combined = self.combined_skip()
         for role in SKIP_ROLES:
             pattern = combined.get(role)
             if pattern is not None and pattern.match(name):
                 return role
         return None
 
-    def _combined_skip(self) -> dict[str, re.Pattern[str]]:
-        # One alternation per list, built once: a deep recursion has thousands of frames.
+    def matched_one_by_one(self) -> list[Any]:
+        """What holds the patterns that are matched one at a time: all but the skip lists,
+        whose patterns are matched through combined_skip's alternations."""
+        return [getattr(self, f.name) for f in fields(self) if f.name not in ("skip", "_skip_cache")]
+
+    def combined_skip(self) -> dict[str, re.Pattern[str]]:
+        """One alternation per skip list, built once: a deep recursion has thousands of frames."""
         if self._skip_cache is None:
             self._skip_cache = {
                 role: re.compile("|".join(f"(?:{p.pattern})" for p in self.skip[role])) for role in SKIP_ROLES if self.skip[role]

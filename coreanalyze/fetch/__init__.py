@@ -7,6 +7,19 @@ library is taken out of it only when it is the very file the core mapped (verify
 a cache by that identity, and then used exactly like a --sysroot file (overlay.py).
 """
 
-from coreanalyze.fetch.fetcher import FetchAttempt, FetchResult, fetch_missing
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coreanalyze.fetch.fetcher import FetchAttempt, FetchResult, fetch_missing
 
 __all__ = ["FetchAttempt", "FetchResult", "fetch_missing"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: every analysis imports fetch.overlay; the fetcher and what it imports
+    # (pip's wheel resolution, zipfile) are needed only when --fetch runs.
+    if name in __all__:
+        import importlib
+
+        return getattr(importlib.import_module("coreanalyze.fetch.fetcher"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

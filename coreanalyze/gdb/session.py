@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 
 from pygdbmi import gdbmiparser
 
+from .. import idle
 from ..errors import GdbError, GdbNotFound, GdbTimeout
 from . import miparse
 
@@ -67,7 +68,8 @@ class MiReader:
         """The records that arrive within timeout (at least one read's worth when any is ready)."""
         if not self._fds:
             return []
-        ready, _, _ = select.select(list(self._fds), [], [], max(0.0, timeout))
+        with idle.waiting():
+            ready, _, _ = select.select(list(self._fds), [], [], max(0.0, timeout))
         records: list[dict[str, Any]] = []
         for fd in ready:
             try:

@@ -11,6 +11,19 @@ memory reader's observer); `coreanalyze SMALL` gives the report of the full core
     marker.py    the note that says a core was shrunk      run.py     the whole command
 """
 
-from coreanalyze.shrink.run import ShrinkResult, shrink_core
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coreanalyze.shrink.run import ShrinkResult, shrink_core
 
 __all__ = ["ShrinkResult", "shrink_core"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: every analysis imports shrink.marker; the shrinking itself is needed
+    # only by `coreanalyze shrink` and --shrink.
+    if name in __all__:
+        import importlib
+
+        return getattr(importlib.import_module("coreanalyze.shrink.run"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from coreanalyze import model
-from coreanalyze.abortmsg import _COMBINED, _PATTERNS
+from coreanalyze.abortmsg import message_kind
 from coreanalyze.classify.rules import builtin_heap_messages, default_rules, load_rules, required_literal
 from coreanalyze.pystacks import thread_role
 from coreanalyze.triage.abort_messages import _ALLOCATOR_MESSAGES, _maybe_allocator
@@ -69,8 +69,7 @@ def test_every_stage_reads_the_one_list_of_heap_messages(message):
     assert rule.abort_message.search(message)
     if "Sanitizer" not in message:  # a sanitizer's report has its own parser (triage/asan.py)
         assert _maybe_allocator(message) and _ALLOCATOR_MESSAGES.search(message)
-    m = _COMBINED.search(message.encode())
-    assert m and _PATTERNS[int(m.lastgroup[1:])][0] == "glibc-malloc"
+    assert message_kind(message) == "glibc-malloc"
 
 
 @pytest.mark.parametrize(
