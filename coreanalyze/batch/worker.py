@@ -14,7 +14,6 @@ already analyzed (a plain core and its compressed copy share an identity).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -126,13 +125,6 @@ def _recognize(report: Report, record: CoreRecord, known: KnownCrashes) -> dict[
     return verdict
 
 
-def _with_known(text: str, known: dict[str, Any] | None) -> str:
-    """classification.known in the JSON report (null when no known crash matched)."""
-    report = json.loads(text)
-    report.setdefault("classification", {})["known"] = known
-    return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
-
-
 def _accepts_gdb_pool() -> bool:
     import inspect
 
@@ -158,6 +150,7 @@ def analyze_one(
     `write_report(stem, extension, text)` -> path relative to the output directory; by default
     the reports go straight into `config.out` (a cluster worker hands them back instead)."""
     from coreanalyze.render import render
+    from coreanalyze.render.jsonout import render as render_json
 
     started = time.monotonic()
     record = base_record(core)
@@ -182,7 +175,8 @@ def analyze_one(
                 if hostname:
                     record.host, record.host_source = hostname, "environment"
             record.known = _recognize(report, record, known_crashes(config.known_files))
-            record.report_json = write_report(stem, ".json", _with_known(render(report, "json"), record.known))
+            # classification.known: null when no known crash matched
+            record.report_json = write_report(stem, ".json", render_json(report, {"known": record.known}))
             record.report_html = write_report(stem, ".html", render(report, "html"))
             record.status = "ok" if result.exit_code == 0 else "partial"
             record.reason = _clip(result.failure)
