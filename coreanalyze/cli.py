@@ -10,6 +10,8 @@ taken as a core path (`coreanalyze analyze CORE` is the explicit spelling).
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import sys
 from dataclasses import replace
@@ -315,6 +317,10 @@ def merge_command(dirs, out, known_files):
 
 
 def main(argv: list[str] | None = None) -> None:
+    # At exit the interpreter's last garbage collection walks every object the analysis made
+    # (rules, patterns, the report): ~35 ms of a warm run for nothing, as the process ends.
+    # Frozen objects are skipped; files are closed by then (every one is written in a `with`).
+    atexit.register(gc.freeze)
     try:
         cli.main(args=argv, prog_name="coreanalyze", standalone_mode=False)
     except click.exceptions.Abort:
