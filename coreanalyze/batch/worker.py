@@ -14,6 +14,7 @@ already analyzed (a plain core and its compressed copy share an identity).
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -295,3 +296,4 @@ def worker_main(conn, config: WorkerConfig) -> None:
             conn.send(("done", record))
     finally:
         close_gdb_pool(gdb_pool)
+        gc.freeze()  # the exit's last garbage collection would walk every object for nothing
