@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import cxxfilt
-
 
 def demangle(name: str | None, max_chars: int | None = None) -> str | None:
     """People-readable name for a symbol; names that are not mangled come back as they are.
@@ -14,6 +12,10 @@ def demangle(name: str | None, max_chars: int | None = None) -> str | None:
     if not name or not name.startswith("_Z") or (max_chars is not None and len(name) > max_chars):
         return name
     try:
+        # Imported for the first mangled name: loading it (ctypes, the C++ runtime's demangler)
+        # costs every analysis ~10 ms, and gdb hands over most names already demangled.
+        import cxxfilt
+
         return cxxfilt.demangle(name)
     except Exception:  # noqa: BLE001 - a corrupt name must not stop the analysis
         return name

@@ -24,8 +24,10 @@ from coreanalyze import idle
 # answers, the main thread waits for it at most this long, not 5 ms per command.
 SWITCH_INTERVAL = 0.0005
 
-# Modules the stages after the debugger import (and every caller renders the report).
+# Modules the stages after the debugger import (and every caller renders the report); first
+# the demangler, which naming gdb's frames may already need.
 MODULES = (
+    "cxxfilt",
     "coreanalyze.classify.classifier",
     "coreanalyze.reraise",
     "coreanalyze.hang",
