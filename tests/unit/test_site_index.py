@@ -55,3 +55,24 @@ def test_a_damaged_kept_index_is_read_again_from_the_wheels(site):
     kept.write_text("{not json")
     packages._index.clear()
     assert packages.owner_of(so) == ("numpy", "2.1.0")
+
+
+def test_metadata_headers_are_read_as_the_email_parser_reads_them():
+    from email.parser import HeaderParser
+
+    from coreanalyze.packages import metadata_headers
+
+    text = (
+        "Metadata-Version: 2.1\n"
+        "name: tensorflow-cpu\n"  # field names are case-insensitive
+        "Summary: TensorFlow is an open source machine learning framework for everyone.\n"
+        "Classifier: Programming Language :: Python\n"
+        "  :: 3 :: Only\n"  # a folded line is no header
+        "Version:  2.21.0 \n"
+        "Name: a-later-name\n"  # the first one counts
+        "\n"
+        "Version: 9.9 (the description, not a header)\n"
+    )
+    parsed = HeaderParser().parsestr(text, headersonly=True)
+    assert metadata_headers(text, ("name", "version")) == {"name": parsed["Name"], "version": parsed["Version"].strip()}
+    assert metadata_headers("\nName: x\n", ("name",)) == {}
