@@ -40,6 +40,7 @@ from coreanalyze import background, model
 from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
+from coreanalyze.filecache import BoundedCache, file_identity
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
@@ -473,13 +474,27 @@ def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
     return order
 
 
+# Orders read from cache entries, kept for the next core of the same build (a batch worker
+# serves many). The key holds the entry's two files' identities on disk, so a rewritten order
+# is read afresh; each order is 4 bytes a symbol (~5 MB for libtensorflow_cc).
+_orders: BoundedCache[tuple, SymbolOrder | None] = BoundedCache(8)
+
+
 def load_order(entry: str) -> SymbolOrder | None:
     """The cached symbol order of a library, or None when there is none (yet)."""
+    paths = (os.path.join(entry, ORDER_META), os.path.join(entry, ORDER))
+    key = tuple(map(file_identity, paths))
+    if None in key:
+        return None
+    return _orders.get(key, lambda: _read_order(*paths))
+
+
+def _read_order(meta_path: str, order_path: str) -> SymbolOrder | None:
     try:
-        with open(os.path.join(entry, ORDER_META)) as f:
+        with open(meta_path) as f:
             meta = json.load(f)
         order = array("I")
-        with open(os.path.join(entry, ORDER), "rb") as f:
+        with open(order_path, "rb") as f:
             order.frombytes(f.read())
         if len(order) != meta["count"]:
             return None
