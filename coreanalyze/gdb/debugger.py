@@ -47,9 +47,9 @@ class GdbDebugger:
     def threads(self) -> tuple[list[DebuggerThread], str | None]:
         """The threads of the current inferior's core and the current thread's id.
 
-        Only the current inferior's: a pooled gdb drops the previous core's inferior after the
-        analysis is done with gdb (coreanalyze.gdb.pool), and `-thread-info` lists the threads
-        of every inferior."""
+        Only the current inferior's process: a pooled gdb drops the previous core's inferior
+        after the analysis is done with gdb (coreanalyze.gdb.pool), and `-thread-info` lists
+        the threads of every inferior (`-list-thread-groups iN` those of iN's process id)."""
         inferior = to_int(self.evaluate("$_inferior"))
         if inferior is None:
             payload = self.session.mi("-thread-info")

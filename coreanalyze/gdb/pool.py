@@ -8,7 +8,8 @@ inferior stays loaded until the new one is, so that its libraries stay read for 
 to share, and is then detached and removed once the analysis releases gdb: gdb does that
 (tens of milliseconds) while the caller goes on, and its answers are collected when the next
 core is opened (a gdb that fails or times out there is replaced). The commands of the analysis
-look at the current inferior alone (GdbDebugger.threads).
+look at the current inferior alone (GdbDebugger.threads lists the threads of its process id;
+an earlier core of the same process id is dropped before the analysis goes on).
 
 A `PooledGdb` serves one core at a time. `GdbPool` hands out up to `size` of them to concurrent
 callers and replaces one that died, hit a time limit, grew past its memory budget or served
@@ -210,6 +211,7 @@ class PooledGdb:
         previous, self._inferior = self._inferior, number
         if previous is not None:
             self._earlier.append(previous)
+            self._drop_same_process(session, number)
         self.cores += 1
         self._settled = True
         return session
@@ -233,12 +235,29 @@ class PooledGdb:
         self._earlier = []
         if not earlier or session is None or not session.alive or not self._settled:
             return  # a gdb that is replaced before its next core drops nothing
-        numbers = " ".join(map(str, earlier))
         try:
-            session.send_later(f"-interpreter-exec console {mi_quote(f'detach inferiors {numbers}')}", ignore_error=True)
-            session.send_later(f"-interpreter-exec console {mi_quote(f'remove-inferiors {numbers}')}")
+            self._drop(session, earlier)
         except GdbError:
             self._settled = False  # it died: replaced before the next core
+
+    def _drop_same_process(self, session: GdbSession, current: int) -> None:
+        """Drop now the earlier inferiors whose process id is the new core's (the same core
+        again, or another process of that id): gdb tells a process's threads apart by its id
+        (`-list-thread-groups iN` lists every thread of that pid, GdbDebugger.threads)."""
+        groups = session.mi("-list-thread-groups").get("groups") or []
+        pids = {g.get("id"): g.get("pid") for g in groups if isinstance(g, dict)}
+        pid = pids.get(f"i{current}")
+        alike = [n for n in self._earlier if pid is None or pids.get(f"i{n}") in (pid, None)]
+        if alike:
+            self._earlier = [n for n in self._earlier if n not in alike]
+            self._drop(session, alike)
+            session.finish_pending()
+
+    @staticmethod
+    def _drop(session: GdbSession, inferiors: list[int]) -> None:
+        numbers = " ".join(map(str, inferiors))
+        session.send_later(f"-interpreter-exec console {mi_quote(f'detach inferiors {numbers}')}", ignore_error=True)
+        session.send_later(f"-interpreter-exec console {mi_quote(f'remove-inferiors {numbers}')}")
 
     def _usable(self) -> bool:
         if self.session is None or not self.session.alive or not self._settled:

@@ -33,15 +33,17 @@ def _inferiors(session) -> list[str]:
 def test_each_core_sees_only_its_own_threads_and_earlier_ones_are_dropped(two_cores):
     first, second = two_cores
     with GdbPool(size=1) as pool:
-        for n, case in enumerate((first, second, first)):
+        sequence = (first, first, second, first)
+        for n, case in enumerate(sequence):
             with pool.lease() as gdb:
                 session = gdb.open_core(str(case.core), executable=str(case.exe))
                 threads, current = GdbDebugger(session).threads()
                 # The previous core is still loaded (its libraries serve this one) but not seen.
                 assert sorted(t.tid for t in threads) == _tids(case)
                 assert current in {t.id for t in threads}
-            # Released: the previous core's inferior is being detached and removed.
-            assert session.pending == (2 if n else 0)
+            # Released: the previous core's inferior is being detached and removed; one of the
+            # same process id (here the same core again) was dropped before the analysis.
+            assert session.pending == (2 if n and sequence[n - 1] is not case else 0)
         session.finish_pending()
         assert len(_inferiors(session)) == 1
         assert pool.restarts == 0
