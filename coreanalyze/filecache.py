@@ -9,9 +9,23 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from typing import Callable, Generic, TypeVar
+from collections import OrderedDict
+from typing import Callable, Generic, Hashable, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+
+FileIdentity = tuple[int, int, int, int]
+
+
+def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
+    """(st_dev, st_ino, size, mtime_ns) of the file path names, following links; None when it
+    cannot be stat'ed. A file replaced or rewritten gets another identity."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def is_regular_file(path: str | os.PathLike[str]) -> bool:
@@ -43,3 +57,31 @@ class PerFileCache(Generic[T]):
         with self._lock:
             self._values[key] = value
         return value
+
+
+class BoundedCache(Generic[K, T]):
+    """A thread-safe mapping that keeps the `limit` most recently used answers; for facts about
+    files whose key holds the files' identities (file_identity), so none is served stale."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._values: OrderedDict[K, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, compute: Callable[[], T]) -> T:
+        """The answer kept for key, else compute() (kept; errors are not)."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = compute()
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self.limit:
+                self._values.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()

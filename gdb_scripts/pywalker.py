@@ -1262,6 +1262,8 @@ class Imports:
             name = self.short_name(key, (3, 8))
             if name in ("sys", "builtins") and self.obj.type_name(value) in ("module", UNNAMED_TYPE):
                 found[name] = value
+                if len(found) == 2:
+                    break  # keys are unique; both come first in sys.modules (of thousands)
         if set(found) != {"sys", "builtins"}:
             return False
         sys_module, builtins = found["sys"], found["builtins"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from .. import model
 from ..debugger import Debugger, DebuggerFrame
@@ -59,6 +60,17 @@ def read_memory(session: GdbSession | Debugger, address: int, size: int) -> byte
     return as_debugger(session).read_memory(address, size)
 
 
+# (start, end, path) of each file mapped into the process.
+FileRanges = Sequence[tuple[int, int, str]]
+
+
+def file_ranges(mappings: Iterable) -> list[tuple[int, int, str]]:
+    """The ranges of the module map from the core's NT_FILE mappings (coreanalyze.corefile
+    Mapping): those of files by absolute path, as gdb lists them (it leaves out the kernel's
+    "(unreachable)/..." names, which lie outside the process's root)."""
+    return [(m.start, m.end, m.path) for m in mappings if m.path.startswith("/")]
+
+
 class _ModuleMap:
     """pc -> path of the mapped file, from the core's file mappings (NT_FILE).
 
@@ -71,7 +83,11 @@ class _ModuleMap:
         self._starts = [r[0] for r in self._ranges]
 
     @classmethod
-    def read(cls, debugger: Debugger, warnings: list[str]) -> _ModuleMap:
+    def read(cls, debugger: Debugger, warnings: list[str], known: FileRanges | None = None) -> _ModuleMap:
+        """known: the core's file mappings as its notes list them (file_ranges), which is what
+        gdb's `info proc mappings` prints for a core; asked of the debugger when None or empty."""
+        if known:
+            return cls(list(known))
         ranges: list[tuple[int, int, str]] = []
         try:
             ranges = debugger.file_mappings()
@@ -251,8 +267,13 @@ def abort_message(session: GdbSession | Debugger) -> str | None:
 # --------------------------------------------------------------------------- main entry
 
 
-def collect(session: GdbSession | Debugger, *, max_frames: int = 256, max_threads: int = 512) -> GdbAnalysis:
-    """Everything the debugger can tell about the loaded core's threads and the crash."""
+def collect(
+    session: GdbSession | Debugger, *, max_frames: int = 256, max_threads: int = 512, file_mappings: FileRanges | None = None
+) -> GdbAnalysis:
+    """Everything the debugger can tell about the loaded core's threads and the crash.
+
+    file_mappings: the core's file mappings from its notes (file_ranges), which spare the
+    debugger listing them; None (or none in the notes): the debugger lists them."""
     debugger = as_debugger(session)
     result = GdbAnalysis()
     warnings = result.warnings
@@ -274,7 +295,7 @@ def collect(session: GdbSession | Debugger, *, max_frames: int = 256, max_thread
             kept = [crashing, *kept[: max_threads - 1]]
         refs = kept
 
-    modules = _ModuleMap.read(debugger, warnings)
+    modules = _ModuleMap.read(debugger, warnings, file_mappings)
     register_numbers = _register_numbers(debugger)
     for ref in refs:
         thread = model.Thread(tid=ref.tid, name=ref.name, crashed=ref is crashing)

@@ -3,10 +3,13 @@
 Opening a core in a gdb that already holds a core of the same program costs a few hundredths
 of a second instead of seconds: gdb shares what it read from a file (symbols, unwind tables,
 DWARF indexes) among all the places that load that file. Each core gets a new inferior of its
-own (`add-inferior -no-connection`, so it gets its own core target); once it is loaded, the
-previous core's inferior is detached and removed. Its libraries stay read because the new
-inferior uses the same files, and only one core is ever visible to the commands that follow
-(`-thread-info` lists the threads of every inferior).
+own (`add-inferior -no-connection`, so it gets its own core target); the previous core's
+inferior stays loaded until the new one is, so that its libraries stay read for the new core
+to share, and is then detached and removed once the analysis releases gdb: gdb does that
+(tens of milliseconds) while the caller goes on, and its answers are collected when the next
+core is opened (a gdb that fails or times out there is replaced). The commands of the analysis
+look at the current inferior alone (GdbDebugger.threads lists the threads of its process id;
+an earlier core of the same process id is dropped before the analysis goes on).
 
 A `PooledGdb` serves one core at a time. `GdbPool` hands out up to `size` of them to concurrent
 callers and replaces one that died, hit a time limit, grew past its memory budget or served
@@ -25,7 +28,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from coreanalyze.errors import GdbError
-from coreanalyze.gdb.session import GdbSession, _plain
+from coreanalyze.gdb.session import GdbSession, _plain, mi_quote
 from coreanalyze.symbols.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -162,6 +165,7 @@ class PooledGdb:
         self.cores = 0  # cores served by the current gdb
         self.restarts = 0
         self._inferior: int | None = None  # the inferior holding the last core
+        self._earlier: list[int] = []  # inferiors of cores opened before it, still to be dropped
         self._settled = False  # False while a core is being opened: a failure leaves gdb unusable
         self._sysroot: str | None = None
         self._debug_dirs: str | None = None
@@ -185,6 +189,14 @@ class PooledGdb:
         session = self.session
         assert session is not None
         session.restart_deadline(self.timeout)
+        self.release()  # not released since (the same analysis opens its core again)
+        try:
+            session.finish_pending()
+        except GdbError:
+            # Dropping an earlier core failed or timed out: the next core gets a fresh gdb.
+            self._restart()
+            session = self.session
+            assert session is not None
         self._settled = False
         if self._inferior is None:
             number = 1  # a fresh gdb's empty first inferior
@@ -198,7 +210,8 @@ class PooledGdb:
         session.load(core, executable=executable, before_target=before_target, libraries=libraries)
         previous, self._inferior = self._inferior, number
         if previous is not None:
-            self._remove(session, previous, number)
+            self._earlier.append(previous)
+            self._drop_same_process(session, number)
         self.cores += 1
         self._settled = True
         return session
@@ -214,15 +227,37 @@ class PooledGdb:
             session.mi(f"-gdb-set debug-file-directory {_plain(wanted_dirs)}")
             self._debug_dirs = wanted_dirs
 
-    @staticmethod
-    def _remove(session: GdbSession, previous: int, current: int) -> None:
-        session.console(f"inferior {previous}")
+    def release(self) -> None:
+        """The analysis is done with gdb: the inferiors of earlier cores are detached (which
+        closes their core targets) and removed while the caller goes on; their answers are
+        collected before the next command."""
+        session, earlier = self.session, self._earlier
+        self._earlier = []
+        if not earlier or session is None or not session.alive or not self._settled:
+            return  # a gdb that is replaced before its next core drops nothing
         try:
-            session.console("detach")  # closes its core target
+            self._drop(session, earlier)
         except GdbError:
-            pass
-        session.console(f"inferior {current}")
-        session.console(f"remove-inferiors {previous}")
+            self._settled = False  # it died: replaced before the next core
+
+    def _drop_same_process(self, session: GdbSession, current: int) -> None:
+        """Drop now the earlier inferiors whose process id is the new core's (the same core
+        again, or another process of that id): gdb tells a process's threads apart by its id
+        (`-list-thread-groups iN` lists every thread of that pid, GdbDebugger.threads)."""
+        groups = session.mi("-list-thread-groups").get("groups") or []
+        pids = {g.get("id"): g.get("pid") for g in groups if isinstance(g, dict)}
+        pid = pids.get(f"i{current}")
+        alike = [n for n in self._earlier if pid is None or pids.get(f"i{n}") in (pid, None)]
+        if alike:
+            self._earlier = [n for n in self._earlier if n not in alike]
+            self._drop(session, alike)
+            session.finish_pending()
+
+    @staticmethod
+    def _drop(session: GdbSession, inferiors: list[int]) -> None:
+        numbers = " ".join(map(str, inferiors))
+        session.send_later(f"-interpreter-exec console {mi_quote(f'detach inferiors {numbers}')}", ignore_error=True)
+        session.send_later(f"-interpreter-exec console {mi_quote(f'remove-inferiors {numbers}')}")
 
     def _usable(self) -> bool:
         if self.session is None or not self.session.alive or not self._settled:
@@ -249,6 +284,7 @@ class PooledGdb:
             self.session.close()
         self.session = None
         self._inferior = None
+        self._earlier = []
         self.cores = 0
 
 
@@ -314,6 +350,7 @@ class GdbPool:
         try:
             yield worker
         finally:
+            worker.release()
             with self._cond:
                 if self._closed:
                     worker.close()

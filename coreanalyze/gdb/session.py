@@ -96,6 +96,48 @@ class MiReader:
         return not self._fds
 
 
+class _Answer:
+    """The records of one command's answer: its console and log text (bounded), then its result."""
+
+    def __init__(self, token: int, command: str) -> None:
+        self.token = token
+        self.command = command
+        self._streams: dict[str, list[str]] = {"console": [], "log": []}
+        self._sizes = {"console": 0, "log": 0}
+        self._record: dict[str, Any] | None = None
+
+    def take(self, rec: dict[str, Any]) -> bool:
+        """Add a record; True when it is the command's result (the answer is complete)."""
+        kind = rec.get("type")
+        text = rec.get("payload")
+        if kind in self._streams and isinstance(text, str):
+            size = self._sizes[kind]
+            if size < _MAX_STREAM_CHARS:
+                self._streams[kind].append(text[: _MAX_STREAM_CHARS - size])
+                self._sizes[kind] += len(self._streams[kind][-1])
+        if kind == "result" and rec.get("token") == self.token and rec.get("message") in _RESULT_CLASSES:
+            self._record = rec
+            return True
+        return False
+
+    @property
+    def console_text(self) -> str:
+        return "".join(self._streams["console"])
+
+    @property
+    def log_text(self) -> str:
+        return "".join(self._streams["log"])
+
+    def result(self) -> dict[str, Any]:
+        """The result's payload; GdbError with gdb's message for ^error."""
+        assert self._record is not None
+        payload = self._record.get("payload") or {}
+        if self._record["message"] == "error":
+            msg = payload.get("msg") if isinstance(payload, dict) else None
+            raise GdbError(str(msg or f"gdb rejected {self.command[:120]!r}"))
+        return payload if isinstance(payload, dict) else {}
+
+
 def mi_quote(text: str) -> str:
     """An MI c-string: double quotes around text with backslash escapes.
 
@@ -181,6 +223,8 @@ class GdbSession:
         self._io: MiReader | None = None
         self._token = 0
         self._deadline = float("inf")
+        self._pending: list[tuple[int, str, bool]] = []  # (token, command, ignore_error) of send_later
+        self._unread: list[dict[str, Any]] = []  # records read past the last answer (commands in flight)
         self._alias_dir: str | None = None  # links under safe names for paths MI cannot carry
 
     # ----------------------------------------------------------------- lifecycle
@@ -285,6 +329,8 @@ class GdbSession:
             pass
         self._proc = None
         self._io = None
+        self._pending.clear()
+        self._unread = []
         if reap_in_background:
             _reap_later(proc)
         else:
@@ -313,65 +359,96 @@ class GdbSession:
         ^error raises GdbError with gdb's message; no answer in time kills gdb and raises
         GdbTimeout; a gdb that died raises GdbError. The command's stream output is kept in
         last_console / last_log. while_waiting is called once the command is sent (work of the
-        caller's own, done while gdb is busy with it).
+        caller's own, done while gdb is busy with it). The answers of commands sent with
+        send_later are collected first (finish_pending).
         """
+        self.finish_pending()
+        token = self._send(command)
+        if while_waiting is not None:
+            while_waiting()
+        return self._answer(token, command, self.command_timeout if timeout is None else timeout)
+
+    def send_later(self, command: str, *, ignore_error: bool = False) -> None:
+        """Send a command whose answer is collected later: by finish_pending, which the next
+        mi() calls first. gdb works on it meanwhile. ignore_error: its ^error is no failure."""
+        token = self._send(command)
+        self._pending.append((token, command, ignore_error))
+
+    def finish_pending(self) -> None:
+        """Wait for the answers of the commands sent with send_later, in order: GdbError for a
+        ^error (unless ignored) or a gdb that died, GdbTimeout (gdb killed) for one that does
+        not come within the command timeout, as for mi()."""
+        failure: GdbError | None = None
+        while self._pending:
+            token, command, ignore_error = self._pending.pop(0)
+            try:
+                self._answer(token, command, self.command_timeout)
+            except GdbError as e:
+                if not self.alive:  # died or timed out (and killed): nothing more will come
+                    raise
+                if not ignore_error and failure is None:
+                    failure = e  # raised once the answers after it are read too
+        if failure is not None:
+            raise failure
+
+    @property
+    def pending(self) -> int:
+        """Commands sent with send_later whose answers are not collected yet."""
+        return len(self._pending)
+
+    def _send(self, command: str) -> int:
         if not self.alive:
             if self._proc is not None and self._io is not None:
                 # Started and not closed: it ended on its own (killed, crashed) since the last command.
                 raise self._died(f"gdb died before {command[:120]!r}")
             raise GdbError("gdb is not running")
-        assert self._io is not None
         self._token += 1
-        token = self._token
+        self._write(f"{self._token}{command}")
+        return self._token
+
+    def _answer(self, token: int, command: str, limit: float) -> dict[str, Any]:
+        """Read until the result record of command (sent with token); see mi()."""
+        assert self._io is not None
         self.last_console = ""
         self.last_log = ""
         self.last_records = []
-        console: list[str] = []
-        log: list[str] = []
-        console_size, log_size = [0], [0]
-        limit = self.command_timeout if timeout is None else timeout
-        now = time.monotonic()
-        command_deadline = min(now + limit, self._deadline)
-        self._write(f"{token}{command}")
-        if while_waiting is not None:
-            while_waiting()
+        answer = _Answer(token, command)
+        command_deadline = min(time.monotonic() + limit, self._deadline)
         while True:
-            remaining = command_deadline - time.monotonic()
-            if remaining <= 0:
-                self._kill()
-                overall = command_deadline >= self._deadline
-                why = f"the session's {self.timeout:g}s limit" if overall else f"{limit:g}s"
-                raise GdbTimeout(f"gdb did not answer {command[:120]!r} within {why}")
-            if self._proc is None or self._proc.poll() is not None:
-                raise self._died(f"gdb died during {command[:120]!r}")
-            try:
-                records = self._io.read(min(_POLL_SLICE, remaining))
-            except (OSError, ValueError) as e:
-                raise self._died(f"lost gdb during {command[:120]!r}: {e}") from e
-            if self._io.closed and not records:
-                try:
-                    self._proc.wait(timeout=1)
-                except subprocess.TimeoutExpired:
-                    pass
-                raise self._died(f"gdb died during {command[:120]!r}")
-            for rec in records:
-                kind = rec.get("type")
-                payload_text = rec.get("payload")
-                if kind in ("console", "log") and isinstance(payload_text, str):
-                    stream, size = (console, console_size) if kind == "console" else (log, log_size)
-                    if size[0] < _MAX_STREAM_CHARS:
-                        stream.append(payload_text[: _MAX_STREAM_CHARS - size[0]])
-                        size[0] += len(stream[-1])
+            if self._unread:  # what the read that brought the previous answer brought after it
+                records, self._unread = self._unread, []
+            else:
+                records = self._read_until(command, command_deadline, limit)
+            for i, rec in enumerate(records):
                 if len(self.last_records) < _MAX_KEPT_RECORDS:
                     self.last_records.append(rec)
-                if kind == "result" and rec.get("token") == token and rec.get("message") in _RESULT_CLASSES:
-                    self.last_console = "".join(console)
-                    self.last_log = "".join(log)
-                    payload = rec.get("payload") or {}
-                    if rec["message"] == "error":
-                        msg = payload.get("msg") if isinstance(payload, dict) else None
-                        raise GdbError(str(msg or f"gdb rejected {command[:120]!r}"))
-                    return payload if isinstance(payload, dict) else {}
+                if answer.take(rec):
+                    self._unread = records[i + 1 :]  # the answers of commands sent after it
+                    self.last_console, self.last_log = answer.console_text, answer.log_text
+                    return answer.result()
+
+    def _read_until(self, command: str, command_deadline: float, limit: float) -> list[dict[str, Any]]:
+        """The next records from gdb; GdbTimeout past the deadline, GdbError when gdb died."""
+        assert self._io is not None
+        remaining = command_deadline - time.monotonic()
+        if remaining <= 0:
+            self._kill()
+            overall = command_deadline >= self._deadline
+            why = f"the session's {self.timeout:g}s limit" if overall else f"{limit:g}s"
+            raise GdbTimeout(f"gdb did not answer {command[:120]!r} within {why}")
+        if self._proc is None or self._proc.poll() is not None:
+            raise self._died(f"gdb died during {command[:120]!r}")
+        try:
+            records = self._io.read(min(_POLL_SLICE, remaining))
+        except (OSError, ValueError) as e:
+            raise self._died(f"lost gdb during {command[:120]!r}: {e}") from e
+        if self._io.closed and not records:
+            try:
+                self._proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+            raise self._died(f"gdb died during {command[:120]!r}")
+        return records
 
     def console(self, command: str, timeout: float | None = None) -> str:
         """Run a CLI command; return what it printed on the console stream."""

@@ -148,8 +148,10 @@ def find_debug_file(
         return link_state["link"]
 
     for candidate, by_link in _candidates(module, wanted, debug_dirs, sysroot, link):
+        if not is_regular_file(candidate):
+            continue  # most places hold nothing: their paths need no resolving
         real = os.path.realpath(candidate)
-        if real in seen or not is_regular_file(real):
+        if real in seen:
             continue
         seen.add(real)
         if module.local_path and os.path.realpath(module.local_path) == real:

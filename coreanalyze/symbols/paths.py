@@ -6,6 +6,7 @@ a file outside the directory it is looked up in.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -50,14 +51,19 @@ def cache_dir() -> Path:
 
 def debuginfod_cache_dirs() -> list[Path]:
     """The debuginfod client's cache, where `<build-id>/debuginfo` files are kept."""
-    explicit = os.environ.get("DEBUGINFOD_CACHE_PATH")
+    # Asked for every module of every core: worked out once per value of the variables.
+    names = ("DEBUGINFOD_CACHE_PATH", "XDG_CACHE_HOME", "HOME")
+    return list(_debuginfod_cache_dirs(*(os.environ.get(n) for n in names)))
+
+
+@functools.lru_cache(maxsize=8)
+def _debuginfod_cache_dirs(explicit: str | None, xdg: str | None, _home: str | None) -> tuple[Path, ...]:
     if explicit:
-        return [Path(explicit).expanduser()]
+        return (Path(explicit).expanduser(),)
     dirs = []
-    xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         dirs.append(Path(xdg).expanduser() / "debuginfod_client")
     dirs.append(Path.home() / ".cache" / "debuginfod_client")
-    return dirs
+    return tuple(dirs)
 
 

@@ -237,3 +237,39 @@ def test_smashed_stack_yields_what_was_read_and_a_warning(cores):
     assert thread.frames[1].pc == 0x4141414141414141
     assert any("frame #1" in w and "corrupt" in w for w in a.warnings)
     assert len(thread.frames) <= 32
+
+
+def _gdb_generated_core(cores, name: str) -> CrashCase:
+    """The crasher's core as gdb's generate-core-file writes it (what machines whose kernel
+    pipes cores elsewhere get)."""
+    from support.coregen import _run_under_gdb_to_core
+
+    key = f"{name}-gdb-core"
+    if key not in cores.cases:
+        kernel = cores.c_crash(name)
+        workdir = cores.root / key
+        workdir.mkdir(parents=True, exist_ok=True)
+        cores.cases[key] = _run_under_gdb_to_core(key, kernel.argv, workdir, dict(os.environ), kernel.exe, None, 120)
+    return cores.cases[key]
+
+
+@pytest.mark.parametrize("writer", ["kernel", "gdb"])
+def test_the_notes_module_map_is_gdbs_info_proc_mappings(cores, writer):
+    """collect() takes the frames' modules from the core's NT_FILE instead of asking gdb for
+    `info proc mappings`, which prints that same note: both lists must be one."""
+    from coreanalyze.corefile import read_core
+    from coreanalyze.gdb.collect import file_ranges
+    from coreanalyze.gdb.debugger import GdbDebugger
+
+    case = cores.c_crash("null_thread") if writer == "kernel" else _gdb_generated_core(cores, "null_thread")
+    if case.method != writer:
+        pytest.skip(f"this machine's kernel writes no cores here (the core is {case.method}'s)")
+    notes = read_core(str(case.core))
+    with GdbSession() as s:
+        s.load(case.core, executable=case.exe)
+        from_gdb = GdbDebugger(s).file_mappings()
+        asked = collect(s)
+        given = collect(s, file_mappings=file_ranges(notes.mappings))
+    assert from_gdb and sorted(file_ranges(notes.mappings)) == sorted(from_gdb)
+    assert [f.module for t in given.threads for f in t.frames] == [f.module for t in asked.threads for f in t.frames]
+    assert any(f.module == str(case.exe) for t in given.threads for f in t.frames)

@@ -165,3 +165,48 @@ def test_close_ends_gdb(gdb_path):
     assert not s.alive
     assert wait_until_group_gone(pgid) == []
     s.close()  # closing twice is harmless
+
+
+def test_answers_sent_for_later_are_collected_in_order_before_the_next_command(gdb_path):
+    with GdbSession(gdb_path, command_timeout=30) as s:
+        s.send_later(f"-interpreter-exec console {mi_quote('echo first')}")
+        s.send_later(f"-interpreter-exec console {mi_quote('echo second')}")
+        assert s.pending == 2
+        # The next command's output is its own, however the answers arrived.
+        assert s.console("echo third") == "third"
+        assert s.pending == 0
+        s.send_later("-gdb-show width")
+        s.finish_pending()
+        assert s.pending == 0 and s.console("echo fourth") == "fourth"
+
+
+def test_an_error_answer_sent_for_later_surfaces_at_the_next_command(gdb_path):
+    with GdbSession(gdb_path, command_timeout=30) as s:
+        s.send_later("-no-such-command")
+        s.send_later(f"-interpreter-exec console {mi_quote('shell sleep 0.2; echo read too')}")
+        with pytest.raises(GdbError, match="no-such-command"):
+            s.mi("-list-features")
+        assert s.pending == 0 and s.alive
+        assert s.console("echo next") == "next"  # the answer after the error was read with it
+        s.send_later("-no-such-command", ignore_error=True)
+        assert s.console("echo after") == "after"
+
+
+def test_an_answer_sent_for_later_that_never_comes_is_a_timeout_not_a_hang(gdb_path):
+    s = GdbSession(gdb_path, command_timeout=1)
+    s.start()
+    pgid = s.pid
+    s.send_later(f"-interpreter-exec console {mi_quote('shell sleep 30')}", ignore_error=True)
+    with pytest.raises(GdbTimeout, match="shell sleep 30"):
+        s.mi("-list-features")
+    assert not s.alive and s.pending == 0
+    assert wait_until_group_gone(pgid) == []
+
+
+def test_a_gdb_that_dies_with_answers_pending_is_an_error(gdb_path):
+    with GdbSession(gdb_path, command_timeout=30) as s:
+        s.send_later(f"-interpreter-exec console {mi_quote('shell kill -9 $PPID; sleep 30')}", ignore_error=True)
+        with pytest.raises(GdbError) as raised:
+            s.finish_pending()
+        assert not isinstance(raised.value, GdbTimeout)
+        assert not s.alive and s.pending == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -165,6 +166,22 @@ def test_copy_hides_symbol_tables_and_keeps_every_mapped_byte(fastlib):
     # The sysroot serves the copy under the loader's name for the library.
     served = Path(plan.sysroot, lib.path.lstrip("/"))
     assert served.resolve() == Path(lib.copy).resolve()
+
+
+def test_a_librarys_verdict_is_kept_until_the_file_changes(fastlib, tmp_path):
+    """plan_fast_libraries keeps what a library's headers said per file version (a batch meets
+    the same libraries in every core): the same file is not read again, a changed one is."""
+    from coreanalyze.gdb.libcopies.copies import _candidate_layout
+
+    library = tmp_path / "libfastlib.so"
+    shutil.copyfile(fastlib.program("plain").parent / "libfastlib.so", library)
+    first = _candidate_layout(str(library), ALL)
+    assert first is not None and first.first_of_type(SHT_SYMTAB) is not None
+    assert _candidate_layout(str(library), ALL) is first
+    assert _candidate_layout(str(library), 10**9) is None  # another threshold, another verdict
+    subprocess.run([require("strip"), str(library)], check=True)  # the same path, now without .symtab
+    assert _candidate_layout(str(library), ALL) is None
+    assert _candidate_layout(str(tmp_path / "absent.so"), ALL) is None
 
 
 @pytest.mark.parametrize("layout", ["plain", "ibt"])

@@ -40,6 +40,7 @@ from coreanalyze import background, model
 from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
+from coreanalyze.filecache import BoundedCache, file_identity
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
@@ -189,13 +190,8 @@ def _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastL
     for module in modules:
         if module.path == executable or module.local_path is None or not module.status.trusted_image:
             continue
-        try:
-            if os.path.getsize(module.local_path) < min_symbols * SYM_SIZE or not _may_qualify(module.local_path, min_symbols):
-                continue  # too small for that many symbols, or no symbol table that large
-            layout = ElfLayout.read(module.local_path)
-        except (OSError, LibraryCopyError):
-            continue
-        if not _qualifies(layout, min_symbols) or has_debug_file(layout, module.path, debug_dirs):
+        layout = _candidate_layout(module.local_path, min_symbols)
+        if layout is None or has_debug_file(layout, module.path, debug_dirs):
             continue
         try:
             entry, copy = cached_copy(module.local_path, layout, root)
@@ -225,6 +221,30 @@ def _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastL
         warnings.append(f"large libraries are loaded whole: cannot prepare gdb's sysroot ({e.strerror or e})")
         return None
     return FastLibraries(sysroot=farm, libraries=chosen, warnings=warnings)
+
+
+# The verdicts of _candidate_layout, per file version: a batch meets the same ~100 libraries
+# in every core, and most are ruled out by reading their headers.
+_candidates: BoundedCache[tuple, ElfLayout | None] = BoundedCache(4096)
+
+
+def _candidate_layout(path: str, min_symbols: int) -> ElfLayout | None:
+    """The layout of a library whose symbols could all be served from a copy's symbol files
+    (_qualifies), else None. Kept per file identity: a file replaced is read again."""
+    identity = file_identity(path)
+    if identity is None:
+        return None
+    return _candidates.get((path, identity, min_symbols), lambda: _read_candidate(path, identity[2], min_symbols))
+
+
+def _read_candidate(path: str, size: int, min_symbols: int) -> ElfLayout | None:
+    if size < min_symbols * SYM_SIZE or not _may_qualify(path, min_symbols):
+        return None  # too small for that many symbols, or no symbol table that large
+    try:
+        layout = ElfLayout.read(path)
+    except (OSError, LibraryCopyError):
+        return None
+    return layout if _qualifies(layout, min_symbols) else None
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -473,13 +493,27 @@ def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
     return order
 
 
+# Orders read from cache entries, kept for the next core of the same build (a batch worker
+# serves many). The key holds the entry's two files' identities on disk, so a rewritten order
+# is read afresh; each order is 4 bytes a symbol (~5 MB for libtensorflow_cc).
+_orders: BoundedCache[tuple, SymbolOrder | None] = BoundedCache(8)
+
+
 def load_order(entry: str) -> SymbolOrder | None:
     """The cached symbol order of a library, or None when there is none (yet)."""
+    paths = (os.path.join(entry, ORDER_META), os.path.join(entry, ORDER))
+    key = tuple(map(file_identity, paths))
+    if None in key:
+        return None
+    return _orders.get(key, lambda: _read_order(*paths))
+
+
+def _read_order(meta_path: str, order_path: str) -> SymbolOrder | None:
     try:
-        with open(os.path.join(entry, ORDER_META)) as f:
+        with open(meta_path) as f:
             meta = json.load(f)
         order = array("I")
-        with open(os.path.join(entry, ORDER), "rb") as f:
+        with open(order_path, "rb") as f:
             order.frombytes(f.read())
         if len(order) != meta["count"]:
             return None

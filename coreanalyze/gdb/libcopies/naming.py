@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
-from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, GdbAnalysis, _thread_refs, collect
+from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, FileRanges, GdbAnalysis, _thread_refs, collect
 from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
@@ -176,17 +176,23 @@ def merge(a: Wanted, b: Wanted) -> Wanted:
 MAX_NAMING_ROUNDS = 3
 
 
-def _collected(session: GdbSession, libraries: LibraryChoice | None, max_frames: int) -> GdbAnalysis:
+def _collected(
+    session: GdbSession, libraries: LibraryChoice | None, max_frames: int, file_mappings: FileRanges | None = None
+) -> GdbAnalysis:
     """collect(), once every frame lies in a library gdb has read."""
-    analysis = collect(session, max_frames=max_frames)
+
+    def collected() -> GdbAnalysis:
+        return collect(session, max_frames=max_frames, file_mappings=file_mappings)
+
+    analysis = collected()
     if libraries is None:
         return analysis
     for _ in range(MAX_LIBRARY_ROUNDS):
         if not libraries.read_more(session, _frame_pcs(analysis)):
             return analysis
-        analysis = collect(session, max_frames=max_frames)
+        analysis = collected()
     libraries.read_all(session)
-    return collect(session, max_frames=max_frames)
+    return collected()
 
 
 def _frame_pcs(analysis: GdbAnalysis) -> Iterator[int | None]:
@@ -209,6 +215,7 @@ def collected_core(
     libraries: LibraryChoice | None = None,
     reached: Sequence[int] = (),
     crash_pc: int | None = None,
+    file_mappings: FileRanges | None = None,
 ) -> Iterator[tuple[GdbSession, GdbAnalysis]]:
     """Open the core in gdb (an OwnGdb or a PooledGdb) and collect it; yields (session, analysis).
 
@@ -217,6 +224,7 @@ def collected_core(
     any other a frame turns out to lie in; None: all of them.
     reached, crash_pc: the code addresses the threads hold and the crashing thread's pc (from
     the core's notes), which choose the symbols and unwind entries of fast libraries.
+    file_mappings: the core's file mappings from its notes (collect's), None: gdb lists them.
 
     With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
     it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
@@ -225,7 +233,7 @@ def collected_core(
     opening = {"executable": executable, "debug_dirs": debug_dirs, "libraries": libraries}
     if fast is None:
         session = gdb.open_core(core, sysroot=sysroot, before_target=before_target, **opening)
-        yield session, _collected(session, libraries, max_frames)
+        yield session, _collected(session, libraries, max_frames, file_mappings)
         return
     with tempfile.TemporaryDirectory(prefix="coreanalyze-") as workdir:
         namer = FrameNamer(fast, workdir)
@@ -234,7 +242,7 @@ def collected_core(
             wanted = namer.initial(session, reached, crash_pc)
             for _ in range(MAX_NAMING_ROUNDS):
                 namer.attach(session, wanted)
-                analysis = _collected(session, libraries, max_frames)
+                analysis = _collected(session, libraries, max_frames, file_mappings)
                 missing = namer.missing(analysis)
                 if not missing:
                     break
@@ -244,5 +252,5 @@ def collected_core(
                 raise LibraryCopyError("unwinding kept reaching new addresses")
         except LibraryCopyError:
             session = gdb.open_core(core, sysroot=sysroot, **opening)
-            analysis = _collected(session, libraries, max_frames)
+            analysis = _collected(session, libraries, max_frames, file_mappings)
         yield session, analysis
