@@ -1,5 +1,6 @@
-"""A pooled gdb serving core after core: the previous core's inferior is dropped after the
-analysis releases gdb, and never shows in the next core's analysis."""
+"""A pooled gdb serving core after core: the previous core's inferior stays loaded while the
+next core loads (their libraries are shared), is dropped before a thread is listed, and never
+shows in the next core's analysis."""
 
 from __future__ import annotations
 
@@ -33,19 +34,16 @@ def _inferiors(session) -> list[str]:
 def test_each_core_sees_only_its_own_threads_and_earlier_ones_are_dropped(two_cores):
     first, second = two_cores
     with GdbPool(size=1) as pool:
-        sequence = (first, first, second, first)
-        for n, case in enumerate(sequence):
+        for n, case in enumerate((first, first, second, first, second)):
             with pool.lease() as gdb:
                 session = gdb.open_core(str(case.core), executable=str(case.exe))
+                # The previous core was loaded beside this one; it is being dropped.
+                assert session.pending == (2 if n else 0)
                 threads, current = GdbDebugger(session).threads()
-                # The previous core is still loaded (its libraries serve this one) but not seen.
+                assert session.pending == 0
                 assert sorted(t.tid for t in threads) == _tids(case)
                 assert current in {t.id for t in threads}
-            # Released: the previous core's inferior is being detached and removed; one of the
-            # same process id (here the same core again) was dropped before the analysis.
-            assert session.pending == (2 if n and sequence[n - 1] is not case else 0)
-        session.finish_pending()
-        assert len(_inferiors(session)) == 1
+                assert len(_inferiors(session)) == 1
         assert pool.restarts == 0
 
 
