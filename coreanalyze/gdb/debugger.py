@@ -45,18 +45,7 @@ class GdbDebugger:
         self.session = session
 
     def threads(self) -> tuple[list[DebuggerThread], str | None]:
-        """The threads of the current inferior's core and the current thread's id.
-
-        Only the current inferior's process: a pooled gdb drops the previous core's inferior
-        after the analysis is done with gdb (coreanalyze.gdb.pool), and `-thread-info` lists
-        the threads of every inferior (`-list-thread-groups iN` those of iN's process id)."""
-        inferior = to_int(self.evaluate("$_inferior"))
-        if inferior is None:
-            payload = self.session.mi("-thread-info")
-            current = payload.get("current-thread-id")
-        else:
-            current = to_int(self.evaluate("$_gthread")) or None  # 0: no thread selected
-            payload = self.session.mi(f"-list-thread-groups i{inferior}")
+        payload = self.session.mi("-thread-info")
         threads: list[DebuggerThread] = []
         for t in payload.get("threads") or []:
             if not isinstance(t, dict):
@@ -65,6 +54,7 @@ class GdbDebugger:
             m = _LWP.search(target_id) or _PROCESS.search(target_id)
             name = t.get("name") or t.get("details") or None
             threads.append(DebuggerThread(str(t.get("id")), int(m.group(1)) if m else None, name, target_id))
+        current = payload.get("current-thread-id")
         return threads, str(current) if current is not None else None
 
     def frames(self, thread: str, low: int, high: int) -> list[DebuggerFrame]:
