@@ -412,18 +412,22 @@ def _opened_gdb(ctx: Context) -> Iterator:
         gdb if ctx.link_map is None else PlacingGdb(gdb, ctx.link_map), ctx.core_path, executable=ctx.executable,
         sysroot=options.sysroot, debug_dirs=ctx.debugger_debug_dirs, fast=ctx.fast,
         before_target=while_debugger_loads(ctx), libraries=ctx.libraries,
-        reached=ctx.reached, crash_pc=ctx.process.program_counter(), file_mappings=_notes_file_ranges(ctx),
+        reached=ctx.reached, crash_pc=ctx.process.program_counter(), from_notes=_from_notes(ctx),
     ) as opened:  # fmt: skip
         yield opened
 
 
-def _notes_file_ranges(ctx: Context):
-    """The frames' module map from the core's own file list (NT_FILE), which is what gdb would
-    list for it; None for files placed from the loader's list (gdb then knows them only as
-    libraries, and names modules from those)."""
-    from coreanalyze.gdb.collect import file_ranges
+def _from_notes(ctx: Context):
+    """What gdb is not asked for: the frames' module map from the core's own file list
+    (NT_FILE), which is what gdb would list for it, except for files placed from the loader's
+    list (gdb then knows them only as libraries, and names modules from those); and the signal's
+    details when the core has its siginfo (NT_SIGINFO), which outranks gdb's (merge_signal)."""
+    from coreanalyze.gdb.collect import FromNotes, file_ranges
 
-    return file_ranges(ctx.notes.mappings) if ctx.link_map is None else None
+    return FromNotes(
+        file_mappings=file_ranges(ctx.notes.mappings) if ctx.link_map is None else None,
+        siginfo=ctx.notes.siginfo_note,
+    )
 
 
 def _take_analysis(ctx: Context, analysis) -> None:

@@ -167,6 +167,7 @@ def interpret_notes(core: CoreNotes, notes: list[RawNote]) -> None:
             core.pid = core.threads[0].tid
 
     core.signal = parse_siginfo(siginfo, fmt) if siginfo else _signal_from_cursig(core)
+    core.siginfo_note = siginfo is not None and core.signal.number is not None
     if core.signal.number is not None and not 0 < core.signal.number <= MAX_SIGNAL:
         core.warnings.append(f"the core names signal {core.signal.number}, which does not exist (damaged siginfo)")
     if siginfo is None:

@@ -54,6 +54,7 @@ class CoreNotes:
     # stack; values may be secrets, so reports show them only when asked to.
     environ: dict[str, str] = field(default_factory=dict)
     signal: model.SignalInfo = field(default_factory=model.SignalInfo)
+    siginfo_note: bool = False  # `signal` is the core's NT_SIGINFO (else the thread status's signal)
     threads: list[ThreadNotes] = field(default_factory=list)
     crashing_tid: int | None = None
     mappings: list[Mapping] = field(default_factory=list)

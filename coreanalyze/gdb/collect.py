@@ -64,6 +64,18 @@ def read_memory(session: GdbSession | Debugger, address: int, size: int) -> byte
 FileRanges = Sequence[tuple[int, int, str]]
 
 
+@dataclass(frozen=True)
+class FromNotes:
+    """What the core's own notes already tell, which the debugger is then not asked for."""
+
+    # NT_FILE's ranges (file_ranges): the frames' module map, as gdb's `info proc mappings`
+    # prints it for a core; None or empty: the debugger lists them.
+    file_mappings: FileRanges | None = None
+    # NT_SIGINFO was read: the signal's details, which outrank the debugger's (its $_siginfo
+    # is that same note; the first evaluation costs a fresh gdb ~15 ms).
+    siginfo: bool = False
+
+
 def file_ranges(mappings: Iterable) -> list[tuple[int, int, str]]:
     """The ranges of the module map from the core's NT_FILE mappings (coreanalyze.corefile
     Mapping): those of files by absolute path, as gdb lists them (it leaves out the kernel's
@@ -268,12 +280,10 @@ def abort_message(session: GdbSession | Debugger) -> str | None:
 
 
 def collect(
-    session: GdbSession | Debugger, *, max_frames: int = 256, max_threads: int = 512, file_mappings: FileRanges | None = None
+    session: GdbSession | Debugger, *, max_frames: int = 256, max_threads: int = 512, from_notes: FromNotes = FromNotes()
 ) -> GdbAnalysis:
-    """Everything the debugger can tell about the loaded core's threads and the crash.
-
-    file_mappings: the core's file mappings from its notes (file_ranges), which spare the
-    debugger listing them; None (or none in the notes): the debugger lists them."""
+    """Everything the debugger can tell about the loaded core's threads and the crash, but for
+    what the core's notes already tell (from_notes)."""
     debugger = as_debugger(session)
     result = GdbAnalysis()
     warnings = result.warnings
@@ -295,7 +305,7 @@ def collect(
             kept = [crashing, *kept[: max_threads - 1]]
         refs = kept
 
-    modules = _ModuleMap.read(debugger, warnings, file_mappings)
+    modules = _ModuleMap.read(debugger, warnings, from_notes.file_mappings)
     register_numbers = _register_numbers(debugger)
     for ref in refs:
         thread = model.Thread(tid=ref.tid, name=ref.name, crashed=ref is crashing)
@@ -311,7 +321,7 @@ def collect(
         thread.registers = _registers(debugger, ref, register_numbers)
         result.threads.append(thread)
 
-    result.siginfo = debugger.siginfo(crashing.gdb_id)
+    result.siginfo = None if from_notes.siginfo else debugger.siginfo(crashing.gdb_id)
     crashed = next(t for t in result.threads if t.crashed)
     pc = crashed.frames[0].pc if crashed.frames else crashed.registers.get("rip", crashed.registers.get("pc"))
     result.fault_instruction, offset = _fault_instruction(debugger, crashing, pc)

@@ -258,7 +258,7 @@ def test_the_notes_module_map_is_gdbs_info_proc_mappings(cores, writer):
     """collect() takes the frames' modules from the core's NT_FILE instead of asking gdb for
     `info proc mappings`, which prints that same note: both lists must be one."""
     from coreanalyze.corefile import read_core
-    from coreanalyze.gdb.collect import file_ranges
+    from coreanalyze.gdb.collect import FromNotes, file_ranges
     from coreanalyze.gdb.debugger import GdbDebugger
 
     case = cores.c_crash("null_thread") if writer == "kernel" else _gdb_generated_core(cores, "null_thread")
@@ -269,7 +269,7 @@ def test_the_notes_module_map_is_gdbs_info_proc_mappings(cores, writer):
         s.load(case.core, executable=case.exe)
         from_gdb = GdbDebugger(s).file_mappings()
         asked = collect(s)
-        given = collect(s, file_mappings=file_ranges(notes.mappings))
+        given = collect(s, from_notes=FromNotes(file_mappings=file_ranges(notes.mappings)))
     assert from_gdb and sorted(file_ranges(notes.mappings)) == sorted(from_gdb)
     assert [f.module for t in given.threads for f in t.frames] == [f.module for t in asked.threads for f in t.frames]
     assert any(f.module == str(case.exe) for t in given.threads for f in t.frames)

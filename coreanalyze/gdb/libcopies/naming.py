@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
-from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, FileRanges, GdbAnalysis, _thread_refs, collect
+from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, FromNotes, GdbAnalysis, _thread_refs, collect
 from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
@@ -176,13 +176,11 @@ def merge(a: Wanted, b: Wanted) -> Wanted:
 MAX_NAMING_ROUNDS = 3
 
 
-def _collected(
-    session: GdbSession, libraries: LibraryChoice | None, max_frames: int, file_mappings: FileRanges | None = None
-) -> GdbAnalysis:
+def _collected(session: GdbSession, libraries: LibraryChoice | None, max_frames: int, from_notes: FromNotes) -> GdbAnalysis:
     """collect(), once every frame lies in a library gdb has read."""
 
     def collected() -> GdbAnalysis:
-        return collect(session, max_frames=max_frames, file_mappings=file_mappings)
+        return collect(session, max_frames=max_frames, from_notes=from_notes)
 
     analysis = collected()
     if libraries is None:
@@ -215,7 +213,7 @@ def collected_core(
     libraries: LibraryChoice | None = None,
     reached: Sequence[int] = (),
     crash_pc: int | None = None,
-    file_mappings: FileRanges | None = None,
+    from_notes: FromNotes = FromNotes(),
 ) -> Iterator[tuple[GdbSession, GdbAnalysis]]:
     """Open the core in gdb (an OwnGdb or a PooledGdb) and collect it; yields (session, analysis).
 
@@ -224,7 +222,7 @@ def collected_core(
     any other a frame turns out to lie in; None: all of them.
     reached, crash_pc: the code addresses the threads hold and the crashing thread's pc (from
     the core's notes), which choose the symbols and unwind entries of fast libraries.
-    file_mappings: the core's file mappings from its notes (collect's), None: gdb lists them.
+    from_notes: what the core's notes tell, which gdb is not asked for (collect's).
 
     With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
     it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
@@ -233,7 +231,7 @@ def collected_core(
     opening = {"executable": executable, "debug_dirs": debug_dirs, "libraries": libraries}
     if fast is None:
         session = gdb.open_core(core, sysroot=sysroot, before_target=before_target, **opening)
-        yield session, _collected(session, libraries, max_frames, file_mappings)
+        yield session, _collected(session, libraries, max_frames, from_notes)
         return
     with tempfile.TemporaryDirectory(prefix="coreanalyze-") as workdir:
         namer = FrameNamer(fast, workdir)
@@ -242,7 +240,7 @@ def collected_core(
             wanted = namer.initial(session, reached, crash_pc)
             for _ in range(MAX_NAMING_ROUNDS):
                 namer.attach(session, wanted)
-                analysis = _collected(session, libraries, max_frames, file_mappings)
+                analysis = _collected(session, libraries, max_frames, from_notes)
                 missing = namer.missing(analysis)
                 if not missing:
                     break
@@ -252,5 +250,5 @@ def collected_core(
                 raise LibraryCopyError("unwinding kept reaching new addresses")
         except LibraryCopyError:
             session = gdb.open_core(core, sysroot=sysroot, **opening)
-            analysis = _collected(session, libraries, max_frames, file_mappings)
+            analysis = _collected(session, libraries, max_frames, from_notes)
         yield session, analysis
