@@ -44,10 +44,12 @@ MAX_LOCALS = 256  # locals shown per frame
 MAX_REPR = 120  # characters of one local's repr
 MAX_READS = 2_000_000  # memory reads in one command
 TIME_BUDGET = 60.0  # seconds for one command; the host's timeout is the real guard
-# The unit of the walk's read cache: small, since the objects it reads lie scattered (a block
-# of 256 bytes caches as well as a page and holds a sixteenth of the memory).
-CACHE_BLOCK = 256
-MAX_CACHED_BLOCKS = 1 << 16  # 16 MiB at most
+# The unit of the walk's read cache: a page. The objects it reads lie scattered, but in the
+# allocator's pools: the module names and namespaces of a TensorFlow process's sys.modules take
+# ~2600 pages and ~5800 blocks of 256 bytes, each block one read of the core (a third slower).
+CACHE_BLOCK = 4096
+SHORT_TEXT = 64  # characters of a str read with its header in one read (unicode)
+MAX_CACHED_BLOCKS = 1 << 12  # 16 MiB at most
 DEFAULT_LOCALS_FRAMES = 5
 MAX_DICT_ENTRIES = 1 << 17  # entries of one dict (sys.modules, a module's namespace)
 MAX_IMPORTS = 4096  # top-level modules reported
@@ -485,6 +487,12 @@ class Memory:
             data = self._block(block)
             if data:
                 return data[address - block:address - block + size]
+        elif address + size <= block + 2 * CACHE_BLOCK:
+            # Across two blocks (a str's header and text often are): both from the cache.
+            first, second = self._block(block), self._block(block + CACHE_BLOCK)
+            if first and second:
+                start = address - block
+                return first[start:] + second[: start + size - CACHE_BLOCK]
         return self._target.read(address, size)
 
     def _block(self, block: int) -> bytes:
@@ -772,6 +780,9 @@ class Objects:
 
     def unicode(self, obj: int, limit: int = MAX_NAME_CHARS) -> str:
         L = self.L
+        short = self._short_ascii(obj, limit)
+        if short is not None:
+            return short
         length = self.mem.i64(obj + L["unicode.length"])
         if length < 0 or length > 1 << 40:
             raise ReadError(f"absurd str length {length}")
@@ -790,6 +801,23 @@ class Objects:
         codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[kind]
         text = raw.decode(codec, "replace")
         return text + ("..." if count < length else "")
+
+    def _short_ascii(self, obj: int, limit: int) -> str | None:
+        """unicode() of a compact ASCII str of up to SHORT_TEXT characters (module names,
+        attribute names) in one read of header and text; None for any other (unicode() then
+        reads it field by field, and raises what it raises)."""
+        L = self.L
+        text_at = L["unicode.ascii_size"]
+        try:
+            head = self.mem.read(obj, text_at + SHORT_TEXT)
+        except ReadError:
+            return None
+        length = struct.unpack_from("<q", head, L["unicode.length"])[0]
+        state = struct.unpack_from("<I", head, L["unicode.state"])[0]
+        if not 0 <= length <= SHORT_TEXT or (state >> 2) & 7 != 1 or not (state >> 5) & 1 or not (state >> 6) & 1:
+            return None
+        count = min(length, limit)
+        return head[text_at : text_at + count].decode("latin-1", "replace") + ("..." if count < length else "")
 
     def bytes_value(self, obj: int, limit: int) -> tuple[bytes, int]:
         size = self.var_size(obj)
@@ -1171,6 +1199,8 @@ def map_thread_ids(mem: Memory, thread_ids: list[int], lwps: set[int]) -> dict[i
 # entries {hash, key, value} for general keys, {key, value} for str-only keys.
 DICT_KEYS_GENERAL = 0
 DICT_KEYS_UNICODE = 1
+# What a module's namespace is read for (Imports).
+MODULE_ATTRIBUTES = ("__file__", "__version__")
 
 
 class Imports:
@@ -1182,6 +1212,10 @@ class Imports:
         self.obj = walker.obj
         self.warnings = walker.warnings
         self._names: dict[int, str | None] = {}  # str object -> text (short keys only)
+        # A wanted attribute name -> (its str object, its hash), learned from the first module
+        # whose namespace is scanned and holds it: the process's str hashes are salted, so they
+        # are taken from its own memory. Later modules are then looked up by hash.
+        self._keys: dict[str, tuple[int, int]] = {}
 
     def dict_items(self, d: int) -> list[tuple[int, int]]:
         """(key, value) pointers of a combined-table dict; [] for a split one."""
@@ -1311,12 +1345,107 @@ class Imports:
 
     def _module_entry(self, name: str, module: int) -> dict:
         entry = {"name": name, "file": None, "version": None}
-        for k, v in self.dict_items(self.mem.ptr(module + self.L["module.dict"])):
-            attribute = self.short_name(k, (8, 11))
-            if attribute in ("__file__", "__version__") and self.obj.type_name(v) == "str":
+        namespace = self.mem.ptr(module + self.L["module.dict"])
+        values = self._looked_up(namespace, MODULE_ATTRIBUTES)
+        if values is None:
+            values = self._scanned(namespace)
+        for attribute, v in values.items():
+            if self.obj.type_name(v) == "str":
                 limit = MAX_NAME_CHARS if attribute == "__file__" else MAX_VERSION_CHARS
                 entry["file" if attribute == "__file__" else "version"] = self.obj.unicode(v, limit)
         return entry
+
+    def _scanned(self, namespace: int) -> dict[str, int]:
+        """MODULE_ATTRIBUTES' values in a namespace, read entry by entry (and the keys found
+        learned for _looked_up)."""
+        values: dict[str, int] = {}
+        for k, v in self.dict_items(namespace):
+            attribute = self.short_name(k, (8, 11))
+            if attribute in MODULE_ATTRIBUTES:
+                values[attribute] = v
+                if attribute not in self._keys:
+                    key_hash = self.mem.i64(k + self.L["unicode.length"] + 8)  # PyASCIIObject.hash
+                    if key_hash != -1:
+                        self._keys[attribute] = (k, key_hash)
+        return values
+
+    def _looked_up(self, namespace: int, names: tuple[str, ...]) -> dict[str, int] | None:
+        """The values of names in a namespace found as CPython's own lookup finds them (a few
+        reads instead of one or two per entry: a module's namespace has dozens); None when a
+        name's hash is not known yet or the table cannot be probed (the caller scans it)."""
+        if any(n not in self._keys for n in names):
+            return None
+        try:
+            table = self._probe_table(namespace)
+            if table is None:
+                return {}  # a split table: never a module's namespace (as dict_items)
+            values = {}
+            for n in names:
+                value = self._probe(table, n)
+                if value:
+                    values[n] = value
+            return values
+        except ReadError:
+            return None
+
+    def _probe_table(self, d: int) -> tuple[int, int, int, int, int, int, bool] | None:
+        """(size, index width, indices, entries, entry size, used entries, entries hold the
+        hash) of a combined-table dict; None for a split one."""
+        mem, L = self.mem, self.L
+        keys = mem.ptr(d + L["dict.keys"])
+        if mem.ptr(d + L["dict.values"]):
+            return None
+        if self.L.minor == (3, 10):
+            size = mem.i64(keys + 8)
+            if size <= 0 or size & (size - 1) or size > 1 << 30:
+                raise ReadError(f"dict keys 0x{keys:x}: absurd size {size}")
+            width = 1 if size <= 0xFF else 2 if size <= 0xFFFF else 4 if size <= 0xFFFFFFFF else 8
+            indices, nentries, entry_size, hashed = keys + 40, mem.i64(keys + 32), 24, True
+        else:
+            head = mem.read(keys + 8, 24)
+            log2_size, log2_index_bytes, kind = head[0], head[1], head[2]
+            if log2_size > 30 or not log2_size <= log2_index_bytes <= log2_size + 3 or kind not in (DICT_KEYS_GENERAL, DICT_KEYS_UNICODE):
+                raise ReadError(f"dict keys 0x{keys:x}: not a combined table")
+            size, width = 1 << log2_size, 1 << (log2_index_bytes - log2_size)
+            indices, nentries = keys + 32, struct.unpack_from("<q", head, 16)[0]
+            entry_size, hashed = (24, True) if kind == DICT_KEYS_GENERAL else (16, False)
+        if nentries < 0 or nentries > size or nentries > MAX_DICT_ENTRIES:
+            raise ReadError(f"dict keys 0x{keys:x}: absurd entry count {nentries}")
+        return size, width, indices, indices + size * width, entry_size, nentries, hashed
+
+    def _probe(self, table: tuple[int, int, int, int, int, int, bool], name: str) -> int:
+        """The value of the str key `name` (0: absent), probing as CPython's lookdict does."""
+        size, width, indices, entries, entry_size, nentries, hashed = table
+        known_key, key_hash = self._keys[name]
+        mask = size - 1
+        perturb = key_hash & 0xFFFFFFFFFFFFFFFF
+        i = perturb & mask
+        for _ in range(size):
+            ix = int.from_bytes(self.mem.read(indices + i * width, width), "little", signed=True)
+            if ix == -1:  # DKIX_EMPTY: not in the table
+                return 0
+            if ix >= nentries or ix < -2:
+                raise ReadError(f"dict index {ix} out of range")
+            if ix >= 0:
+                raw = self.mem.read(entries + ix * entry_size, entry_size)
+                if hashed:
+                    entry_hash, key, value = struct.unpack_from("<qQQ", raw)
+                else:
+                    (key, value), entry_hash = struct.unpack_from("<QQ", raw), None
+                if key == known_key:
+                    return value
+                if key and entry_hash in (None, key_hash) and self._same_str(key, name, key_hash):
+                    return value
+            perturb >>= 5
+            i = (i * 5 + perturb + 1) & mask
+        raise ReadError("dict probe did not end")
+
+    def _same_str(self, key: int, name: str, key_hash: int) -> bool:
+        """Whether a key (another object than the one learned) is the str `name`."""
+        length_at = key + self.L["unicode.length"]
+        if self.mem.i64(length_at + 8) != key_hash or self.mem.i64(length_at) != len(name):
+            return False
+        return self.obj.type_name(key) == "str" and self.obj.unicode(key, len(name)) == name
 
 
 # --------------------------------------------------------------------------- entry point

@@ -140,6 +140,22 @@ def test_imported_modules_with_file_and_version(python_cores, hide_gdb, which):
     assert not any("sys.modules" in w for w in doc["warnings"])
 
 
+@pytest.mark.parametrize("which", INTERPRETERS)
+def test_module_attributes_looked_up_by_hash_are_those_a_scan_finds(python_cores, hide_gdb, monkeypatch, which):
+    """A module's __file__ and __version__ are found as CPython's own dict lookup finds them,
+    once their keys' hashes are learned: the same answers as reading every entry of every
+    module's namespace."""
+    from coreanalyze.coretarget import pywalker
+
+    case = crash(python_cores, "three_deep.py", which)
+    hide_gdb()
+    looked_up = in_process_walk(case, imports=True)
+    monkeypatch.setattr(pywalker.Imports, "_looked_up", lambda self, namespace, names: None)
+    scanned = in_process_walk(case, imports=True)
+    assert looked_up["imports"] == scanned["imports"] and len(scanned["imports"]) > 20
+    assert sum(1 for m in scanned["imports"] if m["version"]) >= 2
+
+
 def test_a_program_without_python(cores, hide_gdb):
     """A C program's core: no Python runtime to find, said in one warning."""
     case = cores.c_crash("null_thread")
