@@ -16,13 +16,14 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from coreanalyze import background, model
+from coreanalyze import background, memory, model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, defined_symbols
 from coreanalyze.filecache import PerFileCache
 from coreanalyze.process import Process, as_process
 from coreanalyze.pywalk import WalkResult, parse_walk_document
 from coreanalyze.resources import gdb_script_module
+from coreanalyze.shrink.pages import GRAIN
 from coreanalyze.symbols.bias import load_bias
 
 # The walker is one of the files loaded into gdb; here it runs in-process.
@@ -59,8 +60,14 @@ class _SymbolSource:
 class CoreTarget:
     """Memory, symbols and threads of a core, read in-process (see pywalker.Target)."""
 
-    def __init__(self, notes: CoreNotes | Process, modules: list[model.Module]) -> None:
+    def __init__(self, notes: CoreNotes | Process, modules: list[model.Module], *, shrunk: bool | None = None) -> None:
+        """shrunk: whether the core is one coreanalyze shrank (None: its marker is looked for)."""
         self._notes = notes
+        if shrunk is None:
+            from coreanalyze.shrink.marker import marker_of_core
+
+            shrunk = marker_of_core(notes.path) is not None
+        self._shrunk = shrunk
         # Memory: the core, then the crashed build's files mapped where it has no bytes.
         self._process = as_process(notes, modules)
         executable = notes.executable
@@ -76,6 +83,14 @@ class CoreTarget:
         self._paths = [m.path for m in modules]
 
     # -- Target -----------------------------------------------------------------------------
+
+    @property
+    def read_block(self) -> int:
+        """The walker's read unit: a page, but a shrink's grain while the analysis's reads are
+        recorded (coreanalyze.shrink keeps what was read, and a page per object followed would
+        keep several times what the objects hold) and in a shrunk core (which holds grains of a
+        page: a page read across them would come from the mapped file, where no byte was kept)."""
+        return GRAIN if self._shrunk or memory.read_observer is not None else pywalker.CACHE_BLOCK
 
     def read(self, address: int, size: int) -> bytes:
         data = self._process.read(address, size)
@@ -138,8 +153,8 @@ class InProcessWalker:
     (the same arguments as the walker's gdb command), with no debugger. A walk can be started in
     the background (start) and is then waited for when the same arguments are asked for."""
 
-    def __init__(self, process: Process, modules: list[model.Module]) -> None:
-        self._target = CoreTarget(process, modules)
+    def __init__(self, process: Process, modules: list[model.Module], *, shrunk: bool | None = None) -> None:
+        self._target = CoreTarget(process, modules, shrunk=shrunk)
         self._started: dict[tuple[str, ...], background.Job] = {}
 
     def start(self, arguments: list[str]) -> None:

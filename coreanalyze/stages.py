@@ -308,7 +308,7 @@ def prepare_debugger(ctx: Context) -> None:
         ctx.reached = ctx.process.code_addresses_on_stacks()
     ctx.libraries = chosen_libraries(ctx)
     ctx.abort_scan = AbortMessageScan(ctx.process)
-    ctx.walker = InProcessWalker(ctx.process, ctx.report.modules)
+    ctx.walker = InProcessWalker(ctx.process, ctx.report.modules, shrunk=ctx.report.core.shrunk is not None)
 
 
 def while_debugger_loads(ctx: Context) -> Callable[[], None]:

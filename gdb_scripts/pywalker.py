@@ -47,9 +47,10 @@ TIME_BUDGET = 60.0  # seconds for one command; the host's timeout is the real gu
 # The unit of the walk's read cache: a page. The objects it reads lie scattered, but in the
 # allocator's pools: the module names and namespaces of a TensorFlow process's sys.modules take
 # ~2600 pages and ~5800 blocks of 256 bytes, each block one read of the core (a third slower).
+# A target may ask for smaller blocks (its read_block): one whose reads are recorded, say.
 CACHE_BLOCK = 4096
 SHORT_TEXT = 64  # characters of a str read with its header in one read (unicode)
-MAX_CACHED_BLOCKS = 1 << 12  # 16 MiB at most
+CACHE_BYTES = 16 << 20  # the most the cache holds
 DEFAULT_LOCALS_FRAMES = 5
 MAX_DICT_ENTRIES = 1 << 17  # entries of one dict (sys.modules, a module's namespace)
 MAX_IMPORTS = 4096  # top-level modules reported
@@ -473,6 +474,8 @@ class Memory:
         # walk makes tens of thousands of small reads, each a round trip through the debugger).
         # b"" marks a block the target cannot give whole; reads there go to the target as asked.
         self._blocks: dict[int, bytes] = {}
+        unit = getattr(target, "read_block", CACHE_BLOCK)
+        self._unit = unit if isinstance(unit, int) and 16 <= unit <= CACHE_BLOCK and unit & (unit - 1) == 0 else CACHE_BLOCK
 
     def read(self, address: int, size: int) -> bytes:
         if size == 0:
@@ -482,29 +485,30 @@ class Memory:
         self.reads += 1
         if self.reads > MAX_READS or (self.reads % 1024 == 0 and time.monotonic() > self.deadline):
             raise BudgetExceeded("the walk used up its budget of memory reads/time")
-        block = address & ~(CACHE_BLOCK - 1)
-        if address + size <= block + CACHE_BLOCK:
+        unit = self._unit
+        block = address & ~(unit - 1)
+        if address + size <= block + unit:
             data = self._block(block)
             if data:
                 return data[address - block:address - block + size]
-        elif address + size <= block + 2 * CACHE_BLOCK:
+        elif address + size <= block + 2 * unit:
             # Across two blocks (a str's header and text often are): both from the cache.
-            first, second = self._block(block), self._block(block + CACHE_BLOCK)
+            first, second = self._block(block), self._block(block + unit)
             if first and second:
                 start = address - block
-                return first[start:] + second[: start + size - CACHE_BLOCK]
+                return first[start:] + second[: start + size - unit]
         return self._target.read(address, size)
 
     def _block(self, block: int) -> bytes:
         data = self._blocks.get(block)
         if data is None:
             try:
-                data = self._target.read(block, CACHE_BLOCK)
+                data = self._target.read(block, self._unit)
             except ReadError:
                 data = b""
-            if len(data) != CACHE_BLOCK:
+            if len(data) != self._unit:
                 data = b""
-            if len(self._blocks) < MAX_CACHED_BLOCKS:
+            if len(self._blocks) < CACHE_BYTES // self._unit:
                 self._blocks[block] = data
         return data
 

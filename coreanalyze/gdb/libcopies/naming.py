@@ -176,7 +176,9 @@ def merge(a: Wanted, b: Wanted) -> Wanted:
 MAX_NAMING_ROUNDS = 3
 
 
-def _collected(session: GdbSession, libraries: LibraryChoice | None, max_frames: int, from_notes: FromNotes) -> GdbAnalysis:
+def _collected(
+    session: GdbSession, libraries: LibraryChoice | None, max_frames: int, from_notes: FromNotes = FromNotes()
+) -> GdbAnalysis:
     """collect(), once every frame lies in a library gdb has read."""
 
     def collected() -> GdbAnalysis:
