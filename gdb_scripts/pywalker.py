@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import struct
 import time
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 FORMAT = "coreanalyze-pystacks/1"
 COMMAND = "coreanalyze-pystacks"
@@ -1207,6 +1207,18 @@ DICT_KEYS_UNICODE = 1
 MODULE_ATTRIBUTES = ("__file__", "__version__")
 
 
+class DictTable(NamedTuple):
+    """Where a combined-table dict's keys lie (Imports.dict_table)."""
+
+    size: int  # slots of the index table (a power of two)
+    width: int  # bytes of one index slot
+    indices: int  # address of the index table
+    entries: int  # address of the entries, in insertion order
+    entry_size: int
+    nentries: int  # entries used (deleted ones included)
+    hashed: bool  # each entry starts with the key's hash (3.10, and 3.11+ general tables)
+
+
 class Imports:
     """Top-level modules in sys.modules with their __file__ and __version__, read from memory."""
 
@@ -1221,33 +1233,41 @@ class Imports:
         # are taken from its own memory. Later modules are then looked up by hash.
         self._keys: dict[str, tuple[int, int]] = {}
 
-    def dict_items(self, d: int) -> list[tuple[int, int]]:
-        """(key, value) pointers of a combined-table dict; [] for a split one."""
+    def dict_table(self, d: int) -> DictTable | None:
+        """The layout of a combined-table dict's keys (checked for sanity); None for a split one."""
         mem, L = self.mem, self.L
         keys = mem.ptr(d + L["dict.keys"])
         if mem.ptr(d + L["dict.values"]):
-            return []  # split table: instance dicts, never sys.modules or a module's namespace
+            return None  # split table: instance dicts, never sys.modules or a module's namespace
         if self.L.minor == (3, 10):
             size = mem.i64(keys + 8)
             if size <= 0 or size & (size - 1) or size > 1 << 30:
                 raise ReadError(f"dict keys 0x{keys:x}: absurd size {size}")
             width = 1 if size <= 0xFF else 2 if size <= 0xFFFF else 4
-            nentries = mem.i64(keys + 32)
-            entries, entry_size, key_at = keys + 40 + size * width, 24, 8
+            table = DictTable(size, width, keys + 40, keys + 40 + size * width, 24, mem.i64(keys + 32), True)
         else:
             head = mem.read(keys + 8, 24)
             log2_size, log2_index_bytes, kind = head[0], head[1], head[2]
             if log2_size > 30 or log2_index_bytes > 33 or kind not in (DICT_KEYS_GENERAL, DICT_KEYS_UNICODE):
                 raise ReadError(f"dict keys 0x{keys:x}: not a combined table")
-            size = 1 << log2_size
+            size, hashed = 1 << log2_size, kind == DICT_KEYS_GENERAL
             nentries = struct.unpack_from("<q", head, 16)[0]
-            entries = keys + 32 + (1 << log2_index_bytes)
-            entry_size, key_at = (24, 8) if kind == DICT_KEYS_GENERAL else (16, 0)
-        if nentries < 0 or nentries > size or nentries > MAX_DICT_ENTRIES:
-            raise ReadError(f"dict keys 0x{keys:x}: absurd entry count {nentries}")
+            width = (1 << log2_index_bytes) >> log2_size
+            table = DictTable(size, width, keys + 32, keys + 32 + (1 << log2_index_bytes), 24 if hashed else 16, nentries, hashed)
+        if table.nentries < 0 or table.nentries > size or table.nentries > MAX_DICT_ENTRIES:
+            raise ReadError(f"dict keys 0x{keys:x}: absurd entry count {table.nentries}")
+        return table
+
+    def dict_items(self, d: int) -> list[tuple[int, int]]:
+        """(key, value) pointers of a combined-table dict; [] for a split one."""
+        table = self.dict_table(d)
+        if table is None:
+            return []
+        entry_size, nentries = table.entry_size, table.nentries
+        key_at = 8 if table.hashed else 0  # after me_hash
         raw = b""
         for start in range(0, nentries * entry_size, MAX_READ - MAX_READ % entry_size):
-            raw += mem.read(entries + start, min(MAX_READ - MAX_READ % entry_size, nentries * entry_size - start))
+            raw += self.mem.read(table.entries + start, min(MAX_READ - MAX_READ % entry_size, nentries * entry_size - start))
         out = []
         for i in range(nentries):
             key, value = struct.unpack_from("<QQ", raw, i * entry_size + key_at)
@@ -1380,7 +1400,7 @@ class Imports:
         if any(n not in self._keys for n in names):
             return None
         try:
-            table = self._probe_table(namespace)
+            table = self.dict_table(namespace)
             if table is None:
                 return {}  # a split table: never a module's namespace (as dict_items)
             values = {}
@@ -1392,34 +1412,11 @@ class Imports:
         except ReadError:
             return None
 
-    def _probe_table(self, d: int) -> tuple[int, int, int, int, int, int, bool] | None:
-        """(size, index width, indices, entries, entry size, used entries, entries hold the
-        hash) of a combined-table dict; None for a split one."""
-        mem, L = self.mem, self.L
-        keys = mem.ptr(d + L["dict.keys"])
-        if mem.ptr(d + L["dict.values"]):
-            return None
-        if self.L.minor == (3, 10):
-            size = mem.i64(keys + 8)
-            if size <= 0 or size & (size - 1) or size > 1 << 30:
-                raise ReadError(f"dict keys 0x{keys:x}: absurd size {size}")
-            width = 1 if size <= 0xFF else 2 if size <= 0xFFFF else 4 if size <= 0xFFFFFFFF else 8
-            indices, nentries, entry_size, hashed = keys + 40, mem.i64(keys + 32), 24, True
-        else:
-            head = mem.read(keys + 8, 24)
-            log2_size, log2_index_bytes, kind = head[0], head[1], head[2]
-            if log2_size > 30 or not log2_size <= log2_index_bytes <= log2_size + 3 or kind not in (DICT_KEYS_GENERAL, DICT_KEYS_UNICODE):
-                raise ReadError(f"dict keys 0x{keys:x}: not a combined table")
-            size, width = 1 << log2_size, 1 << (log2_index_bytes - log2_size)
-            indices, nentries = keys + 32, struct.unpack_from("<q", head, 16)[0]
-            entry_size, hashed = (24, True) if kind == DICT_KEYS_GENERAL else (16, False)
-        if nentries < 0 or nentries > size or nentries > MAX_DICT_ENTRIES:
-            raise ReadError(f"dict keys 0x{keys:x}: absurd entry count {nentries}")
-        return size, width, indices, indices + size * width, entry_size, nentries, hashed
-
-    def _probe(self, table: tuple[int, int, int, int, int, int, bool], name: str) -> int:
+    def _probe(self, table: DictTable, name: str) -> int:
         """The value of the str key `name` (0: absent), probing as CPython's lookdict does."""
         size, width, indices, entries, entry_size, nentries, hashed = table
+        if width not in (1, 2, 4, 8):
+            raise ReadError(f"dict index width {width}")
         known_key, key_hash = self._keys[name]
         mask = size - 1
         perturb = key_hash & 0xFFFFFFFFFFFFFFFF
