@@ -86,6 +86,8 @@ def clean(value: Any, limit: int = MAX_TEXT, *, keep_newlines: bool = True) -> s
     text = value if isinstance(value, str) else str(value)
     if len(text) > limit:
         text = text[:limit] + f"… ({len(text) - limit} more characters)"
+    if _UNSAFE_CHARS.search(text) is None and (keep_newlines or ("\n" not in text and "\t" not in text)):
+        return text  # nearly every string: nothing to escape (a "\r" is one of the unsafe)
     if not keep_newlines:
         text = _LINE_BREAKS.sub(" ", text)
         return _UNSAFE_CHARS.sub(_escape_char, text)
