@@ -10,6 +10,7 @@ added with defaults so that every stage can fill only what it knows.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -332,19 +333,32 @@ def _hex(value: int) -> str:
     return f"0x{value:x}"
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass in the order they are written (None: not a dataclass)."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    if cls is Report:  # the contract puts schema and tool_version first
+        first = ("schema", "tool_version")
+        names = first + tuple(n for n in names if n not in first)
+    return names
+
+
 def to_jsonable(obj: Any, key: str | None = None) -> Any:
     """Plain JSON-ready structure; addresses become "0x.." strings, registers too."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out: dict[str, Any] = {}
-        if isinstance(obj, Report):
-            # The contract puts schema and tool_version first.
-            out["schema"] = obj.schema
-            out["tool_version"] = obj.tool_version
-        for f in dataclasses.fields(obj):
-            if f.name in out:
-                continue
-            out[f.name] = to_jsonable(getattr(obj, f.name), f.name)
-        return out
+    kind = type(obj)
+    # The plain types first, by exact type (a report has some 15,000 values); anything else,
+    # enums included, takes the general path below.
+    if kind is str or obj is None or kind is float or kind is bool:
+        return obj
+    if kind is int:
+        return _hex(obj) if key in _ADDRESS_KEYS else obj
+    if kind is list or kind is tuple:
+        return [to_jsonable(v) for v in obj]
+    names = _field_names(kind)
+    if names is not None:
+        return {name: to_jsonable(getattr(obj, name), name) for name in names}
     if isinstance(obj, dict):
         if key == "registers":
             return {k: _hex(v) if isinstance(v, int) else v for k, v in obj.items()}
