@@ -28,6 +28,7 @@ def mark_sources(
     wheels: path in the core -> the wheel --fetch took its file from; unfetched: what --fetch
     wanted but no wheel provided (path -> why, or just the paths)."""
     wheels = wheels or {}
+    realpath = _realpaths()
     unfetched = unfetched if isinstance(unfetched, dict) else dict.fromkeys(unfetched, "found no wheel file that matches the core")
     for m in modules:
         m.not_found = None
@@ -45,7 +46,23 @@ def mark_sources(
         elif sysroot:
             m.source, m.origin = "sysroot", {"kind": "sysroot", "root": os.path.abspath(sysroot)}
         else:
-            m.source, m.origin = "local", {"kind": "local", "path": os.path.realpath(m.local_path)}
+            m.source, m.origin = "local", {"kind": "local", "path": realpath(m.local_path)}
+
+
+def _realpaths():
+    """os.path.realpath, resolving each directory once: a process's ~150 libraries lie in a
+    handful of directories, and realpath looks at every component of every path."""
+    directories: dict[str, str] = {}
+
+    def realpath(path: str) -> str:
+        head, tail = os.path.split(path)
+        if not head or tail in ("", ".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        if head not in directories:
+            directories[head] = os.path.realpath(head)
+        return os.path.join(directories[head], tail)
+
+    return realpath
 
 
 def _where_looked(m: model.Module, sysroot: str | None, image) -> str:
