@@ -140,11 +140,12 @@ class GdbDebugger:
     def symbol_address(self, name: str) -> int | None:
         return to_int(self.evaluate(f"(unsigned long)&{name}"))
 
-    def instruction_at(self, thread: str, pc: int, length: int) -> Instruction | None:
+    def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
+        """The instruction at pc (thread None: in the current thread; the bytes are the same in
+        every thread of a core)."""
+        selected = "" if thread is None else f"--thread {thread} "
         try:
-            insns = self.session.mi(f"-data-disassemble --thread {thread} -s {pc:#x} -e {pc + length:#x} -- 0").get(
-                "asm_insns"
-            )
+            insns = self.session.mi(f"-data-disassemble {selected}-s {pc:#x} -e {pc + length:#x} -- 0").get("asm_insns")
         except GdbTimeout:
             raise
         except GdbError:

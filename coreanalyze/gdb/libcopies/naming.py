@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 from coreanalyze.errors import GdbError, GdbTimeout
-from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, FromNotes, GdbAnalysis, _thread_refs, collect
+from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, FromNotes, GdbAnalysis, collect
 from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
@@ -65,10 +65,8 @@ class FrameNamer:
         for address in reached:
             addresses.update((address, address - 1))
         if crash_pc is not None:
-            debugger = GdbDebugger(session)
-            _refs, current = _thread_refs(debugger, [])
-            if current is not None:
-                addresses.update(self._instruction_addresses(debugger, current, crash_pc))
+            # The bytes at an address are the same in every thread: no thread list needed.
+            addresses.update(self._instruction_addresses(GdbDebugger(session), None, crash_pc))
         return self.by_library(addresses)
 
     def needed(self, analysis: GdbAnalysis) -> Wanted:
@@ -91,7 +89,7 @@ class FrameNamer:
         return out
 
     @staticmethod
-    def _instruction_addresses(debugger: GdbDebugger, thread_id: str, pc: int) -> set[int]:
+    def _instruction_addresses(debugger: GdbDebugger, thread_id: str | None, pc: int) -> set[int]:
         found = debugger.instruction_at(thread_id, pc, DISASSEMBLY_BYTES)
         return {int(h, 16) for h in ADDRESS.findall(found.text)} if found is not None else set()
 
