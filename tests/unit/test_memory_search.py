@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import mmap
 
+import pytest
+
 from coreanalyze import memory
 from coreanalyze.memory import PF_R, PF_W, CoreMemory, Segment
 
 
-def test_every_occurrence_is_found_once_across_windows(tmp_path, monkeypatch):
+@pytest.mark.parametrize("search", ["memmem", "mmap.find"])
+def test_every_occurrence_is_found_once_across_windows(tmp_path, monkeypatch, search):
     monkeypatch.setattr(memory, "SEARCH_WINDOW", mmap.PAGESIZE)
+    if search == "memmem":
+        assert memory._libc_memmem() is not None  # this system's libc has it: the path taken
+    else:
+        monkeypatch.setattr(memory, "_libc_memmem", lambda: None)  # a system without it
     body = bytearray(b"." * (5 * mmap.PAGESIZE))
     needle = b"numpy-2.1.dist-info"
     places = [0, 100, mmap.PAGESIZE - 5, 2 * mmap.PAGESIZE - len(needle), 3 * mmap.PAGESIZE + 1, len(body) - len(needle)]
