@@ -21,6 +21,8 @@ from coreanalyze import background, memory
 
 T = TypeVar("T")
 
+CHILD_NICENESS = 10  # added to the child's nice value (see _yield_to_the_debugger)
+
 
 class ForkedJob(Generic[T]):
     """One function computed in a child process; its answer read once, on demand."""
@@ -63,6 +65,16 @@ class ForkedJob(Generic[T]):
         return (True, value) if status == "ok" else (False, None)
 
 
+def _yield_to_the_debugger() -> None:
+    """The child runs at a lower priority: on a machine with fewer free CPUs than runnable
+    work, gdb (which the analysis waits for) gets the CPU first, and the child, whose answer is
+    needed only after gdb's, takes what is left."""
+    try:
+        os.nice(CHILD_NICENESS)
+    except OSError:
+        pass
+
+
 def start(name: str, work: Callable[..., T], *args: Any) -> ForkedJob[T] | background.Job[T]:
     """work(*args) in a forked child where that is safe, else in a thread."""
     if not hasattr(os, "fork") or threading.active_count() > 1 or memory.read_observer is not None:
@@ -77,6 +89,7 @@ def start(name: str, work: Callable[..., T], *args: Any) -> ForkedJob[T] | backg
     if pid == 0:  # the child: compute, answer, and leave without running the parent's exit code
         try:
             os.close(read_end)
+            _yield_to_the_debugger()
             try:
                 answer = pickle.dumps(("ok", work(*args)))
             except BaseException:  # noqa: BLE001 - told to the parent, which recomputes

@@ -13,6 +13,10 @@ def _pid_and_square(n: int) -> tuple[int, int]:
     return os.getpid(), n * n
 
 
+def _niceness() -> int:
+    return os.nice(0)
+
+
 def _fails() -> None:
     raise ValueError("a damaged core")
 
@@ -24,6 +28,13 @@ def test_alone_the_work_runs_in_a_child_and_its_answer_comes_back():
     pid, square = job.result()
     assert square == 144 and pid != os.getpid()
     assert job.done and job.result() == (pid, 144)  # read once, kept
+
+
+def test_the_child_yields_the_cpu_to_the_debugger_the_analysis_waits_for():
+    assert threading.active_count() == 1
+    job = forked.start("niceness", _niceness)
+    assert isinstance(job, forked.ForkedJob)
+    assert job.result() == min(19, os.nice(0) + forked.CHILD_NICENESS)
 
 
 def test_a_child_that_fails_answers_none_and_is_not_done():
