@@ -1,7 +1,8 @@
 """Facts read from files on this machine, cached per (path, mtime, size).
 
 A batch meets the same libraries in every core; a file replaced on disk (a library upgraded,
-a crasher rebuilt) has another mtime or size and is read again.
+a crasher rebuilt) has another mtime or size and is read again. Small facts are also kept on
+disk for the next run (coreanalyze.filefacts).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Any, Callable, Generic, Hashable, TypeVar
+
+from coreanalyze.filefacts import FactStore, stat_key
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -36,10 +39,20 @@ def is_regular_file(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 class PerFileCache(Generic[T]):
-    def __init__(self) -> None:
+    """kind: also keep the answers on disk from one run to the next (coreanalyze.filefacts),
+    as encode(value), a JSON value that decode turns back (ValueError or TypeError: not ours,
+    the file is read again)."""
+
+    def __init__(self, kind: str | None = None, encode: Callable[[T | None], Any] = _same, decode: Callable[[Any], T | None] = _same) -> None:
         self._values: dict[tuple[str, int, int], T | None] = {}
         self._lock = threading.Lock()
+        self._facts = FactStore(kind) if kind is not None else None
+        self._encode, self._decode = encode, decode
 
     def get(self, path: str, read: Callable[[str], T | None]) -> T | None:
         """read(path) for a regular file, once per version of it; None for anything else."""
@@ -53,9 +66,24 @@ class PerFileCache(Generic[T]):
         with self._lock:
             if key in self._values:
                 return self._values[key]
-        value = read(path)
+        value = self._kept(path, st, read)
         with self._lock:
             self._values[key] = value
+        return value
+
+    def _kept(self, path: str, st: os.stat_result, read: Callable[[str], T | None]) -> T | None:
+        """The answer the store has for this version of the file, else read (and stored)."""
+        if self._facts is None:
+            return read(path)
+        key = stat_key(path, st)
+        known, raw = self._facts.get(key)
+        if known:
+            try:
+                return self._decode(raw)
+            except (ValueError, TypeError):
+                pass
+        value = read(path)
+        self._facts.remember(key, self._encode(value))
         return value
 
 

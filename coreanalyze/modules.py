@@ -15,6 +15,7 @@ from coreanalyze import model
 from coreanalyze.corefile import NT_GNU_BUILD_ID, CoreNotes, Mapping, parse_notes
 from coreanalyze.elfheaders import DT_NEEDED, DT_STRTAB, PT_DYNAMIC, PT_NOTE, SHT_DYNAMIC, SHT_NOTE, ElfHeaderError, ElfHeaders
 from coreanalyze.filecache import PerFileCache, is_regular_file
+from coreanalyze.filefacts import optional_str, optional_str_list
 from coreanalyze.rootpaths import file_in_root
 from coreanalyze.vocabulary import ModuleStatus
 
@@ -23,8 +24,8 @@ DELETED_SUFFIX = " (deleted)"
 MAX_NOTE_BYTES = 1024 * 1024
 MAX_HEADERS_SCANNED = 4096
 
-_build_ids: PerFileCache[str] = PerFileCache()
-_needed: PerFileCache[list[str]] = PerFileCache()
+_build_ids: PerFileCache[str] = PerFileCache("build-ids", decode=optional_str)
+_needed: PerFileCache[list[str]] = PerFileCache("needed", decode=optional_str_list)
 MAX_NEEDED = 256
 
 

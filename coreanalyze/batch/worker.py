@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 
+from coreanalyze import filefacts
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
@@ -296,4 +297,5 @@ def worker_main(conn, config: WorkerConfig) -> None:
             conn.send(("done", record))
     finally:
         close_gdb_pool(gdb_pool)
+        filefacts.save_all()  # a multiprocessing child leaves without running atexit
         gc.freeze()  # the exit's last garbage collection would walk every object for nothing

@@ -36,15 +36,27 @@ OpenHook = Callable[[str], None]
 # "Not read yet" for a debuglink argument, as opposed to None: "the file has none".
 UNKNOWN = object()
 
-_debuglinks: PerFileCache[DebugLink] = PerFileCache()
-
-
 @dataclass(frozen=True)
 class DebugLink:
     """The `.gnu_debuglink` section: the debug file's base name and the CRC32 of its bytes."""
 
     name: str
     crc: int
+
+
+def _link_as_fact(link: DebugLink | None) -> list | None:
+    return None if link is None else [link.name, link.crc]
+
+
+def _link_from_fact(raw: object) -> DebugLink | None:
+    if raw is None:
+        return None
+    if isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], str) and type(raw[1]) is int:
+        return DebugLink(raw[0], raw[1])
+    raise TypeError("not a debug link")
+
+
+_debuglinks: PerFileCache[DebugLink] = PerFileCache("debug-links", encode=_link_as_fact, decode=_link_from_fact)
 
 
 def read_debuglink(path: str, on_open: OpenHook | None = None) -> DebugLink | None:

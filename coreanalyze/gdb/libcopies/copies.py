@@ -40,7 +40,7 @@ from coreanalyze import background, model
 from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
-from coreanalyze.filecache import BoundedCache, file_identity
+from coreanalyze.filecache import BoundedCache, PerFileCache, file_identity
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
@@ -258,18 +258,34 @@ def _identity(path: str) -> tuple[int, int] | None:
 def _may_qualify(path: str, min_symbols: int) -> bool:
     """A first look at the headers alone: a little-endian 64-bit x86-64 shared object whose
     first symbol table is large enough (most libraries of a process are not)."""
+    count = _symbol_count.get(path, _read_symbol_count)
+    return count is not None and count >= 0 and count >= min_symbols
+
+
+def _whole_int(raw: object) -> int:
+    if type(raw) is int:
+        return raw
+    raise TypeError("not an int")
+
+
+# The entries of a library's first symbol table (-1: none, or not an x86-64 shared object),
+# kept from one run to the next: a process's ~150 libraries are looked at on every analysis.
+_symbol_count: PerFileCache[int] = PerFileCache("symbol-table-entries", decode=_whole_int)
+
+
+def _read_symbol_count(path: str) -> int:
     try:
         with open(path, "rb") as f:
             elf = ElfHeaders(f, os.fstat(f.fileno()).st_size)
             if not (elf.is64 and elf.little_endian and elf.e_machine == EM_X86_64 and elf.e_type == ET_DYN):
-                return False
+                return -1
             for i in range(min(elf.num_sections(), MAX_SECTIONS)):
                 sh = elf.section(i)
                 if sh[1] == SHT_SYMTAB:
-                    return sh[5] // SYM_SIZE >= min_symbols
+                    return sh[5] // SYM_SIZE
     except (OSError, ElfHeaderError, struct.error, ValueError, OverflowError):
-        return False
-    return False
+        return -1
+    return -1
 
 
 def _qualifies(layout: ElfLayout, min_symbols: int) -> bool:
