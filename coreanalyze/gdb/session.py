@@ -9,6 +9,7 @@ blocking (MiReader) and turned into pygdbmi's records (dicts) by coreanalyze.gdb
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import resource
 import select
@@ -275,6 +276,8 @@ class GdbSession:
         except OSError as e:
             raise GdbNotFound(f"gdb not found: cannot run {exe}: {e.strerror or e}") from e
         self._limit_memory()
+        for stream in (self._proc.stdout, self._proc.stderr):
+            _widen_pipe(stream)
         self._io = MiReader({"stdout": self._proc.stdout, "stderr": self._proc.stderr})
         self._deadline = time.monotonic() + self.timeout
         # The first answer proves gdb runs MI and drains its start-up output.
@@ -530,6 +533,24 @@ class GdbSession:
 _reapers: list[threading.Thread] = []
 _reapers_lock = threading.Lock()
 _reapers_waited_at_exit = False
+
+
+# gdb's output pipes hold this much (Linux's default is 64 KiB; unprivileged processes may ask for
+# up to /proc/sys/fs/pipe-max-size, 1 MiB by default).
+PIPE_BYTES = 1 << 20
+
+
+def _widen_pipe(stream) -> None:
+    """Let gdb write ahead while this process is busy: `target core` of a TensorFlow core prints
+    ~130 KiB of library notifications, and with a 64 KiB pipe gdb stops at the first 64 KiB
+    until someone reads, which a caller doing its own work beside gdb (Python stacks, a batch's
+    previous core) does not do. Where the pipe cannot grow, it stays as it is."""
+    if stream is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    try:
+        fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass
 
 
 def _reap_later(proc: subprocess.Popen[bytes]) -> None:
