@@ -58,6 +58,7 @@ class Context:
     libraries: Any = None  # the libraries gdb reads (gdb.libraries.LibraryChoice), None: all
     reached: list[int] = field(default_factory=list)  # code addresses the threads hold (Process.code_addresses_on_stacks)
     abort_scan: AbortMessageScan | None = None
+    debug_files_to_copy: list[tuple[str, str]] = field(default_factory=list)  # (debug file, build-id) gdb read compressed
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     warm_up: Any = None  # the later stages' imports and patterns, prepared beside the debugger (warmup.WarmUp)
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
@@ -307,8 +308,23 @@ def prepare_debugger(ctx: Context) -> None:
     if options.fast_libraries:  # they choose the libraries gdb reads and the copies' entries
         ctx.reached = ctx.process.code_addresses_on_stacks()
     ctx.libraries = chosen_libraries(ctx)
+    _uncompressed_debug_files(ctx)
     ctx.abort_scan = AbortMessageScan(ctx.process)
     ctx.walker = InProcessWalker(ctx.process, ctx.report.modules, shrunk=ctx.report.core.shrunk is not None)
+
+
+def _uncompressed_debug_files(ctx: Context) -> None:
+    """gdb reads the uncompressed copies of compressed debug files where the cache has them
+    (coreanalyze.symbols.uncompressed): first in its list, found by build-id. Those it lacks
+    for the libraries gdb will read are made once gdb is done (uncompressed_copies)."""
+    from coreanalyze.symbols import uncompressed
+
+    def gdb_reads(module) -> bool:
+        return ctx.libraries is None or ctx.libraries.may_read(module.path, module.start, module.end)
+
+    found, ctx.debug_files_to_copy = uncompressed.plan(ctx.report.modules, ctx.symbolizer.debug_file_for, gdb_reads)
+    if found:
+        ctx.debugger_debug_dirs.insert(0, str(uncompressed.directory()))
 
 
 def while_debugger_loads(ctx: Context) -> Callable[[], None]:
@@ -389,6 +405,16 @@ def debugger(ctx: Context) -> None:
         ctx.failure, ctx.exit_code = f"{e}; this report is built from the core's notes alone", e.exit_code
         ctx.report.warnings.append(ctx.failure)
         ctx.report.threads = threads_from_notes(ctx.notes)
+
+
+def uncompressed_copies(ctx: Context) -> None:
+    """The uncompressed copies of the debug files gdb read compressed, made beside the rest of
+    the analysis and its report, for the next analyses: made before gdb loaded the core, they
+    would have cost this one more than they save it."""
+    if ctx.debug_files_to_copy:
+        from coreanalyze.symbols import uncompressed
+
+        uncompressed.make_later(ctx.debug_files_to_copy)
 
 
 def _opened_debugger(ctx: Context):
@@ -647,6 +673,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("provenance", provenance),
     Stage("prepare debugger", prepare_debugger),
     Stage("debugger", debugger),
+    Stage("uncompressed debug files", uncompressed_copies),
     Stage("threads", threads),
     Stage("symbols", symbols),
     Stage("abort message", abort_message),

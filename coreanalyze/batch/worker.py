@@ -33,6 +33,7 @@ from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.model import Report
 from coreanalyze.signals import SIGNAL_NAMES
+from coreanalyze.symbols import uncompressed
 
 MAX_FIELD_CHARS = 2000  # bound on one text field copied from a report into a record
 PR_SET_PDEATHSIG = 1
@@ -297,5 +298,7 @@ def worker_main(conn, config: WorkerConfig) -> None:
             conn.send(("done", record))
     finally:
         close_gdb_pool(gdb_pool)
-        filefacts.save_all()  # a multiprocessing child leaves without running atexit
+        # A multiprocessing child leaves with os._exit: neither atexit nor waiting for threads.
+        uncompressed.wait()
+        filefacts.save_all()
         gc.freeze()  # the exit's last garbage collection would walk every object for nothing

@@ -80,8 +80,15 @@ class LibraryChoice:
         return None
 
     def _chosen(self, low: int, high: int, name: str) -> bool:
-        if name in self.wanted or any(fnmatch.fnmatchcase(os.path.basename(name), p) for p in ALWAYS_READ):
+        return name in self.wanted or self.may_read(name, low, high)
+
+    def may_read(self, path: str, low: int | None, high: int | None) -> bool:
+        """Whether gdb reads the library at path whose code lies in [low, high) when it loads
+        the core: one it always reads, or one the threads reach (before any frame is found)."""
+        if any(fnmatch.fnmatchcase(os.path.basename(path), p) for p in ALWAYS_READ):
             return True
+        if low is None or high is None:
+            return False
         i = bisect.bisect_left(self.reached, low)
         return i < len(self.reached) and self.reached[i] < high
 
