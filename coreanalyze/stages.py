@@ -317,6 +317,8 @@ def _uncompressed_debug_files(ctx: Context) -> None:
     """gdb reads the uncompressed copies of compressed debug files where the cache has them
     (coreanalyze.symbols.uncompressed): first in its list, found by build-id. Those it lacks
     for the libraries gdb will read are made once gdb is done (uncompressed_copies)."""
+    if ctx.open_debugger is not None:
+        return  # another unwinder than gdb
     from coreanalyze.symbols import uncompressed
 
     def gdb_reads(module) -> bool:
