@@ -40,6 +40,7 @@ MAX_RULES_FILE = 2 * 1024 * 1024
 MAX_PATTERN = 4000
 
 MODULE_CLASSES = ("tensorflow", "python", "system", "extension")
+MAX_MODULE_CLASSES_KEPT = 50_000  # module_class's answers kept per rule set
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,8 @@ class RuleSet:
     settings: Settings = field(default_factory=Settings)
     sources: list[str] = field(default_factory=list)
     _skip_cache: dict[str, re.Pattern[str]] | None = field(default=None, repr=False, compare=False)
+    _priority_cache: tuple[list[Rule], int, list[Rule]] | None = field(default=None, repr=False, compare=False)
+    _module_classes: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # module_class's answers
 
     # -- queries used by the classifier ----------------------------------------------------
 
@@ -278,7 +281,7 @@ class RuleSet:
     def matched_one_by_one(self) -> list[Any]:
         """What holds the patterns that are matched one at a time: all but the skip lists,
         whose patterns are matched through combined_skip's alternations."""
-        return [getattr(self, f.name) for f in fields(self) if f.name not in ("skip", "_skip_cache")]
+        return [getattr(self, f.name) for f in fields(self) if f.name not in ("skip", "_skip_cache", "_priority_cache", "_module_classes")]
 
     def combined_skip(self) -> dict[str, re.Pattern[str]]:
         """One alternation per skip list, built once: a deep recursion has thousands of frames."""
@@ -289,27 +292,36 @@ class RuleSet:
         return self._skip_cache
 
     def module_class(self, path: str | None) -> str | None:
-        """tensorflow | python | system | extension | foreign; None when the path is unknown."""
+        """tensorflow | python | system | extension | foreign; None when the path is unknown.
+        Kept per path: a report asks it of each of ~150 libraries several times, and a batch's
+        cores share theirs."""
         if not path:
             return None
-        for cls in MODULE_CLASSES:
-            if any(p.search(path) for p in self.modules[cls]):
-                return cls
-        return "foreign"
+        known = self._module_classes.get(path)
+        if known is None:
+            known = next((cls for cls in MODULE_CLASSES if any(p.search(path) for p in self.modules[cls])), "foreign")
+            if len(self._module_classes) >= MAX_MODULE_CLASSES_KEPT:
+                self._module_classes.clear()
+            self._module_classes[path] = known
+        return known
 
     def best_native_rule(self, function: str, module_base: str, fault_kind: str | None = None, file: str = "") -> Rule | None:
-        best = None
-        for rule in self.rules:
-            if (best is None or rule.priority > best.priority) and rule.matches_native(function, module_base, fault_kind, file):
-                best = rule
-        return best
+        """The matching rule of the highest priority (of those, the first listed)."""
+        return next((r for r in self._by_priority() if r.matches_native(function, module_base, fault_kind, file)), None)
 
     def best_python_rule(self, function: str, file: str, fault_kind: str | None = None) -> Rule | None:
-        best = None
-        for rule in self.rules:
-            if (best is None or rule.priority > best.priority) and rule.matches_python(function, file, fault_kind):
-                best = rule
-        return best
+        """As best_native_rule, for a Python frame."""
+        return next((r for r in self._by_priority() if r.matches_python(function, file, fault_kind)), None)
+
+    def _by_priority(self) -> list[Rule]:
+        """The rules, highest priority first, in their order within a priority: the first that
+        matches is the best, and the many frames of a report stop at it. Sorted again when the
+        list changed (a user's rules file adds to it)."""
+        cached = self._priority_cache
+        if cached is None or cached[0] is not self.rules or cached[1] != len(self.rules):
+            cached = (self.rules, len(self.rules), sorted(self.rules, key=lambda r: -r.priority))
+            self._priority_cache = cached
+        return cached[2]
 
     def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
         return [r for r in self.rules if r.matches_message(message, fault_kind)]
@@ -608,6 +620,7 @@ def _merge_modules(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
         if cls not in MODULE_CLASSES:
             raise _Problem(f"[modules] unknown class {cls!r} (one of: {', '.join(MODULE_CLASSES)})")
         rs.modules[cls].extend(_compile(p, f"[modules] {cls}") for p in _str_list(patterns, f"[modules] {cls}"))
+        rs._module_classes.clear()
 
 
 def _merge_skip(rs: RuleSet, data: dict[str, Any], origin: str) -> None:
