@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 from coreanalyze.arch import hwcap_features
+from coreanalyze.filecache import PerFileCache
+from coreanalyze.filefacts import optional_str
 from coreanalyze.imported import normalize
 from coreanalyze.model import Report
 from coreanalyze.packages import owner_of, site_packages_of
@@ -60,23 +62,31 @@ def _top_level_name(path: str) -> str | None:
 
 def _tensorflow_git_version(report: Report) -> str | None:
     """The git describe string compiled into the session wrapper (tf.version.GIT_VERSION)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
     for module in report.modules:
         # no-build-id: TensorFlow's wheel libraries carry none; equal headers are the check.
         if os.path.basename(module.path) != "_pywrap_tf_session.so" or not module.status.trusted_image:
             continue
-        try:
-            with open(module.local_path or module.path, "rb") as f:
-                section = ELFFile(f).get_section_by_name(".rodata")
-                if section is None or section["sh_size"] > 64 << 20:
-                    return None
-                match = GIT_VERSION.search(section.data())
-        except (OSError, ELFError, ValueError):
-            return None
-        return match.group(0).decode() if match else None
+        return _git_versions.get(module.local_path or module.path, _read_git_version)
     return None
+
+
+# Read once per version of the file, and kept between runs: a search of a 4 MB .rodata.
+_git_versions: PerFileCache[str] = PerFileCache("tensorflow-git-versions", decode=optional_str)
+
+
+def _read_git_version(path: str) -> str | None:
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(path, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".rodata")
+            if section is None or section["sh_size"] > 64 << 20:
+                return None
+            match = GIT_VERSION.search(section.data())
+    except (OSError, ELFError, ValueError):
+        return None
+    return match.group(0).decode() if match else None
 
 
 def _cuda_libraries(report: Report) -> list[dict[str, str]]:

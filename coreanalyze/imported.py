@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Iterator
 
@@ -45,6 +45,7 @@ class ImportedPackage:
     version_from: str | None  # "__version__" | "dist-info"
 
 
+@lru_cache(maxsize=8192)  # asked of every distribution in memory for each imported module
 def normalize(name: str) -> str:
     """PEP 503 normalisation, with "_" for the separator as wheel and dist-info names use."""
     return re.sub(r"[-_.]+", "_", name).lower()
@@ -103,6 +104,7 @@ def add_named(before: bytes, found: dict[InMemoryDistribution, None]) -> None:
         found.setdefault(InMemoryDistribution(name, version, directory), None)
 
 
+@lru_cache(maxsize=1024)
 def name_pattern(template: str) -> re.Pattern[str]:
     """A distributions.toml name as a pattern of normalized names: `cupy-cuda{cuda}x` matches
     `cupy_cuda13x` (an accelerator's major in the name)."""
