@@ -17,7 +17,12 @@ from coreanalyze.corefile import read_core
 from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput
 from coreanalyze.model import Report
 from coreanalyze.process import Process
-from coreanalyze.stages import STAGES, Context, OpenDebugger, Rules, new_report
+from coreanalyze.stages import STAGES, Context, OpenDebugger, Rules, Stage, new_report
+
+# The stages that need the debugger end with its own; those after run on what it left.
+_DEBUGGER_STAGE = next(i for i, stage in enumerate(STAGES) if stage.name == "debugger")
+UP_TO_DEBUGGER = STAGES[: _DEBUGGER_STAGE + 1]
+AFTER_DEBUGGER = STAGES[_DEBUGGER_STAGE + 1 :]
 
 
 @dataclass
@@ -55,6 +60,41 @@ def analyze_core(
     """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
     read) serve one core after another; without one, a gdb is started for this core.
     debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger)."""
+    return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger).finish()
+
+
+class Analysis:
+    """One core's analysis begun: the stages up to the debugger's have run (its debugger is no
+    longer needed), finish() runs the others. A batch worker has them run in a child process
+    while its gdb loads the next core."""
+
+    def __init__(self, ctx: Context | None, cleanup: ExitStack, result: AnalysisResult | None = None) -> None:
+        self._ctx = ctx
+        self._cleanup = cleanup
+        self._result = result
+
+    def finish(self) -> AnalysisResult:
+        if self._result is None:
+            assert self._ctx is not None
+            ctx = self._ctx
+            with self._cleanup:
+                run_stages(ctx, AFTER_DEBUGGER)
+                self._result = AnalysisResult(ctx.report, ctx.failure, ctx.exit_code, ctx.timings)
+        return self._result
+
+    def abandon(self) -> None:
+        """Release what the analysis holds without running the remaining stages."""
+        self._cleanup.close()
+
+
+def begin_analysis(
+    core_path: str,
+    options: AnalyzeOptions | None = None,
+    *,
+    gdb_pool=None,
+    debugger: OpenDebugger | None = None,
+) -> Analysis:
+    """The analysis up to and including the debugger's stage (see analyze_core)."""
     from coreanalyze.classify import load_rules
 
     options = options or AnalyzeOptions()
@@ -64,7 +104,7 @@ def analyze_core(
         from coreanalyze.gpu.stage import gpu_core_report
 
         report, failure = gpu_core_report(core_path)
-        return AnalysisResult(report, failure, EXIT_OK if failure is None else AnalysisFailed.exit_code)
+        return Analysis(None, ExitStack(), AnalysisResult(report, failure, EXIT_OK if failure is None else AnalysisFailed.exit_code))
     if options.gpu_core is not None and not is_gpu_core(options.gpu_core):
         raise BadInput(f"--gpu-core {options.gpu_core}: not a GPU core dump (an ELF core of the CUDA architecture)")
     # A bad rules file is bad input: the user's files are read before the work. The built-in
@@ -72,30 +112,31 @@ def analyze_core(
     rules = Rules(load_rules(options.rules_files) if options.rules_files else None)
     started = time.perf_counter()
     process = Process(read_core(core_path))
-    own_gdb = None
+    held = ExitStack()  # what the Analysis releases; here when a stage raises
     try:
+        held.callback(process.close)  # closed last
         if debugger is None:
             options, gdb_pool = _gdb_for_architecture(process.arch, options, gdb_pool)
-            if gdb_pool is None:
-                own_gdb = _own_gdb(options)
-                own_gdb.start_early()  # comes up while the notes and libraries are read
-        with ExitStack() as cleanup:
-            ctx = Context(
-                core_path, options, rules, process, new_report(process, core_path), cleanup,
-                gdb_pool=gdb_pool, own_gdb=own_gdb, open_debugger=debugger,
-            )  # fmt: skip
-            ctx.timings["core notes"] = time.perf_counter() - started
-            run_stages(ctx)
-            return AnalysisResult(ctx.report, ctx.failure, ctx.exit_code, ctx.timings)
+        own_gdb = None
+        if debugger is None and gdb_pool is None:
+            own_gdb = _own_gdb(options)
+            held.callback(own_gdb.close)
+            own_gdb.start_early()  # comes up while the notes and libraries are read
+        cleanup = held.enter_context(ExitStack())
+        ctx = Context(
+            core_path, options, rules, process, new_report(process, core_path), cleanup,
+            gdb_pool=gdb_pool, own_gdb=own_gdb, open_debugger=debugger,
+        )  # fmt: skip
+        ctx.timings["core notes"] = time.perf_counter() - started
+        run_stages(ctx, UP_TO_DEBUGGER)
+        return Analysis(ctx, held.pop_all())
     finally:
-        if own_gdb is not None:
-            own_gdb.close()
-        process.close()
+        held.close()
 
 
-def run_stages(ctx: Context) -> None:
+def run_stages(ctx: Context, stages: tuple[Stage, ...] = STAGES) -> None:
     """The declared stages in order, each timed (ctx.timings)."""
-    for stage in STAGES:
+    for stage in stages:
         started = time.perf_counter()
         stage.run(ctx)
         ctx.timings[stage.name] = time.perf_counter() - started

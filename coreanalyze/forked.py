@@ -21,7 +21,7 @@ from coreanalyze import background, memory
 
 T = TypeVar("T")
 
-CHILD_NICENESS = 10  # added to the child's nice value (see _yield_to_the_debugger)
+CHILD_NICENESS = 10  # added to the child's nice value (see lower_priority)
 
 
 class ForkedJob(Generic[T]):
@@ -65,7 +65,7 @@ class ForkedJob(Generic[T]):
         return (True, value) if status == "ok" else (False, None)
 
 
-def _yield_to_the_debugger() -> None:
+def lower_priority() -> None:
     """The child runs at a lower priority: on a machine with fewer free CPUs than runnable
     work, gdb (which the analysis waits for) gets the CPU first, and the child, whose answer is
     needed only after gdb's, takes what is left."""
@@ -77,19 +77,26 @@ def _yield_to_the_debugger() -> None:
 
 def start(name: str, work: Callable[..., T], *args: Any) -> ForkedJob[T] | background.Job[T]:
     """work(*args) in a forked child where that is safe, else in a thread."""
+    job = fork(work, *args)
+    return job if job is not None else background.start(name, work, *args)
+
+
+def fork(work: Callable[..., T], *args: Any, before: Callable[[], None] = lower_priority) -> ForkedJob[T] | None:
+    """work(*args) in a forked child, None where forking is not safe here (the caller then does
+    the work itself). before: run first in the child."""
     if not hasattr(os, "fork") or threading.active_count() > 1 or memory.read_observer is not None:
-        return background.start(name, work, *args)
+        return None
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        return background.start(name, work, *args)
+        return None
     if pid == 0:  # the child: compute, answer, and leave without running the parent's exit code
         try:
             os.close(read_end)
-            _yield_to_the_debugger()
+            before()
             try:
                 answer = pickle.dumps(("ok", work(*args)))
             except BaseException:  # noqa: BLE001 - told to the parent, which recomputes

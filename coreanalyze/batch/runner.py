@@ -4,8 +4,10 @@ result the moment it exists.
 The batch process alone decides: which core goes to which worker (cores that look like the
 same program go to the worker that just had one, whose warm gdb holds its libraries), whether a
 core's content was already analyzed (claims), when a worker has overrun its time (it is killed
-and the core recorded as timed out), and when to stop (Ctrl-C or SIGTERM: workers are ended,
-what is done is kept, the summary is written).
+and the core recorded as timed out; a core it had besides is analyzed again), what becomes of
+the cores of a worker that died (each is analyzed again, once), and when to stop (Ctrl-C or
+SIGTERM: workers are ended, what is done is kept, the summary is written). A worker holds at
+most two cores: it finishes one while its gdb loads the next (worker.py).
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ class _Queue:
     def __bool__(self) -> bool:
         return bool(self._groups)
 
+    def push_front(self, core: CoreInput) -> None:
+        """A core to analyze again before the others of its group (its worker was lost)."""
+        self._groups.setdefault(core.build_hint, deque()).appendleft(core)
+
     def pop(self, hint: str | None) -> CoreInput:
         key = hint if hint is not None and hint in self._groups else next(iter(self._groups))
         group = self._groups[key]
@@ -70,7 +76,18 @@ class _Queue:
         return core
 
 
+@dataclass
+class _Task:
+    core: CoreInput
+    deadline: float
+    identity: str | None = None  # the content identity it claimed
+    duplicate_of: str | None = None  # when the claim was refused: the core it repeats
+
+
 class _Worker:
+    """A worker process and the cores it has: at most two, the first being finished while gdb
+    loads the second (see worker.py's protocol); their records come in that order."""
+
     def __init__(self, ctx, config: WorkerConfig):
         parent_end, child_end = ctx.Pipe()
         self.process = ctx.Process(target=worker_main, args=(child_end, config), name="coreanalyze-batch-worker", daemon=True)
@@ -80,19 +97,21 @@ class _Worker:
             raise AnalysisFailed(f"cannot start a worker process: {e.strerror or e}") from None
         child_end.close()
         self.conn = parent_end
-        self.task: CoreInput | None = None
-        self.identity: str | None = None  # the content identity it claimed for its task
-        self.duplicate_of: str | None = None  # when the claim was refused: the core it repeats
-        self.deadline = float("inf")
+        self.tasks: deque[_Task] = deque()
         self.hint: str | None = None
 
-    def assign(self, core: CoreInput, limit: float) -> None:
-        self.task, self.identity, self.duplicate_of, self.hint = core, None, None, core.build_hint
-        self.deadline = time.monotonic() + limit
-        self.conn.send(("analyze", core))
+    @property
+    def busy(self) -> bool:
+        return bool(self.tasks)
 
-    def finish(self) -> None:
-        self.task, self.identity, self.deadline = None, None, float("inf")
+    @property
+    def deadline(self) -> float:
+        return min((t.deadline for t in self.tasks), default=float("inf"))
+
+    def assign(self, core: CoreInput, limit: float) -> None:
+        self.tasks.append(_Task(core, time.monotonic() + limit))
+        self.hint = core.build_hint
+        self.conn.send(("analyze", core))
 
     def stop(self) -> None:
         """An idle worker: ask it to leave."""
@@ -114,43 +133,65 @@ class LocalBatch(RecordKeeper):
         super().__init__(options, store, claimed, on_record)
         self.ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
+        self.lost_once: set[str] = set()  # cores whose worker died under them once
 
-    def _failed(self, worker: _Worker, reason: str) -> CoreRecord:
-        assert worker.task is not None
-        record = base_record(worker.task)
-        record.identity = worker.identity or record.identity
+    def _failed(self, task: _Task, reason: str) -> CoreRecord:
+        record = base_record(task.core)
+        record.identity = task.identity or record.identity
         record.reason = reason
         return record
 
-    def _service(self, worker: _Worker) -> CoreRecord | None:
-        """Answer the worker's claims; its record once it is done (or dead)."""
+    def _service(self, worker: _Worker, queue: _Queue) -> tuple[list[CoreRecord], bool]:
+        """Answer the worker's claims and requests for a next core; the records it finished,
+        and whether it is dead (its newest core is then recorded as failed, an older one
+        analyzed again)."""
+        records: list[CoreRecord] = []
         try:
-            while worker.conn.poll():
+            while worker.busy and worker.conn.poll():
                 message = worker.conn.recv()
                 if message[0] == "claim":
+                    task = worker.tasks[-1]  # a core claims its content as it starts
                     identity = message[1]
                     holder = self.claimed.get(identity)
                     owner = self.owners.get(identity)
                     # A plain file with this content is analyzed in its own right, whatever
                     # finishes decompressing first: the outcome never depends on timing.
-                    fresh = holder is None and owner in (None, worker.task.path)
-                    worker.duplicate_of = None if fresh else (holder or owner)
+                    fresh = holder is None and owner in (None, task.core.path)
+                    task.duplicate_of = None if fresh else (holder or owner)
                     if fresh:
-                        self.claimed[identity] = worker.task.path
-                        worker.identity = identity
+                        self.claimed[identity] = task.core.path
+                        task.identity = identity
                         # Decompression had its own time; the analysis gets the full limit.
-                        worker.deadline = time.monotonic() + self.limit
+                        task.deadline = time.monotonic() + self.limit
                     worker.conn.send(("claim-answer", fresh))
+                elif message[0] == "next":
+                    if queue:
+                        worker.assign(queue.pop(worker.hint), self.limit)
+                    else:
+                        worker.conn.send(("none",))
                 elif message[0] == "done":
+                    task = worker.tasks.popleft()
                     record = message[1]
                     if record.status == "duplicate":
-                        record.duplicate_of = worker.duplicate_of
-                    return record
+                        record.duplicate_of = task.duplicate_of
+                    records.append(record)
         except (EOFError, OSError):
             worker.process.join(STOP_SECONDS)
-        if not worker.process.is_alive():
-            return self._failed(worker, death_reason(worker.process.exitcode))
-        return None
+        return records, not worker.process.is_alive()
+
+    def _lost(self, worker: _Worker, queue: _Queue, reason: str) -> list[CoreRecord]:
+        """A worker that died: each core it had is analyzed again, once. A core under which a
+        worker died twice is recorded with the reason: which of a worker's two cores killed it
+        cannot be told, and the other one deserves its analysis."""
+        records = []
+        for task in reversed(worker.tasks):
+            if task.core.path in self.lost_once:
+                records.append(self._failed(task, reason))
+            else:
+                self.lost_once.add(task.core.path)
+                queue.push_front(task.core)
+        worker.tasks.clear()
+        return records[::-1]
 
     def _replace(self, index: int) -> None:
         self.workers[index].kill()
@@ -160,36 +201,46 @@ class LocalBatch(RecordKeeper):
         self.note_owners(pending)
         queue = _Queue(pending)
         self.workers = [_Worker(self.ctx, self.config) for _ in range(min(self.options.jobs or default_jobs(), len(pending)))]
-        while queue or any(w.task for w in self.workers):
+        while queue or any(w.busy for w in self.workers):
             for w in self.workers:
-                if w.task is None and queue:
+                if not w.busy and queue:
                     w.assign(queue.pop(w.hint), self.limit)
-            busy = [w for w in self.workers if w.task is not None]
+            busy = [w for w in self.workers if w.busy]
             soonest = min(w.deadline for w in busy)
             waitables = [w.conn for w in busy] + [w.process.sentinel for w in busy]
             wait_for(waitables, timeout=min(POLL_SECONDS, max(0.0, soonest - time.monotonic())))
-            now = time.monotonic()
             for index, w in enumerate(self.workers):
-                if w.task is None:
+                if not w.busy:
                     continue
-                record = self._service(w)
-                if record is None and now >= w.deadline:
-                    record = self._failed(w, f"timed out: no result within {self.options.timeout:g} s (+{self.options.grace:g} s grace)")
+                records, dead = self._service(w, queue)
+                if dead:
+                    records += self._lost(w, queue, death_reason(w.process.exitcode))
                     self._replace(index)
-                elif record is not None and not w.process.is_alive():
+                elif w.busy and time.monotonic() >= w.deadline:
+                    records += self._timed_out(w, queue)
                     self._replace(index)
-                if record is not None:
-                    self.workers[index].finish()
+                for record in records:
                     self.keep(record)
                     progress.advance(record)
 
+    def _timed_out(self, worker: _Worker, queue: _Queue) -> list[CoreRecord]:
+        """The cores past their time are recorded as timed out (the worker is then killed); a
+        core it had besides goes back to the queue."""
+        now = time.monotonic()
+        reason = f"timed out: no result within {self.options.timeout:g} s (+{self.options.grace:g} s grace)"
+        late = [t for t in worker.tasks if now >= t.deadline]
+        for task in reversed([t for t in worker.tasks if now < t.deadline]):
+            queue.push_front(task.core)
+        worker.tasks.clear()
+        return [self._failed(t, reason) for t in late]
+
     def shut_down(self) -> None:
-        busy = [w for w in self.workers if w.task is not None]
+        busy = [w for w in self.workers if w.busy]
         for w in busy:  # all at once: each gets its few seconds in parallel
             if w.process.is_alive():
                 w.process.terminate()
         for w in self.workers:
-            if w.task is not None:
+            if w.busy:
                 w.kill()
             else:
                 w.stop()

@@ -6,10 +6,14 @@ turns every outcome of one core into a CoreRecord: a broken core is a record wit
 never an exception that reaches the batch.
 
 Protocol over the worker's pipe (tuples):
-    batch -> worker   ("analyze", CoreInput) | ("claim-answer", bool) | ("stop",)
-    worker -> batch   ("claim", identity) | ("done", record dict)
+    batch -> worker   ("analyze", CoreInput) | ("claim-answer", bool) | ("none",) | ("stop",)
+    worker -> batch   ("claim", identity) | ("next",) | ("done", record dict)
 The claim asks the batch, which alone knows every core in flight, whether this content was
-already analyzed (a plain core and its compressed copy share an identity).
+already analyzed (a plain core and its compressed copy share an identity). "next" says that
+gdb is done with the core in hand: the batch sends the next core ("analyze"), or "none". A
+forked child finishes the first core (the stages after gdb, its reports) while this process has
+gdb load and unwind the second: a worker has at most two cores, and their records come in the
+order they were sent.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import gc
 import os
 import signal
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 
-from coreanalyze import filefacts
-from coreanalyze.analyze import AnalyzeOptions, analyze_core
+from coreanalyze import filefacts, forked
+from coreanalyze.analyze import AnalyzeOptions
 from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
@@ -128,19 +133,6 @@ def _recognize(report: Report, record: CoreRecord, known: KnownCrashes) -> dict[
     return verdict
 
 
-def _accepts_gdb_pool() -> bool:
-    import inspect
-
-    try:
-        return "gdb_pool" in inspect.signature(analyze_core).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _analyze_kwargs(gdb_pool: Any) -> dict[str, Any]:
-    return {"gdb_pool": gdb_pool} if gdb_pool is not None else {}
-
-
 def analyze_one(
     core: CoreInput,
     config: WorkerConfig,
@@ -152,47 +144,143 @@ def analyze_one(
 
     `write_report(stem, extension, text)` -> path relative to the output directory; by default
     the reports go straight into `config.out` (a cluster worker hands them back instead)."""
-    from coreanalyze.render import render
-    from coreanalyze.render.jsonout import render as render_json
+    return begin_one(core, config, claim, gdb_pool, write_report).finish()
+
+
+class CoreWork:
+    """One core's work begun (begin_one): finish() completes it once and returns its record."""
+
+    def __init__(self, record: CoreRecord, started: float, held: ExitStack, rest: Callable[[], None] | None) -> None:
+        self.record = record
+        self._started = started
+        self._held = held  # the core's materialized copy and its analysis
+        self._rest = rest
+        self._record: CoreRecord | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Nothing is left to do (a duplicate, a core that failed before its debugger)."""
+        return self._rest is None
+
+    def finish_beside(self, worker_pid: int) -> Callable[[], CoreRecord]:
+        """finish() in a forked child, on another CPU while this process goes on with the next
+        core (its gdb work); the returned function waits for the child's record. Where forking
+        is not safe (threads still running), finish() here and now."""
+
+        def in_child() -> CoreRecord:
+            record = self.finish()
+            uncompressed.wait()  # the child leaves with os._exit
+            filefacts.save_all()
+            return record
+
+        def before() -> None:
+            _die_with_parent(worker_pid)  # a child of a worker the batch kills goes with it
+            forked.lower_priority()  # the next core's gdb work is what the batch waits for
+
+        job = forked.fork(in_child, before=before)
+        if job is None:
+            record = self.finish()
+            return lambda: record
+
+        def collect() -> CoreRecord:
+            record = job.result()
+            if record is None:  # the child died or failed: its files may be half written
+                record = self.record
+                record.status, record.reason = "failed", "the process finishing the analysis ended without a result"
+                record.seconds = round(time.monotonic() - self._started, 3)
+            self.release()
+            return record
+
+        return collect
+
+    def release(self) -> None:
+        """Close this process's copies of what a child finished with (the files it removed are
+        gone already)."""
+        self._rest = None
+        try:
+            self._held.close()
+        except Exception:  # noqa: BLE001, S110 - the child did the work; this is only closing
+            pass
+
+    def finish(self) -> CoreRecord:
+        if self._record is None:
+            try:
+                with self._held:
+                    if self._rest is not None:
+                        self._rest()
+            except Exception as e:  # noqa: BLE001 - see _failed
+                _failed(self.record, e)
+            finally:
+                self.record.seconds = round(time.monotonic() - self._started, 3)
+            self._record = self.record
+        return self._record
+
+
+def begin_one(
+    core: CoreInput,
+    config: WorkerConfig,
+    claim: Callable[[str], bool],
+    gdb_pool: Any = None,
+    write_report: Callable[[str, str, str], str] | None = None,
+) -> CoreWork:
+    """A core's analysis up to the end of its debugger's work (see analyze_one); the returned
+    CoreWork does the rest."""
+    from coreanalyze.analyze import begin_analysis
 
     started = time.monotonic()
     record = base_record(core)
-    if write_report is None:
-        write_report = BatchStore(config.out).write_report
+    store = write_report if write_report is not None else BatchStore(config.out).write_report
+    held = ExitStack()
     try:
-        with materialized(core, config.tmp_dir, config.max_core_bytes) as local:
-            if core.compression is not None:
-                record.identity = content_identity(local)
-            if not claim(record.identity):
-                record.status = "duplicate"
-                return record
-            options = replace(config.options, gpu_core_beside=core.path)  # not beside a decompressed copy
-            result = analyze_core(local, options, **_analyze_kwargs(gdb_pool))
-            report = result.report
-            name_as_given(report, local, core.path)  # not the temporary decompressed copy
-            stem = report_stem(core.path, record.identity)
-            fill_from_report(record, report)
-            fill_facts(record, report)
-            if record.host_source != "xattr":
-                hostname = hostname_from_core(local, report)
-                if hostname:
-                    record.host, record.host_source = hostname, "environment"
-            record.known = _recognize(report, record, known_crashes(config.known_files))
-            # classification.known: null when no known crash matched
-            record.report_json = write_report(stem, ".json", render_json(report, {"known": record.known}))
-            record.report_html = write_report(stem, ".html", render(report, "html"))
-            record.status = "ok" if result.exit_code == 0 else "partial"
-            record.reason = _clip(result.failure)
-    except CoreAnalyzeError as e:
-        record.status = "failed"
-        record.reason = _clip(str(e)) or type(e).__name__
-    except Exception as e:  # noqa: BLE001
-        # A core can break a parser in ways nobody foresaw; the batch goes on without it.
-        record.status = "failed"
-        record.reason = _clip(f"internal error: {type(e).__name__}: {e}")
+        local = held.enter_context(materialized(core, config.tmp_dir, config.max_core_bytes))
+        if core.compression is not None:
+            record.identity = content_identity(local)
+        if not claim(record.identity):
+            record.status = "duplicate"
+            return CoreWork(record, started, held.pop_all(), None)
+        options = replace(config.options, gpu_core_beside=core.path)  # not beside a decompressed copy
+        analysis = begin_analysis(local, options, gdb_pool=gdb_pool)
+        held.callback(analysis.abandon)  # after finish(): nothing left to release
+
+        def rest() -> None:
+            _report_and_record(analysis.finish(), record, core, local, config, store)
+
+        return CoreWork(record, started, held.pop_all(), rest)
+    except Exception as e:  # noqa: BLE001 - see _failed
+        _failed(record, e)
+        return CoreWork(record, started, held.pop_all(), None)
     finally:
-        record.seconds = round(time.monotonic() - started, 3)
-    return record
+        held.close()
+
+
+def _report_and_record(result, record: CoreRecord, core: CoreInput, local: str, config: WorkerConfig, store) -> None:
+    from coreanalyze.render import render
+    from coreanalyze.render.jsonout import render as render_json
+
+    report = result.report
+    name_as_given(report, local, core.path)  # not the temporary decompressed copy
+    stem = report_stem(core.path, record.identity)
+    fill_from_report(record, report)
+    fill_facts(record, report)
+    if record.host_source != "xattr":
+        hostname = hostname_from_core(local, report)
+        if hostname:
+            record.host, record.host_source = hostname, "environment"
+    record.known = _recognize(report, record, known_crashes(config.known_files))
+    # classification.known: null when no known crash matched
+    record.report_json = store(stem, ".json", render_json(report, {"known": record.known}))
+    record.report_html = store(stem, ".html", render(report, "html"))
+    record.status = "ok" if result.exit_code == 0 else "partial"
+    record.reason = _clip(result.failure)
+
+
+def _failed(record: CoreRecord, error: Exception) -> None:
+    """A core can break a parser in ways nobody foresaw; the batch goes on without it."""
+    record.status = "failed"
+    if isinstance(error, CoreAnalyzeError):
+        record.reason = _clip(str(error)) or type(error).__name__
+    else:
+        record.reason = _clip(f"internal error: {type(error).__name__}: {error}")
 
 
 # ---------------------------------------------------------------------------------- process
@@ -223,8 +311,6 @@ def open_gdb_pool(config: WorkerConfig) -> Any:
 
     Cores of the same build are sent to the same worker (see runner._Queue), so its pool finds
     the program and libraries already loaded."""
-    if not _accepts_gdb_pool():
-        return None
     try:
         from coreanalyze.gdb.pool import GdbPool
     except ImportError:
@@ -286,16 +372,33 @@ def worker_main(conn, config: WorkerConfig) -> None:
         answer = conn.recv()
         return bool(answer[0] == "claim-answer" and answer[1])
 
+    def receive() -> tuple:
+        try:
+            return conn.recv()
+        except (EOFError, OSError):
+            return ("stop",)
+
     try:
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
+        message = receive()
+        previous: Callable[[], CoreRecord] | None = None  # the record of a core being finished beside
+        while message[0] == "analyze":
+            work = begin_one(message[1], config, claim, gdb_pool)
+            if previous is not None:  # its child had this core's gdb work to finish it in
+                conn.send(("done", previous()))
+                previous = None
+            if work.complete:
+                conn.send(("done", work.finish()))
+                message = receive()
+                continue
+            # gdb is done with this core: it is finished beside while the next one loads.
+            previous = work.finish_beside(os.getpid())
+            conn.send(("next",))
+            message = receive()
             if message[0] != "analyze":
-                break
-            record = analyze_one(message[1], config, claim, gdb_pool)
-            conn.send(("done", record))
+                conn.send(("done", previous()))
+                previous = None
+                if message[0] == "none":  # no core for now
+                    message = receive()
     finally:
         close_gdb_pool(gdb_pool)
         # A multiprocessing child leaves with os._exit: neither atexit nor waiting for threads.
