@@ -319,12 +319,13 @@ def _uncompressed_debug_files(ctx: Context) -> None:
     for the libraries gdb will read are made once gdb is done (uncompressed_copies)."""
     if ctx.open_debugger is not None:
         return  # another unwinder than gdb
-    from coreanalyze.symbols import uncompressed
+    from coreanalyze.symbols import gdb_debug_files, uncompressed
 
     def gdb_reads(module) -> bool:
         return ctx.libraries is None or ctx.libraries.may_read(module.path, module.start, module.end)
 
-    found, ctx.debug_files_to_copy = uncompressed.plan(ctx.report.modules, ctx.symbolizer.debug_file_for, gdb_reads)
+    debug_files = gdb_debug_files(ctx.report.modules, ctx.symbolizer.debug_file_for)
+    found, ctx.debug_files_to_copy = uncompressed.plan(debug_files, gdb_reads)
     if found:
         ctx.debugger_debug_dirs.insert(0, str(uncompressed.directory()))
 

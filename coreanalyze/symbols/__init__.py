@@ -8,8 +8,8 @@ frames: the pass that names report frames and drops names taken from another bui
 
 from __future__ import annotations
 
-from coreanalyze.symbols.frames import debug_dirs_for_gdb, improve_frames
+from coreanalyze.symbols.frames import debug_dirs_for_gdb, gdb_debug_files, improve_frames
 from coreanalyze.symbols.locate import find_debug_file
 from coreanalyze.symbols.symbolizer import SymbolInfo, Symbolizer
 
-__all__ = ["SymbolInfo", "Symbolizer", "debug_dirs_for_gdb", "find_debug_file", "improve_frames"]
+__all__ = ["SymbolInfo", "Symbolizer", "debug_dirs_for_gdb", "find_debug_file", "gdb_debug_files", "improve_frames"]

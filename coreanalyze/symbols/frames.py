@@ -23,7 +23,7 @@ import bisect
 import os
 import zlib
 from collections import Counter
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from coreanalyze import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
@@ -183,6 +183,19 @@ def _summaries(by_path, dropped, named_from_debug, left_unnamed, symbolizer: Sym
     return out
 
 
+def gdb_debug_files(modules: Sequence[model.Module], debug_file_for) -> Iterator[tuple[model.Module, str, str]]:
+    """(module, build-id, separate debug file) of each module whose debug file gdb may read;
+    debug_file_for(module) -> that file or None (Symbolizer.debug_file_for)."""
+    for module in modules:
+        build_id = valid_build_id(module.build_id)
+        # gdb reads debug files only for the files it loaded: those must be the crashed build.
+        if build_id is None or module.status != ModuleStatus.OK:
+            continue
+        debug_file = debug_file_for(module)
+        if debug_file is not None:
+            yield module, build_id, debug_file
+
+
 def debug_dirs_for_gdb(
     report: model.Report,
     debug_dirs: Sequence[str] = (),
@@ -205,14 +218,7 @@ def debug_dirs_for_gdb(
         searched = [*dirs, SYSTEM_DEBUG_DIR]
         links_root = symbolizer.cache_root / LINKS_DIR
         linked = False
-        for module in report.modules:
-            build_id = valid_build_id(module.build_id)
-            # gdb reads debug files only for the files it loaded: those must be the crashed build.
-            if build_id is None or module.status != ModuleStatus.OK:
-                continue
-            debug_file = symbolizer.debug_file_for(module)
-            if debug_file is None:
-                continue
+        for _module, build_id, debug_file in gdb_debug_files(report.modules, symbolizer.debug_file_for):
             rel = build_id_relpath(build_id)
             if any(os.path.realpath(os.path.join(d, rel)) == os.path.realpath(debug_file) for d in searched):
                 continue  # gdb finds it by build-id by itself

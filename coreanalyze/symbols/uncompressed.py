@@ -22,6 +22,7 @@ import struct
 import threading
 import zlib
 from pathlib import Path
+from typing import Any, Iterable
 
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.symbols.paths import build_id_relpath, cache_dir
@@ -155,20 +156,14 @@ def _inflate(kind: int, payload: bytes, size: int) -> bytes:
     return body
 
 
-def plan(modules, debug_file_for, gdb_reads) -> tuple[bool, list[tuple[str, str]]]:
+def plan(debug_files: Iterable[tuple[Any, str, str]], gdb_reads) -> tuple[bool, list[tuple[str, str]]]:
     """(whether a copy exists for a debug file gdb will read, the (debug file, build-id) pairs
-    of those without one yet). debug_file_for(module) -> its separate debug file or None;
-    gdb_reads(module): gdb will read that module (and so its debug file)."""
-    from coreanalyze.symbols.paths import valid_build_id
-    from coreanalyze.vocabulary import ModuleStatus
-
+    of those without one yet). debug_files: (module, build-id, debug file) triples (as
+    frames.gdb_debug_files gives them); gdb_reads(module): gdb will read that module (and so
+    its debug file)."""
     found, missing = False, []
-    for module in modules:
-        build_id = valid_build_id(module.build_id)
-        if build_id is None or module.status != ModuleStatus.OK or not gdb_reads(module):
-            continue
-        debug_file = debug_file_for(module)
-        if debug_file is None:
+    for module, build_id, debug_file in debug_files:
+        if not gdb_reads(module):
             continue
         if (directory() / build_id_relpath(build_id)).is_file():
             found = True

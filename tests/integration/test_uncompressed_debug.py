@@ -91,6 +91,7 @@ def test_no_copy_without_compressed_sections_within_the_budget_or_of_a_damaged_f
 
 def test_the_plan_names_the_debug_files_gdb_reads_without_a_copy(tmp_path, monkeypatch):
     from coreanalyze import model
+    from coreanalyze.symbols import gdb_debug_files
     from coreanalyze.vocabulary import ModuleStatus
 
     monkeypatch.setenv("COREANALYZE_CACHE_DIR", str(tmp_path))
@@ -98,9 +99,13 @@ def test_the_plan_names_the_debug_files_gdb_reads_without_a_copy(tmp_path, monke
     skipped = model.Module("/lib/libskipped.so", build_id="22" * 20, status=ModuleStatus.OK)
     other_build = model.Module("/lib/libother.so", build_id="33" * 20, status=ModuleStatus.MISMATCH)
     debug = {read.path: "/debug/read.debug", skipped.path: "/debug/skipped.debug", other_build.path: "/debug/other.debug"}
-    found, missing = plan([read, skipped, other_build], lambda m: debug[m.path], lambda m: m is not skipped)
+
+    def debug_files(modules):
+        return gdb_debug_files(modules, lambda m: debug[m.path])
+
+    found, missing = plan(debug_files([read, skipped, other_build]), lambda m: m is not skipped)
     assert (found, missing) == (False, [("/debug/read.debug", "11" * 20)])
     copy = tmp_path / "debug-uncompressed-v1" / ".build-id" / "11" / ("11" * 19 + ".debug")
     copy.parent.mkdir(parents=True)
     copy.write_bytes(b"")
-    assert plan([read, skipped], lambda m: debug[m.path], lambda m: True) == (True, [("/debug/skipped.debug", "22" * 20)])
+    assert plan(debug_files([read, skipped]), lambda m: True) == (True, [("/debug/skipped.debug", "22" * 20)])
