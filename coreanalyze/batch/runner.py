@@ -143,8 +143,7 @@ class LocalBatch(RecordKeeper):
 
     def _service(self, worker: _Worker, queue: _Queue) -> tuple[list[CoreRecord], bool]:
         """Answer the worker's claims and requests for a next core; the records it finished,
-        and whether it is dead (its newest core is then recorded as failed, an older one
-        analyzed again)."""
+        and whether it is dead (see _lost for its cores)."""
         records: list[CoreRecord] = []
         try:
             while worker.busy and worker.conn.poll():

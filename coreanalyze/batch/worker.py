@@ -155,7 +155,7 @@ class CoreWork:
         self._started = started
         self._held = held  # the core's materialized copy and its analysis
         self._rest = rest
-        self._record: CoreRecord | None = None
+        self._finished = False
 
     @property
     def complete(self) -> bool:
@@ -169,8 +169,7 @@ class CoreWork:
 
         def in_child() -> CoreRecord:
             record = self.finish()
-            uncompressed.wait()  # the child leaves with os._exit
-            filefacts.save_all()
+            _before_os_exit()
             return record
 
         def before() -> None:
@@ -203,7 +202,8 @@ class CoreWork:
             pass
 
     def finish(self) -> CoreRecord:
-        if self._record is None:
+        if not self._finished:
+            self._finished = True
             try:
                 with self._held:
                     if self._rest is not None:
@@ -212,8 +212,7 @@ class CoreWork:
                 _failed(self.record, e)
             finally:
                 self.record.seconds = round(time.monotonic() - self._started, 3)
-            self._record = self.record
-        return self._record
+        return self.record
 
 
 def begin_one(
@@ -272,6 +271,13 @@ def _report_and_record(result, record: CoreRecord, core: CoreInput, local: str, 
     record.report_html = store(stem, ".html", render(report, "html"))
     record.status = "ok" if result.exit_code == 0 else "partial"
     record.reason = _clip(result.failure)
+
+
+def _before_os_exit() -> None:
+    """What a normal exit would do and os._exit does not (a worker, a child finishing a core):
+    wait for the debug-file copies under way and keep the file facts learnt."""
+    uncompressed.wait()
+    filefacts.save_all()
 
 
 def _failed(record: CoreRecord, error: Exception) -> None:
@@ -401,7 +407,5 @@ def worker_main(conn, config: WorkerConfig) -> None:
                     message = receive()
     finally:
         close_gdb_pool(gdb_pool)
-        # A multiprocessing child leaves with os._exit: neither atexit nor waiting for threads.
-        uncompressed.wait()
-        filefacts.save_all()
+        _before_os_exit()  # a multiprocessing child leaves with os._exit
         gc.freeze()  # the exit's last garbage collection would walk every object for nothing
