@@ -104,6 +104,13 @@ def optional_str_list(raw: Any) -> list[str] | None:
     raise TypeError("not a list of strings")
 
 
+def whole_int(raw: Any) -> int:
+    """A decoder: an int (TypeError otherwise, a bool included)."""
+    if type(raw) is int:
+        return raw
+    raise TypeError("not an int")
+
+
 def enabled() -> bool:
     """COREANALYZE_FILE_FACTS=0 turns the store off (every fact read from its file)."""
     return os.environ.get("COREANALYZE_FILE_FACTS", "1") != "0"

@@ -281,7 +281,7 @@ class RuleSet:
     def matched_one_by_one(self) -> list[Any]:
         """What holds the patterns that are matched one at a time: all but the skip lists,
         whose patterns are matched through combined_skip's alternations."""
-        return [getattr(self, f.name) for f in fields(self) if f.name not in ("skip", "_skip_cache", "_priority_cache", "_module_classes")]
+        return [getattr(self, f.name) for f in fields(self) if f.name != "skip" and not f.name.startswith("_")]  # _: caches
 
     def combined_skip(self) -> dict[str, re.Pattern[str]]:
         """One alternation per skip list, built once: a deep recursion has thousands of frames."""

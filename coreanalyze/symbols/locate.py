@@ -36,6 +36,7 @@ OpenHook = Callable[[str], None]
 # "Not read yet" for a debuglink argument, as opposed to None: "the file has none".
 UNKNOWN = object()
 
+
 @dataclass(frozen=True)
 class DebugLink:
     """The `.gnu_debuglink` section: the debug file's base name and the CRC32 of its bytes."""

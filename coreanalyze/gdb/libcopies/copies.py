@@ -41,6 +41,7 @@ from coreanalyze.atomicfile import write_atomically
 from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.filecache import BoundedCache, PerFileCache, file_identity
+from coreanalyze.filefacts import whole_int
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
@@ -262,15 +263,9 @@ def _may_qualify(path: str, min_symbols: int) -> bool:
     return count is not None and count >= 0 and count >= min_symbols
 
 
-def _whole_int(raw: object) -> int:
-    if type(raw) is int:
-        return raw
-    raise TypeError("not an int")
-
-
 # The entries of a library's first symbol table (-1: none, or not an x86-64 shared object),
 # kept from one run to the next: a process's ~150 libraries are looked at on every analysis.
-_symbol_count: PerFileCache[int] = PerFileCache("symbol-table-entries", decode=_whole_int)
+_symbol_count: PerFileCache[int] = PerFileCache("symbol-table-entries", decode=whole_int)
 
 
 def _read_symbol_count(path: str) -> int:
