@@ -16,8 +16,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Iterator
 
-import tomllib
-
+from coreanalyze import tomlfile
 from coreanalyze.memory import CoreMemory, Segment, searching
 from coreanalyze.packages import site_packages_of
 
@@ -55,7 +54,7 @@ def normalize(name: str) -> str:
 def import_name_distributions() -> dict[str, tuple[str, ...]]:
     """Top-level import name -> distributions that may own it, most likely first (data)."""
     text = resources.files("coreanalyze").joinpath("distributions.toml").read_text(encoding="utf-8")
-    return {name: tuple(dists) for name, dists in tomllib.loads(text)["import_names"].items()}
+    return {name: tuple(dists) for name, dists in tomlfile.loads(text)["import_names"].items()}
 
 
 def candidate_distributions(module: str) -> tuple[str, ...]:

@@ -13,21 +13,16 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+from coreanalyze import tomlfile
 from coreanalyze.arch import architecture, fault_from_trap
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.corefile.sigframe import SignalFrame, find_signal_frame, siginfo_written
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.signals import SENDER_CODES, SIGNAL_CODES, code_number, signal_name
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 RULES_FILE = Path(__file__).resolve().parent / "reraise.toml"
 # Handlers nested in handlers (absl's re-raising into faulthandler's): at most this many frames.
@@ -61,7 +56,7 @@ class ReraiseRules:
 
 @functools.cache
 def reraise_rules() -> ReraiseRules:
-    data = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
+    data = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
     handlers = tuple(
         HandlerRule(
             name=h["name"],

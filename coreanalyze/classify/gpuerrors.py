@@ -12,11 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
-
+from coreanalyze import tomlfile
 from coreanalyze.model import OomInfo
 
 DATA_FILE = Path(__file__).with_name("gpu_errors.toml")
@@ -58,7 +54,7 @@ class GpuErrorData:
 
 @functools.cache
 def data() -> GpuErrorData:
-    raw = tomllib.loads(DATA_FILE.read_text(encoding="utf-8"))
+    raw = tomlfile.loads(DATA_FILE.read_text(encoding="utf-8"))
     errors = tuple(
         GpuError(e["exception"], e["fault_kind"], tuple(re.compile(p) for p in e["patterns"]), label=e.get("label", ""))
         for e in raw["error"]

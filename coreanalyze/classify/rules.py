@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import contextvars
 import re
-import sys
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from coreanalyze import tomlfile
 from coreanalyze.classify.lazyregex import LazyPattern
 from coreanalyze.errors import BadInput
 from coreanalyze.model import FAULT_KINDS
 from coreanalyze.vocabulary import GpuCallRole
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
 BUILTIN_RULES = HERE / "rules.toml"
@@ -409,7 +404,7 @@ def builtin_heap_messages() -> tuple[str, ...]:
     """The allocator's "the heap is damaged" messages of rules.toml ([fault_kind]
     heap_messages): the one list that the memory scanner, the text triage, the fault kind and
     the allocator rule all read."""
-    data = tomllib.loads(BUILTIN_RULES.read_text(encoding="utf-8"))
+    data = tomlfile.loads(BUILTIN_RULES.read_text(encoding="utf-8"))
     return tuple(data["fault_kind"]["heap_messages"])
 
 
@@ -798,8 +793,8 @@ def _load_file(rs: RuleSet, path: Path, origin: str) -> None:
     except OSError as e:
         raise BadInput(f"rules file {label}: cannot read it ({e.strerror or e})") from None
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = tomlfile.loads(text)
+    except tomlfile.TOMLDecodeError as e:
         raise BadInput(f"rules file {label}: invalid TOML: {e}") from None
     try:
         _merge_document(rs, data, origin)

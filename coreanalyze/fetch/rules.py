@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-import tomllib
+from coreanalyze import tomlfile
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class FetchRules:
 @cache
 def fetch_rules() -> FetchRules:
     text = resources.files("coreanalyze").joinpath("distributions.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = tomlfile.loads(text)
     return FetchRules(
         import_names={name: tuple(dists) for name, dists in data.get("import_names", {}).items()},
         prefer_when_loaded=tuple((p["library"], tuple(p["distributions"])) for p in data.get("prefer_when_loaded", [])),

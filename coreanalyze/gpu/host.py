@@ -11,21 +11,16 @@ The calls and their roles are data: host_calls.toml beside this module.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from coreanalyze import tomlfile
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.gpu.libraries import RULES_FILE
 from coreanalyze.model import Frame, LaunchedFrom, Report, Thread
 from coreanalyze.pyfiles import is_library_file
 from coreanalyze.vocabulary import GpuCallRole
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 ROLES = tuple(GpuCallRole)
 
@@ -74,7 +69,7 @@ def parse_host_call_rules(raw: dict[str, Any]) -> HostCallRules:
 
 @lru_cache(maxsize=1)
 def host_call_rules() -> HostCallRules:
-    return parse_host_call_rules(tomllib.loads(RULES_FILE.read_text(encoding="utf-8")))
+    return parse_host_call_rules(tomlfile.loads(RULES_FILE.read_text(encoding="utf-8")))
 
 
 @dataclass(frozen=True)

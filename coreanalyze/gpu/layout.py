@@ -4,15 +4,11 @@ one table section's rows from bytes."""
 from __future__ import annotations
 
 import struct
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 LAYOUT_FILE = Path(__file__).resolve().parent / "coredump_layout.toml"
 SHT_LOUSER = 0x80000000
@@ -76,7 +72,7 @@ def _table(name: str, spec: dict) -> TableLayout:
 @lru_cache(maxsize=1)
 def load_layout(path: Path = LAYOUT_FILE) -> Layout:
     with open(path, "rb") as f:
-        data = tomllib.load(f)
+        data = tomlfile.load(f)
     return Layout(
         section_types={name: SHT_LOUSER + int(value) for name, value in data["section_types"].items()},
         tables={name: _table(name, spec) for name, spec in data["tables"].items()},

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from functools import lru_cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 RULES_FILE = Path(__file__).resolve().parent / "host_calls.toml"
 
 
 @lru_cache(maxsize=1)
 def _exports_only() -> re.Pattern[str]:
-    raw = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
+    raw = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
     return re.compile(raw.get("libraries", {}).get("exports_only", r"$^"))
 
 

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 RULES_FILE = Path(__file__).resolve().parent / "exception.toml"
 
@@ -51,7 +47,7 @@ class GpuRules:
 @lru_cache(maxsize=1)
 def gpu_rules(path: Path = RULES_FILE) -> GpuRules:
     with open(path, "rb") as f:
-        data = tomllib.load(f)
+        data = tomlfile.load(f)
     return GpuRules(
         default_category=data["default_category"],
         driver_modules=re.compile(data["driver_modules"]),

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.toml"
 
@@ -113,7 +109,7 @@ def _tensorflow_rule(raw: dict[str, Any]) -> TensorFlowHangRule:
 
 @lru_cache(maxsize=1)
 def hang_rules() -> HangRules:
-    raw = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
+    raw = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
     snapshot = raw["snapshot"]
     return HangRules(
         stop_signals=frozenset(snapshot["stop_signals"]),

@@ -9,15 +9,11 @@ A match needs every pattern its entry gives. The facts matched are those a batch
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 SHIPPED = Path(__file__).resolve().parent / "crashes.toml"
 MAX_FILE_BYTES = 4 << 20
@@ -141,12 +137,12 @@ def parse_file(path: Path, warnings: list[str] | None = None, origin: str | None
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise KnownProblem(f"larger than {MAX_FILE_BYTES >> 20} MiB")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomlfile.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise KnownProblem(e.strerror or str(e)) from None
     except UnicodeDecodeError:
         raise KnownProblem("not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as e:
+    except tomlfile.TOMLDecodeError as e:
         raise KnownProblem(f"not valid TOML: {e}") from None
     tables = data.get("crash", [])
     if not isinstance(tables, list) or set(data) - {"crash"}:

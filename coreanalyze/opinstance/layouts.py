@@ -14,10 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 LAYOUT_DIR = Path(__file__).resolve().parent / "layouts"
 DTYPES_FILE = Path(__file__).resolve().parent / "dtypes.toml"
@@ -51,7 +48,7 @@ class DType:
 def all_layouts() -> tuple[Layout, ...]:
     found = []
     for path in sorted(LAYOUT_DIR.glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomlfile.loads(path.read_text(encoding="utf-8"))
         found.append(
             Layout(
                 name=path.stem,
@@ -81,13 +78,13 @@ def layouts_for(framework: str, version: str | None) -> list[Layout]:
 
 @lru_cache(maxsize=1)
 def tflite_builtin_ops() -> dict[int, str]:
-    data = tomllib.loads(TFLITE_OPS_FILE.read_text(encoding="utf-8"))
+    data = tomlfile.loads(TFLITE_OPS_FILE.read_text(encoding="utf-8"))
     return {int(code): str(name) for code, name in data["builtin_ops"].items()}
 
 
 @lru_cache(maxsize=1)
 def dtypes() -> dict[int, DType]:
-    data = tomllib.loads(DTYPES_FILE.read_text(encoding="utf-8"))
+    data = tomlfile.loads(DTYPES_FILE.read_text(encoding="utf-8"))
     return {
         int(number): DType(int(number), str(entry["name"]), int(entry["size"]), entry.get("struct"))
         for number, entry in data.items()
