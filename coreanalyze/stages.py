@@ -59,6 +59,8 @@ class Context:
     reached: list[int] = field(default_factory=list)  # code addresses the threads hold (Process.code_addresses_on_stacks)
     abort_scan: AbortMessageScan | None = None
     debug_files_to_copy: list[tuple[str, str]] = field(default_factory=list)  # (debug file, build-id) gdb read compressed
+    # Modules whose separate debug file gdb reads: a line gdb found none for there has none.
+    lines_from_debugger: set[str] = field(default_factory=set)
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     warm_up: Any = None  # the later stages' imports and patterns, prepared beside the debugger (warmup.WarmUp)
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
@@ -324,7 +326,8 @@ def _uncompressed_debug_files(ctx: Context) -> None:
     def gdb_reads(module) -> bool:
         return ctx.libraries is None or ctx.libraries.may_read(module.path, module.start, module.end)
 
-    debug_files = gdb_debug_files(ctx.report.modules, ctx.symbolizer.debug_file_for)
+    debug_files = list(gdb_debug_files(ctx.report.modules, ctx.symbolizer.debug_file_for))
+    ctx.lines_from_debugger = {module.path for module, _build_id, _file in debug_files if gdb_reads(module)}
     found, ctx.debug_files_to_copy = uncompressed.plan(debug_files, gdb_reads)
     if found:
         ctx.debugger_debug_dirs.insert(0, str(uncompressed.directory()))
@@ -557,7 +560,10 @@ def symbols(ctx: Context) -> None:
 
     report, options = ctx.report, ctx.options
     report.warnings.extend(
-        improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process)
+        improve_frames(
+            report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process,
+            lines_known=ctx.lines_from_debugger,
+        )  # fmt: skip
     )
     in_frames = {f.module for t in report.threads for f in t.frames if f.module}
     mark_debug_files(
