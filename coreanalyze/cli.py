@@ -106,7 +106,8 @@ def cli() -> None:
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
 @click.option("--gpu-core", metavar="PATH", help="The GPU core dump (.nvcudmp) the CUDA driver wrote (default: looked for beside the core).")
 @click.option("--shrink", "shrink_to", metavar="PATH", help="Also write the core shrunk to what this report needs (see `coreanalyze shrink`; zstd when PATH ends in .zst).")
-def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to):
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like coreanalyze/known/crashes.toml; repeatable); the shipped ones are always matched.")
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to, known_files):
     """Analyze one core file (or a live process with --pid) and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.safenames import report_filename
@@ -133,6 +134,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         core = keep_core or f"pid-{pid}"
     else:
         result = _analyze_file(core, options)
+    _recognize_known(result.report, known_files)
     # Imported after the analysis, which imports it beside the debugger (coreanalyze.warmup).
     from coreanalyze.render import color_wanted, render, verdict
 
@@ -172,12 +174,24 @@ def _analyze_file(core: str, options):
     return result
 
 
+def _recognize_known(report, known_files) -> None:
+    """classification.known (and its advice first) from the shipped and the user's known crashes."""
+    from coreanalyze.known import load_known
+    from coreanalyze.known.onreport import recognize
+
+    warnings: list[str] = []
+    recognize(report, load_known(known_files, warnings))
+    for line in warnings:
+        click.echo(f"coreanalyze: warning: {line}", err=True)
+
+
 @cli.command("triage")
 @click.argument("source", metavar="FILE|-")
 @click.option("-o", "--output", default="-", metavar="PATH|-", show_default=True, help="Where to write the report.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format (default: text on stdout, else from -o's extension).")
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
-def triage_command(source, output, fmt, rules_files):
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML; repeatable).")
+def triage_command(source, output, fmt, rules_files, known_files):
     """Classify a backtrace, fatal log or sanitizer report pasted into a ticket."""
     from coreanalyze.classify import load_rules
     from coreanalyze.render import color_wanted, render
@@ -192,6 +206,7 @@ def triage_command(source, output, fmt, rules_files):
         text, name = path.read_text(encoding="utf-8", errors="replace"), path.name
     rules = load_rules([Path(p) for p in rules_files])
     report = triage_text(text, name, rules=rules)
+    _recognize_known(report, known_files)
     fmt = fmt or ("text" if output == "-" else _format_for(output, None))
     _write_report(render(report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout)), output)
 
