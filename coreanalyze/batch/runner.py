@@ -210,6 +210,9 @@ class LocalBatch(RecordKeeper):
         # still holds the libraries.
         wanted = min(self.options.jobs or default_jobs(), len(pending))
         self.workers += [_Worker(self.ctx, self.config) for _ in range(wanted - len(self.workers))]
+        for index, w in enumerate(self.workers):
+            if not w.process.is_alive():  # died while idle (the OOM killer takes idle ones too)
+                self._replace(index)
         while queue or any(w.busy for w in self.workers):
             for w in self.workers:
                 if not w.busy and queue:

@@ -144,6 +144,8 @@ class Watcher:
         self.journal = journal.JournalFile(options.journal) if options.journal else None
 
     def _on_record(self, record: CoreRecord) -> None:
+        # On disk from now on: a round cut short (OUT full, a stop) finds it again (_again).
+        self.records[record.key] = record
         self.state.finished(record.file_identity)
         self.arrived.append(record)
 
@@ -207,7 +209,7 @@ class Watcher:
             self._pause(f"cannot read {self.store.out}: {e.strerror or e}")
             return False
         if free < self.options.min_free:
-            self._pause(f"{self.store.out} has {free >> 20} MiB free, under --min-free {self.options.min_free >> 20} MiB")
+            self._pause(f"{self.store.out} has {free >> 10} KiB free, under --min-free {self.options.min_free >> 10} KiB")
             return False
         if self.paused:
             self.say("resuming: space in the output directory again")
@@ -249,6 +251,7 @@ class Watcher:
                 self.engine.keep(record)
             else:
                 todo.append(core)
+        self.arrived = []
         if todo and self._room():
             self.keeper.measure()
             self.engine.run(todo, Progress(len(todo), 0, False))
