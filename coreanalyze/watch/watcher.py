@@ -40,6 +40,9 @@ DEFAULT_POLL = 2.0
 DEFAULT_SETTLE = 30.0
 DEFAULT_NICE = 10
 DEFAULT_MIN_FREE = 64 << 20
+# Cores handed to the worker at a time: the worker overlaps two cores (batch's pipelining), and
+# each few are kept, recorded and their originals removed before the next are taken.
+ROUND_CORES = 4
 
 
 @dataclass
@@ -227,6 +230,7 @@ class Watcher:
 
     def _round(self, ready: list[tuple[str, str]]) -> bool:
         """The cores complete now: analyzed, kept, recorded. Whether any record changed."""
+        self.arrived = []  # a round cut short left its records to _again
         cores: dict[str, CoreInput] = {}
         for path, under in ready:
             try:
@@ -251,14 +255,20 @@ class Watcher:
                 self.engine.keep(record)
             else:
                 todo.append(core)
-        self.arrived = []
-        if todo and self._room():
-            self.keeper.measure()
-            self.engine.run(todo, Progress(len(todo), 0, False))
-        arrived, self.arrived = self.arrived, []
-        for record in arrived:
+        early, self.arrived = self.arrived, []  # duplicates, cores given up on: no analysis
+        for record in early:
             self._finish(record, cores.get(record.path))
-        return bool(arrived)
+        changed = bool(early)
+        for start in range(0, len(todo), ROUND_CORES):
+            if not self._room():
+                break
+            self.keeper.measure()
+            self.engine.run(todo[start:start + ROUND_CORES], Progress(len(todo), start, False))
+            arrived, self.arrived = self.arrived, []
+            for record in arrived:
+                self._finish(record, cores.get(record.path))
+            changed = changed or bool(arrived)
+        return changed
 
     def _again(self, record: CoreRecord, core: CoreInput) -> None:
         """A core with a record from an earlier run: its keeping was cut short, or its original
