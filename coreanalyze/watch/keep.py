@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from coreanalyze.atomicfile import TMP_MARK
+from coreanalyze.atomicfile import replacing
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.options import BatchOptions
 from coreanalyze.batch.shrinking import shrink_records
@@ -54,8 +54,7 @@ def place(source: str, target: Path) -> int:
     """`source` at `target`: hard-linked when both are on one file system, else copied; synced.
     Returns the bytes it adds to OUT. OSError (ENOSPC, ...) leaves nothing behind."""
     target.parent.mkdir(exist_ok=True)
-    tmp = target.with_name(f".{target.name}{TMP_MARK}{os.getpid()}")
-    try:
+    with replacing(target) as tmp:
         try:
             os.link(source, tmp)
         except OSError as e:
@@ -63,14 +62,9 @@ def place(source: str, target: Path) -> int:
                 raise
             with open(source, "rb") as src, open(tmp, "xb") as dst:
                 shutil.copyfileobj(src, dst, COPY_CHUNK)
-        os.replace(tmp, target)
-        sync_path(target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+                dst.flush()
+                os.fsync(dst.fileno())
+    sync_path(target)
     return target.stat().st_size
 
 
