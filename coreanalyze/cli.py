@@ -324,7 +324,6 @@ def watch_command(directories, out, keep_full, others, budget, delete_analyzed, 
         once=once,
         min_free=parse_size(min_free, "--min-free"),
     )
-    click.echo(f"watching {', '.join(directories)}; reports and index in {out}")
     result = run_watch(options, lambda line: click.echo(line))
     for line in result.warnings:
         click.echo(f"coreanalyze: warning: {line}", err=True)

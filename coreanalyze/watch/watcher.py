@@ -156,6 +156,7 @@ class Watcher:
 
     def run(self) -> WatchResult:
         self._prepare()
+        self.say(f"watching {', '.join(self.options.directories)}; reports and index in {self.store.out}")
         with self.stop.installed():
             try:
                 while True:
