@@ -62,6 +62,8 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# setfattr: the watch tests give files systemd-coredump's extended attributes.
+command -v setfattr >/dev/null 2>&1 || missing+=(attr)
 # Cores from other architectures (aarch64 devices): a debugger that reads them, and what the
 # tests need to make such cores here - a cross compiler and qemu's user-mode emulator.
 command -v gdb-multiarch >/dev/null 2>&1 || missing+=(gdb-multiarch)

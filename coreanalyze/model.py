@@ -282,6 +282,8 @@ class Classification:
     hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle
     gpu: GpuFault | None = None  # what the GPU did (fault_kind gpu-exception, or a GPU wait)
     oom: OomInfo | None = None  # fault_kind out-of-memory
+    # The known crash it is (coreanalyze/known: id, title, url, fixed_in, note, advice), else None
+    known: dict[str, Any] | None = None
 
 
 @dataclass

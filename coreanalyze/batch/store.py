@@ -4,6 +4,7 @@
                                   the record IS the fact that the core is done
     OUT/reports/<name>-<id>.html  the core's report, and .json beside it
     OUT/shrunk/<name>-<id>.core.zst  with --shrink: a group's example core, shrunk to attach
+    OUT/kept/<name>-<id>.core[.zst]  `watch`: a full core its keep policy kept (and .nvcudmp beside)
     OUT/cores.jsonl, summary.json, index.html   derived from results/ alone, rewritten at the end
 
 Everything derived is recomputed from results/, so a batch killed at any instant (SIGKILL
@@ -30,6 +31,8 @@ RECORD_SCHEMA = "coreanalyze-batch-core/1"
 RESULTS_DIR = "results"
 REPORTS_DIR = "reports"
 SHRUNK_DIR = "shrunk"
+KEPT_DIR = "kept"
+KEPT = ("full", "shrunk", "none")  # what `watch` kept of a core
 STATUSES = ("ok", "partial", "failed", "duplicate")
 ANALYZED = ("ok", "partial")  # statuses that have a report and count in the groups
 
@@ -38,6 +41,7 @@ MAX_RECORDS = 1_000_000
 _IDENTITY = re.compile(r"^[0-9a-f]{64}$")
 _REPORT_PATH = re.compile(r"^reports/[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:html|json)$")
 _SHRUNK_PATH = re.compile(r"^shrunk/[A-Za-z0-9][A-Za-z0-9._+-]*\.core\.zst$")
+_KEPT_PATH = re.compile(r"^kept/[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _STEM_CHARS = 80
 _TEXT_CHARS = 300
 _MAX_FRAMES = 64
@@ -88,6 +92,14 @@ class CoreRecord:
     # batch --shrink, for a group's example: the shrunk core (relative path) and its bytes
     shrunk: str | None = None
     shrunk_size: int | None = None
+    # `watch`: what its keep policy kept ("full" | "shrunk" | "none"; None: not decided yet, or a
+    # batch's record), the full core and the GPU core dump kept in the output directory
+    kept: str | None = None
+    kept_core: str | None = None
+    kept_gpu_core: str | None = None
+    # systemd-coredump's record of the crash (unit, cmdline, boot_id, cgroup, container, ...:
+    # coreanalyze/watch/coredump.py)
+    coredump: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -140,6 +152,10 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "known": (dict, type(None)),
     "shrunk": (str, type(None)),
     "shrunk_size": (int, type(None)),
+    "kept": (str, type(None)),
+    "kept_core": (str, type(None)),
+    "kept_gpu_core": (str, type(None)),
+    "coredump": (dict,),
 }
 
 
@@ -168,10 +184,15 @@ def record_from_dict(d: Any) -> CoreRecord:
             raise ValueError(f"{name} is not a report path of this layout")
     if kwargs.get("shrunk") is not None and not _SHRUNK_PATH.match(kwargs["shrunk"]):
         raise ValueError("shrunk is not a shrunk core's path of this layout")
+    for name in ("kept_core", "kept_gpu_core"):
+        if kwargs.get(name) is not None and not _KEPT_PATH.match(kwargs[name]):
+            raise ValueError(f"{name} is not a kept core's path of this layout")
+    if kwargs.get("kept") is not None and kwargs["kept"] not in KEPT:
+        raise ValueError(f"unknown kept {kwargs['kept']!r}")
     kwargs["culprit"] = {k: v for k, v in kwargs.get("culprit", {}).items() if k in ("function", "module") and isinstance(v, (str, type(None)))}
     kwargs["xattrs"] = {k: v for k, v in kwargs.get("xattrs", {}).items() if isinstance(k, str) and isinstance(v, str)}
     kwargs["wheels_downloaded"] = [w[:300] for w in kwargs.get("wheels_downloaded", []) if isinstance(w, str)]
-    for name in ("versions", "packages"):
+    for name in ("versions", "packages", "coredump"):
         kwargs[name] = _strings(kwargs.get(name, {}))
     kwargs["frames"] = [f[:_TEXT_CHARS] for f in kwargs.get("frames", [])[:_MAX_FRAMES] if isinstance(f, str)]
     return CoreRecord(**kwargs)
@@ -201,6 +222,7 @@ class BatchStore:
         self.results = self.out / RESULTS_DIR
         self.reports = self.out / REPORTS_DIR
         self.shrunk = self.out / SHRUNK_DIR
+        self.kept = self.out / KEPT_DIR
 
     # -------------------------------------------------------------- set-up
 
@@ -228,7 +250,7 @@ class BatchStore:
 
     def remove_temporaries(self) -> None:
         """Half-written files of a run that was killed: never results, safe to drop."""
-        for directory in (self.out, self.results, self.reports, self.shrunk):
+        for directory in (self.out, self.results, self.reports, self.shrunk, self.kept):
             if not directory.is_dir():
                 continue
             for p in directory.iterdir():

@@ -36,6 +36,7 @@ from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
 from coreanalyze.errors import CoreAnalyzeError
 from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
+from coreanalyze.known.onreport import recognize
 from coreanalyze.model import Report
 from coreanalyze.signals import SIGNAL_NAMES
 from coreanalyze.symbols import uncompressed
@@ -111,26 +112,6 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
 def known_crashes(files: tuple[str, ...]) -> KnownCrashes:
     """Loaded once per worker; the batch already warned about damaged files."""
     return load_known(files)
-
-
-def known_advice(known: dict[str, Any]) -> str:
-    """The line a report's advice starts with when its crash is a known one."""
-    text = f"Known crash: {known['title']}"
-    if known.get("url"):
-        text += f" ({known['url']})"
-    if known.get("note"):
-        text += f"; {known['note']}"
-    return text + (f". {known['advice']}" if known.get("advice") else ".")
-
-
-def _recognize(report: Report, record: CoreRecord, known: KnownCrashes) -> dict[str, Any] | None:
-    facts = crash_facts(record)
-    entry = known.match(facts)
-    if entry is None:
-        return None
-    verdict = entry.verdict(facts)
-    report.classification.advice.insert(0, known_advice(verdict))
-    return verdict
 
 
 def analyze_one(
@@ -265,9 +246,9 @@ def _report_and_record(result, record: CoreRecord, core: CoreInput, local: str, 
         hostname = hostname_from_core(local, report)
         if hostname:
             record.host, record.host_source = hostname, "environment"
-    record.known = _recognize(report, record, known_crashes(config.known_files))
     # classification.known: null when no known crash matched
-    record.report_json = store(stem, ".json", render_json(report, {"known": record.known}))
+    record.known = recognize(report, known_crashes(config.known_files), crash_facts(record))
+    record.report_json = store(stem, ".json", render_json(report))
     record.report_html = store(stem, ".html", render(report, "html"))
     record.status = "ok" if result.exit_code == 0 else "partial"
     record.reason = _clip(result.failure)
