@@ -490,6 +490,8 @@ def _python_frames(ctx: Context) -> None:
         # A program without an interpreter has no Python frames to miss.
         report.warnings.extend(stacks.warnings)
     report.launched_from = stacks.launched_from
+    if stacks.walk is not None:
+        ctx.process.gil_range = stacks.walk.gil_range
     if stacks.python_version:
         report.environment["python_version"] = stacks.python_version
     if stacks.walk is not None and stacks.walk.imports:

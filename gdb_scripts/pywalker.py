@@ -9,10 +9,13 @@ files it maps.
 How the runtime is found without debug info: `_PyRuntime` and `Py_Version` are exported in
 the dynamic symbol table of the executable or of libpython, even on stripped distribution
 builds. From there interpreters -> thread states -> frames are walked with per-version
-field offsets: CPython 3.13 describes them itself in `_Py_DebugOffsets` (the first member of
-`_PyRuntime`; 3.14 changed that structure and is not read yet); for 3.10-3.12 the offsets of
-x86_64 release builds are tabled below, and when the target can read the interpreter's DWARF
-the offsets are derived from its types instead.
+field offsets: CPython 3.13 and later describe them themselves in `_Py_DebugOffsets` (the first
+member of `_PyRuntime`, whose field order differs per version and is tabled below), over a table
+of every 3.13+ build, default and free-threaded, taken from CPython's headers; for 3.10-3.12 the
+offsets of x86_64 release builds are tabled, and when the target can read the interpreter's
+DWARF the offsets are derived from its types instead. 3.14 tags the references a frame holds
+(`_PyStackRef`); a free-threaded build keeps a bytecode copy per thread and may run without
+its GIL.
 
 Everything read here comes from a dead, possibly corrupt process: every read is checked and
 bounded, every loop has a limit and a cycle check, and nothing is ever executed in the
@@ -184,6 +187,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "interp.modules": 944,
         "gil.holder": 8,
         "gil.locked": 16,
+        "gil.size": 208,
         "tstate.next": 8,
         "tstate.interp": 16,
         "tstate.cframe": 56,
@@ -259,6 +263,7 @@ interp.gil_ptr                 16     16    16     16    16     16
 interp.modules               7656   7664  7688   7712  7592   7592
 gil.holder                      8     16     8     16     8     16
 gil.locked                     16     24    16     24    16     24
+gil.size                      208    216   208    216   208    216
 tstate.next                     8      8     8      8     8      8
 tstate.interp                  16     16    16     16    16     16
 tstate.current_frame           72     72    72     72    72     72
@@ -406,6 +411,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.modules": ("PyInterpreterState", "imports.modules"),
         "gil.holder": ("struct _gil_runtime_state", "last_holder"),
         "gil.locked": ("struct _gil_runtime_state", "locked"),
+        "gil.size": ("struct _gil_runtime_state", None),
         "tstate.next": ("PyThreadState", "next"),
         "tstate.interp": ("PyThreadState", "interp"),
         "tstate.cframe": ("PyThreadState", "cframe"),
@@ -430,6 +436,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.modules": ("PyInterpreterState", "imports.modules"),
         "gil.holder": ("struct _gil_runtime_state", "last_holder"),
         "gil.locked": ("struct _gil_runtime_state", "locked"),
+        "gil.size": ("struct _gil_runtime_state", None),
         "tstate.next": ("PyThreadState", "next"),
         "tstate.interp": ("PyThreadState", "interp"),
         "tstate.current_frame": ("PyThreadState", "current_frame"),
@@ -1230,6 +1237,18 @@ class Walker:
                 break
         return out
 
+    def gil_range(self, interp: int) -> tuple[int, int] | None:
+        """Where the GIL that governs this interpreter lies (3.12+: it hangs off the interpreter),
+        so that a thread waiting on a lock inside it is known to wait for the GIL."""
+        L = self.L
+        if L.shape["gil"] != "interp" or not L.has("gil.size"):
+            return None
+        try:
+            gil = self.mem.ptr(interp + L["interp.gil_ptr"])
+        except ReadError:
+            return None
+        return (gil, gil + L["gil.size"]) if gil else None
+
     def gil(self, interp: int) -> tuple[bool | None, int | None]:
         """(locked, last holder) of the GIL that governs this interpreter."""
         L = self.L
@@ -1840,6 +1859,9 @@ def walk(target: Target, options: dict) -> dict:
         interpreters = walker.interpreters()
         if not interpreters:
             warnings.append("the interpreter list is empty (the process had not started Python or had finalized it)")
+        gil_range = walker.gil_range(interpreters[0]) if interpreters else None
+        if gil_range is not None:
+            result["gil"] = {"address": gil_range[0], "size": gil_range[1] - gil_range[0]}
         for interp in interpreters:
             locked, holder = walker.gil(interp)
             try:
