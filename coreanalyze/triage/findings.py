@@ -161,6 +161,22 @@ def native_frame(
     )
 
 
+def argument_list_start(function: str) -> int | None:
+    """Where a name's trailing argument list starts ('f<a>(int, g(x))' -> 4), nested parentheses
+    and '(anonymous namespace)' inside the name included; None when it has none."""
+    if not function.endswith(")"):
+        return None
+    depth = 0
+    for k in range(len(function) - 1, -1, -1):
+        if function[k] == ")":
+            depth += 1
+        elif function[k] == "(":
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
+
+
 def python_frame(function: str | None, file: str | None, line: int | None) -> model.Frame:
     if file in ("???", ""):
         file = None

@@ -29,12 +29,17 @@ from . import limits
 FORMAT = "frame-shapes"
 
 _OFFSET = r"(?:\s*\+\s*(?:0x[0-9a-fA-F]{1,16}|\d{1,9}))?"
-# module!function(+0x..) with a module that names a file (WinDbg, cdb, Visual Studio, Process Explorer).
-_BANG = re.compile(
-    r"(?:^|[\s>*])(?P<mod>[\w.+-]{1,120}\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib))!(?P<fn>[A-Za-z_?@$~][^\s(+]{0,600}?(?:\([^)]{0,600}\))?)" + _OFFSET + r"(?=\s|$)"
-    # WinDbg also prints the module without its extension: "nvcuda!cuDevicePrimaryCtxRelease+0x2a".
-    r"|(?:^|\s)(?P<mod2>[A-Za-z_][\w.-]{0,120})!(?P<fn2>[A-Za-z_?@$~][^\s(+]{0,600}?)\s*\+\s*0x[0-9a-fA-F]{1,16}(?=\s|$)"
+# module!function(+0x..) with a module that names a file (WinDbg, cdb, Visual Studio, Process
+# Explorer), or any module when an offset follows ("nvcuda!cuDevicePrimaryCtxRelease+0x2a"). The
+# function runs to the offset, or to the end of the line less Visual Studio's "Line 14  C++".
+_BANG_START = re.compile(r"(?:^|[\s>*])([\w.+-]{1,120})!(?=[A-Za-z_?@$~])")
+_BANG_REST = re.compile(
+    r"(?P<fn>.{1,4000}?)(?P<off>\s*\+\s*0x[0-9a-fA-F]{1,16})?"
+    r"(?:\s+(?:Line|行|Zeile|ligne|línea|строка)\s*\d{1,7})?(?:\s+(?:C\+\+|C|Unknown))?\s*$"
 )
+_FILE_MODULE = re.compile(r"\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib|apk)$", re.IGNORECASE)
+# How many "module!" starts of one line are tried (a line of exclamation marks is not a stack).
+MAX_BANG_TRIES = 4
 # "Exception thrown at 0x00007FFAE2A925F0 (tensorflow.dll) in app.exe": the pc and its module.
 _PC_MODULE = re.compile(r"\b(?P<pc>0x[0-9A-Fa-f]{6,16}) \((?P<mod>[\w.+-]{1,120}\.(?:dll|exe|pyd|so(?:\.\d+)*|dylib))\)")
 # lldb's module`symbol: the symbol starts right after the backtick, and an offset, a source line or
@@ -57,19 +62,15 @@ _NATIVE_ENTRY = re.compile(r"\.(TF_[A-Z]\w+|TFE_[A-Z]\w+|TfLite[A-Z]\w+)$")
 
 def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
     """The frame a line carries and whether its shape alone is proof, or None."""
-    if "!" in line and (m := _BANG.search(line)) is not None:
-        module = m.group("mod") or m.group("mod2")
-        function = m.group("fn") or m.group("fn2")
-        if module.endswith(".apk"):
-            return fd.native_frame(None, module=function), True
-        return fd.native_frame(_bare(function), module=module), True
+    if "!" in line and (got := _bang(line)) is not None:
+        return got, True
     if "0x" in line and (m := _PC_MODULE.search(line)) is not None:
         return fd.native_frame(None, pc=fd.hex_int(m.group("pc")), module=m.group("mod")), True
     if "`" in line and (m := _BACKTICK.search(line)) is not None and (m.group("off") or m.group("file") or "frame #" in line):
         line_no = int(m.group("line")) if m.group("line") else None
-        return fd.native_frame(_bare(m.group("fn")), module=m.group("mod"), file=m.group("file"), line=line_no), True
+        return fd.native_frame(bare_name(m.group("fn")), module=m.group("mod"), file=m.group("file"), line=line_no), True
     if "[" in line and "+0x" in line and (m := _BRACKET.search(line)) is not None:
-        return fd.native_frame(_bare(m.group("fn")), module=m.group("mod")), True
+        return fd.native_frame(bare_name(m.group("fn")), module=m.group("mod")), True
     if ".so" in line and (m := _SO_PAREN.search(line)) is not None:
         return fd.native_frame(m.group("fn") or None, module=m.group("mod")), True
     if " pc " in line and (m := _PC.search(line)) is not None:
@@ -88,19 +89,34 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
     return None
 
 
-def _bare(function: str) -> str:
-    """'abort()' -> 'abort'; 'f(int) const' -> 'f': the argument list is not part of the name
-    the rules match, and a debugger's argument values would only get in the way."""
-    function = function.strip()
-    depth = 0
-    for k, ch in enumerate(function):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0 and k > 0 and not function.startswith("(anonymous"):
-            return function[:k].strip()
-    return function
+def _bang(line: str) -> fd.model.Frame | None:
+    for k, start in enumerate(_BANG_START.finditer(line)):
+        if k >= MAX_BANG_TRIES:
+            break
+        module = start.group(1)
+        m = _BANG_REST.match(line, start.end())
+        if m is None or not (_FILE_MODULE.search(module) or m.group("off")):
+            continue
+        function = m.group("fn").strip()
+        if module.lower().endswith(".apk"):  # an APK-embedded library: "base.apk!libfoo.so"
+            return fd.native_frame(None, module=function.split()[0])
+        # WinDbg names a module without its file's extension ("tensorflow_framework"): that is not
+        # a library path the module rules could read, and would look like an unknown (custom-op)
+        # library; the symbol says what the code is.
+        return fd.native_frame(bare_name(function), module=module if _FILE_MODULE.search(module) else None)
+    return None
+
+
+def bare_name(function: str) -> str:
+    """'abort()' -> 'abort'; 'ns::(anonymous namespace)::f<int>(int) const' -> 'ns::(anonymous
+    namespace)::f<int>': the argument list is not part of the name the rules match, and a
+    debugger's argument values would only get in the way."""
+    name = function.strip()
+    for suffix in (" const", " volatile", " &&", " &", " noexcept"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)].rstrip()
+    k = fd.argument_list_start(name)
+    return (name[:k].rstrip() or name) if k is not None else name
 
 
 def _address(line: str) -> int | None:
@@ -125,9 +141,11 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     if current:
         runs.append((start, current))
     threads: list[tuple[int, fd.TextThread]] = []
+    has_stack = any(len(run) >= 2 for _, run in runs)
     for start, run in runs:
-        # One frame is believed alone only when its shape is unmistakable.
-        if len(run) < 2 and not run[0][2]:
+        # One frame is believed alone only when its shape is unmistakable, and a lone pc without a
+        # name (an exception line's "0x.. (tensorflow.dll)") only when no stack says more.
+        if len(run) < 2 and (not run[0][2] or (has_stack and run[0][1].function is None)):
             continue
         thread = fd.TextThread()
         for k, frame, _ in run:

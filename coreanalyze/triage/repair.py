@@ -20,6 +20,9 @@ MIN_WRAPPED_LINES = 3
 # ...and the lines that long make at least this share of the lines at least that long.
 MIN_WRAPPED_SHARE = 0.5
 MIN_WIDTH = 60
+# Terminals, e-mail and consoles wrap at a few hundred columns at most; longer lines of one length
+# are a text's own (a repeated record), not a wrap.
+MAX_WIDTH = 300
 # Terminal padding inside a line: a run of spaces this long between two non-blanks.
 _PADDING = re.compile(r"(?<=\S) {60,}(?=\S)")
 # "[#12](https://github.com/owner/repo/issues/12)" -> "#12"; "owner/repo#12 " at a line's start -> "#12 ".
@@ -56,15 +59,16 @@ def _unlink(lines: list[str]) -> tuple[list[str], int]:
 
 def wrap_width(lines: list[str]) -> int | None:
     """The column at which every long line was cut, if the text was hard-wrapped."""
-    lengths = Counter(len(line) for line in lines if len(line) >= MIN_WIDTH)
+    lengths = Counter(len(line) for line in lines if MIN_WIDTH <= len(line) <= MAX_WIDTH)
     if not lengths:
         return None
-    width, count = max(lengths.items(), key=lambda kv: (kv[1], -kv[0]))
-    longer = sum(c for length, c in lengths.items() if length >= width)
+    # The cut lines are the longest of a wrapped text: on a tie, the longer length is the width.
+    width, count = max(lengths.items(), key=lambda kv: (kv[1], kv[0]))
+    longer = sum(1 for line in lines if len(line) >= width)
     if count < MIN_WRAPPED_LINES or count < MIN_WRAPPED_SHARE * longer:
         return None
     # A wrapped text has (almost) nothing longer than its width.
-    if sum(c for length, c in lengths.items() if length > width) > count // 4:
+    if sum(1 for line in lines if len(line) > width) > count // 4:
         return None
     return width
 
