@@ -36,6 +36,7 @@ _SOURCE_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.+\\/-]{1,400}\.(?:cc|cpp|cu|h|hpp|
 class EvidenceRule:
     name: str
     pattern: re.Pattern[str]
+    needles: tuple[str, ...] = ()  # one must be in a line for the pattern to be tried
     signal: str | None = None
     category: str | None = None
     fault_kind: str | None = None
@@ -54,6 +55,8 @@ class Hit:
 class EvidenceRules:
     rules: tuple[EvidenceRule, ...]
     strong: float
+    # Every rule's needles in one pattern: a line with none of them (nearly every line) costs one search.
+    any_needle: re.Pattern[str] | None = None
 
 
 class EvidenceError(ValueError):
@@ -74,8 +77,8 @@ def load_rules(text: str) -> EvidenceRules:
     kinds = {k.value for k in FaultKind}
     for t in data.get("evidence", []):
         name = t.get("name")
-        if not name or name in seen or "pattern" not in t:
-            raise EvidenceError(f"evidence rule {name!r}: needs a unique name and a pattern")
+        if not name or name in seen or "pattern" not in t or not t.get("needles"):
+            raise EvidenceError(f"evidence rule {name!r}: needs a unique name, a pattern and its needles")
         seen.add(name)
         kind = t.get("fault_kind")
         if kind is not None and kind not in kinds:
@@ -87,6 +90,7 @@ def load_rules(text: str) -> EvidenceRules:
             EvidenceRule(
                 name=name,
                 pattern=re.compile(t["pattern"]),
+                needles=tuple(t["needles"]),
                 signal=normalize_name(signal) if signal else None,
                 category=t.get("category"),
                 fault_kind=kind,
@@ -94,7 +98,8 @@ def load_rules(text: str) -> EvidenceRules:
                 description=t.get("description", ""),
             )
         )
-    return EvidenceRules(tuple(rules), strong)
+    needles = sorted({n for r in rules for n in r.needles}, key=len, reverse=True)
+    return EvidenceRules(tuple(rules), strong, re.compile("|".join(map(re.escape, needles))) if needles else None)
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -104,10 +109,10 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     finding: fd.Finding | None = None
     matched: set[str] = set()
     for i, line in enumerate(lines):
-        if not line or len(matched) == len(rules.rules):
+        if not line or len(matched) == len(rules.rules) or rules.any_needle is None or not rules.any_needle.search(line):
             continue
         for rule in rules.rules:
-            if rule.name in matched or (m := rule.pattern.search(line)) is None:
+            if rule.name in matched or not any(n in line for n in rule.needles) or (m := rule.pattern.search(line)) is None:
                 continue
             matched.add(rule.name)
             if finding is None:

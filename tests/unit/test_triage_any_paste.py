@@ -134,4 +134,6 @@ def test_evidence_is_not_a_format_and_its_fatal_lines_are_not_refused():
 def test_the_evidence_rules_load_and_a_bad_one_is_refused():
     assert len(default_rules().rules) >= 15
     with pytest.raises(ValueError):
-        load_rules('[[evidence]]\nname = "x"\npattern = "y"\nfault_kind = "explosion"\n')
+        load_rules('[[evidence]]\nname = "x"\npattern = "y"\nneedles = ["y"]\nfault_kind = "explosion"\n')
+    with pytest.raises(ValueError):
+        load_rules('[[evidence]]\nname = "x"\npattern = "y"\n')  # no needles
