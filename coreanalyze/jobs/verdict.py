@@ -51,8 +51,9 @@ def _order(rank: RankVerdict) -> tuple:
 
 
 def _what(rank: RankVerdict) -> str:
-    what = " ".join(x for x in (rank.signal, rank.fault_kind) if x and x != "unknown")
-    return what + (f": {rank.summary}" if rank.summary else "") if what or rank.summary else "a crash"
+    if rank.summary:
+        return rank.summary.rstrip(".")
+    return " ".join(x for x in (rank.signal, rank.fault_kind) if x and x != "unknown") or "a crash"
 
 
 def job_verdict(ranks: list[RankVerdict], world_size: int | None = None, launcher_root_cause: int | None = None) -> JobVerdict:
