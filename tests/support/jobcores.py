@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -150,17 +151,17 @@ class _Watchdog:
                 os.kill(helper, signal.SIGKILL)
 
 
-def _end(proc: subprocess.Popen, wait: float = 60.0) -> str:
+def _end(proc: subprocess.Popen, wait: float = 60.0) -> None:
+    """The launcher ends once it has seen every rank die; else it is ended."""
     try:
-        out, _ = proc.communicate(timeout=wait)
+        proc.wait(timeout=wait)
     except subprocess.TimeoutExpired:
         proc.terminate()
         try:
-            out, _ = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            out, _ = proc.communicate()
-    return out or ""
+            proc.wait()
 
 
 def _env() -> dict[str, str]:
@@ -172,7 +173,8 @@ def _env() -> dict[str, str]:
 def run_torch_job(scenario: JobScenario, root: Path) -> JobRun:
     torchrun = Path(sys.executable).parent / "torchrun"
     # A long monitor interval: the watchdog, not torchrun's SIGTERM, ends the waiting ranks.
-    cmd = [str(torchrun), "--standalone", f"--nproc-per-node={scenario.world_size}", "--monitor-interval=20",
+    # --tee: each rank's own lines on the console behind "[default<rank>]:", as people run it.
+    cmd = [str(torchrun), "--standalone", f"--nproc-per-node={scenario.world_size}", "--monitor-interval=20", "--tee=3",
            str(JOBS / "torch_rank.py"), scenario.name.removeprefix("torch_"), str(root)]
     proc = subprocess.Popen(cmd, cwd=root, env=_env(), preexec_fn=raise_core_limit, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -193,21 +195,46 @@ def run_tf_job(scenario: JobScenario, root: Path) -> JobRun:
     return _watch(scenario, root, procs)
 
 
+class _Console:
+    """The job's console: every process's lines as they come, interleaved; with several
+    processes each line behind its rank, as `srun --label` shows them ("1: ...")."""
+
+    def __init__(self, procs: list[subprocess.Popen]) -> None:
+        self.lines: list[str] = []
+        self.lock = threading.Lock()
+        label = len(procs) > 1
+        self.readers = [threading.Thread(target=self._read, args=(p, f"{i}: " if label else ""), daemon=True) for i, p in enumerate(procs)]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, proc: subprocess.Popen, prefix: str) -> None:
+        for line in proc.stdout:
+            with self.lock:
+                self.lines.append(prefix + line)
+
+    def text(self) -> str:
+        for reader in self.readers:
+            reader.join(timeout=30)
+        with self.lock:
+            return "".join(self.lines)
+
+
 def _watch(scenario: JobScenario, root: Path, procs: list[subprocess.Popen]) -> JobRun:
     dog = _Watchdog(scenario, root, lambda: any(p.poll() is None for p in procs))
-    # The ranks' output is read after the job: a pipe holds a worker's few KiB.
+    console = _Console(procs)
     try:
         dog.run()
         cores = dog.cores()
     except JobFailed as e:
         for p in procs:
             p.kill()
-        logs = "\n".join(_end(p, 10) for p in procs)
-        raise JobFailed(f"{scenario.name}: {e}\n{logs[-4000:]}") from None
+            p.wait()
+        raise JobFailed(f"{scenario.name}: {e}\n{console.text()[-4000:]}") from None
     finally:
         dog.end_helpers()
-    log = "".join(_end(p) for p in procs)
-    return JobRun(scenario, root, cores, dict(dog.pids), log)
+    for p in procs:
+        _end(p)
+    return JobRun(scenario, root, cores, dict(dog.pids), console.text())
 
 
 class JobCores:
