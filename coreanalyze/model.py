@@ -395,7 +395,10 @@ class Report:
         return next((t for t in self.threads if t.crashed), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        data = to_jsonable(self)
+        if data.get("job") is None:
+            del data["job"]  # only a job's processes have one: the others' JSON stays as it was
+        return data
 
 
 # Keys whose int values are addresses and are written as hex strings.

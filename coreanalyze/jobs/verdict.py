@@ -42,8 +42,12 @@ def wait_text(wait: JobWait | None) -> str:
 
 
 def _reason(rank: RankVerdict) -> tuple:
-    """What makes two crashes the same: the signature, else the kind of fault and the signal."""
-    return ("signature", rank.signature) if rank.signature else ("kind", rank.fault_kind, rank.signal)
+    """What makes two crashes the same: the frames of their signatures (not the signal part,
+    which a partly pasted block may lack, nor the hash over both), else the kind and signal."""
+    if rank.signature:
+        frames = rank.signature.split(" | ", 1)[-1].rsplit(" #", 1)[0]
+        return ("signature", frames)
+    return ("kind", rank.fault_kind, rank.signal)
 
 
 def _order(rank: RankVerdict) -> tuple:

@@ -225,7 +225,10 @@ def job_of_text(text: str, rules, triage) -> JobText | None:
         return None
     verdicts = [_verdict_of(r, rules, triage) for r in sorted(ranks.values(), key=lambda r: r.rank)]
     verdict = job_verdict(verdicts, None, launcher_root)
-    root = ranks.get(verdict.root_cause[0]) if verdict.root_cause else None
+    # Of ranks that crashed alike, the one whose own lines say most (a partly pasted block may
+    # lack its signal line) is the one classified.
+    told = [v.rank for v in verdicts if v.rank in verdict.root_cause and v.signal and v.fault_kind not in (None, "unknown")]
+    root = ranks.get((told or verdict.root_cause or [None])[0])
     info = JobInfo(rank=root.rank if root else None, world_size=None, launcher=_launcher(text), verdict=verdict)
     info.state = "crashed" if root else None
     root_text = "\n".join([*root.lines, *root.about]) if root else None
