@@ -32,7 +32,9 @@ def jobs_batch(job_cores, tmp_path_factory) -> tuple[dict, dict]:
     batch = run_cli("batch", *cores, "--out", str(out), "--jobs", "2", "--timeout", "300")
     assert batch.code == 0, batch.stderr
     assert "4 jobs of several processes (8 cores)" in batch.stdout
-    return runs, json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    summary["_out"] = str(out)
+    return runs, summary
 
 
 def _job_of(summary: dict, run) -> dict:
@@ -80,6 +82,12 @@ def test_batch_counts_each_job_once(jobs_batch):
     assert groups["check-failure"]["count"] == 1 and groups["check-failure"]["job_cores"] == 2
     assert groups["hang"]["count"] == 1 and len(groups["hang"]["cores"]) == 1  # the trend counts the job once
     assert sum(g["count"] for g in summary["groups"]) == 4
+    # The index and summary.md list each job's ranks under its root cause's group.
+    out = Path(summary["_out"])
+    index, markdown = (out / "index.html").read_text(), (out / "summary.md").read_text()
+    for job in summary["jobs"]:
+        assert job["id"] in index and job["id"] in markdown
+    assert index.count("<b>root cause</b>") == 4 and "4 jobs of several processes" in markdown
 
 
 @pytest.mark.tf
