@@ -71,9 +71,9 @@ def job_verdict(ranks: list[RankVerdict], world_size: int | None = None, launche
     if crashed:
         first = crashed[0]
         root = [r for r in crashed if _reason(r) == _reason(first)]
-        verdict.root_cause = [r.rank for r in root if r.rank is not None]
+        verdict.root_cause = sorted(r.rank for r in root if r.rank is not None)
         same = " for the same reason" if len(root) > 1 else ""
-        text = f"{_ranks_word([r.rank for r in root])} crashed on {'their' if len(root) > 1 else 'its'} own{same} ({_what(first)})"
+        text = f"{_ranks_word(verdict.root_cause)} crashed on {'their' if len(root) > 1 else 'its'} own{same} ({_what(first)})"
         others = [r for r in crashed if r not in root]
         if others:
             text += f"; {_ranks_word([r.rank for r in others])} crashed later for another reason"
