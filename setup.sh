@@ -119,6 +119,10 @@ else
 fi
 
 # --- 3. the package and its test extras -------------------------------------------------------
+# The job tests run PyTorch ranks under torchrun on the CPU: torch 2.13's CPU build (~180 MB, about
+# a minute to install) where pip's find-links offer it; the test extras only ask for torch>=2.1.
+say "installing torch 2.13 (CPU) into $VENV for the job tests"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu, ~600 MB)"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 

@@ -672,6 +672,13 @@ def gpu_exception(ctx: Context) -> None:
     add_gpu_exception(ctx.report, getattr(ctx.process, "environ", None), options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
 
 
+def job(ctx: Context) -> None:
+    """Which job and rank of a multi-process run this was, and its part in the job's failure."""
+    from coreanalyze.jobs.stage import add_job
+
+    add_job(ctx.report, getattr(ctx.process, "environ", None))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("image", image_sysroot),
     Stage("executable", executable),
@@ -693,6 +700,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("re-raised signal", reraised_signal),
     Stage("classification", classification),
     Stage("gpu exception", gpu_exception),
+    Stage("job", job),
 )
 
 

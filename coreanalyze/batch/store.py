@@ -100,6 +100,11 @@ class CoreRecord:
     # systemd-coredump's record of the crash (unit, cmdline, boot_id, cgroup, container, ...:
     # coreanalyze/watch/coredump.py)
     coredump: dict[str, str] = field(default_factory=dict)
+    # The job and rank of a multi-process run (report.job without its verdict; batch/jobs.py),
+    # and what tells who ended it: its parent and the sender of its signal.
+    job: dict[str, Any] | None = None
+    ppid: int | None = None
+    sender_pid: int | None = None
 
     @property
     def name(self) -> str:
@@ -156,6 +161,9 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "kept_core": (str, type(None)),
     "kept_gpu_core": (str, type(None)),
     "coredump": (dict,),
+    "job": (dict, type(None)),
+    "ppid": (int, type(None)),
+    "sender_pid": (int, type(None)),
 }
 
 
@@ -194,8 +202,35 @@ def record_from_dict(d: Any) -> CoreRecord:
     kwargs["wheels_downloaded"] = [w[:300] for w in kwargs.get("wheels_downloaded", []) if isinstance(w, str)]
     for name in ("versions", "packages", "coredump"):
         kwargs[name] = _strings(kwargs.get(name, {}))
+    if kwargs.get("job") is not None:
+        kwargs["job"] = job_fields(kwargs["job"])
     kwargs["frames"] = [f[:_TEXT_CHARS] for f in kwargs.get("frames", [])[:_MAX_FRAMES] if isinstance(f, str)]
     return CoreRecord(**kwargs)
+
+
+_JOB_TEXT = ("id", "role", "launcher", "master", "address", "host", "state", "sent_by")
+_JOB_INTS = ("rank", "world_size", "local_rank")
+_WAIT_TEXT = ("collective", "function", "file", "python_function", "message")
+_WAIT_INTS = ("line", "peer")
+
+
+def _plain(d: dict[str, Any], texts: tuple[str, ...], ints: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in texts:
+        value = d.get(name)
+        out[name] = value[:_TEXT_CHARS] if isinstance(value, str) else None
+    for name in ints:
+        value = d.get(name)
+        out[name] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    return out
+
+
+def job_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """A record's job as another machine's file may hold it: known fields of plain types only."""
+    job = _plain(d, _JOB_TEXT, _JOB_INTS)
+    waited = d.get("waited")
+    job["waited"] = _plain(waited, _WAIT_TEXT, _WAIT_INTS) if isinstance(waited, dict) else None
+    return job
 
 
 def _strings(d: dict[str, Any]) -> dict[str, str]:

@@ -32,12 +32,12 @@ from coreanalyze.analyze import AnalyzeOptions
 from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
-from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
+from coreanalyze.batch.store import BatchStore, CoreRecord, job_fields, report_stem
 from coreanalyze.errors import CoreAnalyzeError
 from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.known.onreport import recognize
-from coreanalyze.model import Report
+from coreanalyze.model import Report, to_jsonable
 from coreanalyze.signals import SIGNAL_NAMES
 from coreanalyze.symbols import uncompressed
 
@@ -104,6 +104,14 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
     gpu = cls.gpu
     if gpu is not None and gpu.gpu_core_status == "read" and report.core is not None and report.core.arch != "cuda":
         record.gpu_core = _clip(gpu.gpu_core)
+    if report.job is not None:
+        job = to_jsonable(report.job)
+        job.pop("verdict", None)
+        job.pop("variables", None)
+        record.job = job_fields(job)
+    if report.core is not None:
+        record.ppid = report.core.ppid
+        record.sender_pid = report.core.signal.sender_pid
     attempts = report.environment.get("fetch_attempts") or []
     record.wheels_downloaded = [_clip(a["wheel"]) for a in attempts if a.get("downloaded") and a.get("wheel")]
 

@@ -132,9 +132,15 @@ def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules)
     return classify_hang(report, None, rules, reason=reason) if reason is not None else None
 
 
-def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Report:
-    """parse_text, then the same classifier a core goes through."""
+def triage_text(text: str, source_name: str = "<stdin>", rules=None, *, job: bool = True) -> model.Report:
+    """parse_text, then the same classifier a core goes through. The log of a job's ranks
+    (job.py) is classified by its root-cause rank's lines, with the verdict in report.job."""
     from ..classify import classify  # imported here: the classifier is optional for parsing
+
+    if job:
+        from .job import with_job
+
+        return with_job(text, source_name, rules, triage_text)
 
     result = parse_text(text, source_name)
     report = result.report
