@@ -143,7 +143,8 @@ rm -rf "$older_wheels"
 # on 3.14.
 SID_ROOT=${COREANALYZE_SID_ROOT:-/var/cache/coreanalyze/sid-root}
 SID_PACKAGES=(python3.13 python3.13-dbg python3.14 python3.14-dbg python3.14-venv libpython3.14-dev
-              python3.15 python3.15-dbg python3.15-venv libpython3.15-dev libc6-dbg gdb ca-certificates)
+              python3.15 python3.15-dbg python3.15-venv libpython3.15-dev libc6-dbg gdb gcc libc6-dev
+              ca-certificates)
 SID_MIRROR=${COREANALYZE_SID_MIRROR:-http://deb.debian.org/debian}
 sid_missing() {
     local p

@@ -14,11 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import tomllib
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from coreanalyze import tomlfile  # noqa: E402 - after the path
 from coreanalyze.errors import BadInput  # noqa: E402
 from coreanalyze.triage.parse import triage_text  # noqa: E402
 
@@ -30,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("set", nargs="?", type=Path, default=DEFAULT_SET)
     parser.add_argument("--show", action="store_true", help="print the misses")
     args = parser.parse_args(argv)
-    reports = tomllib.loads(args.set.read_text(encoding="utf-8"))["report"]
+    reports = tomlfile.loads(args.set.read_text(encoding="utf-8"))["report"]
     category = kind = refused = 0
     for r in reports:
         try:

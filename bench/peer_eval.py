@@ -18,11 +18,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import tomllib
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from coreanalyze import tomlfile  # noqa: E402 - after the path
 from coreanalyze.errors import BadInput  # noqa: E402
 from coreanalyze.triage.parse import triage_text  # noqa: E402
 
@@ -196,7 +195,7 @@ def _count_stated(s: Score, stated: bool, right: bool) -> None:
 
 def load_expectations(path: Path = EXPECTATIONS) -> dict:
     with path.open("rb") as f:
-        return tomllib.load(f)
+        return tomlfile.load(f)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,19 +3,15 @@ the wheel's coreanalyze/ (a package missing from the list would silently leave t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from coreanalyze import tomlfile
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_package_is_listed_and_the_shipped_directories_are_mapped():
-    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    setuptools = tomlfile.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {
         ".".join(p.parent.relative_to(REPO).parts)
         for p in (REPO / "coreanalyze").rglob("__init__.py")

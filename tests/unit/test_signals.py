@@ -14,7 +14,10 @@ from coreanalyze.triage.signals import from_ntstatus, normalize_name
 
 
 def test_linux_numbers_agree_with_this_linux_host():
-    for name, number in signals.SIGNAL_NUMBERS.items():
+    known_here = {name: number for name, number in signals.SIGNAL_NUMBERS.items() if hasattr(signal, name)}
+    # Python's signal module names what the host's C library does (SIGSTKFLT only from 3.11).
+    assert len(known_here) >= len(signals.SIGNAL_NUMBERS) - 1
+    for name, number in known_here.items():
         assert getattr(signal, name) == number, name
     assert (signals.SIGRTMIN, signals.SIGRTMAX) == (signal.SIGRTMIN, signal.SIGRTMAX)
 
