@@ -87,6 +87,7 @@ def return_addresses(process, names, start: int, end: int, limit: int = MAX_FOUN
     data = process.memory.read_available(start, size)
     found: list[StackWord] = []
     code_cache: dict[int, bool] = {}
+    demangled: dict[str, str | None] = {}  # a recursion repeats the same few return addresses
     for i, (word,) in enumerate(struct.iter_unpack("<Q", data[: len(data) // 8 * 8])):
         if word < 4096 or names.module_at(word) is None:
             continue
@@ -99,7 +100,9 @@ def return_addresses(process, names, start: int, end: int, limit: int = MAX_FOUN
         named = names.function_at(word - 1)
         raw, fstart = named if named is not None else (None, None)
         module = names.module_at(word)
-        found.append(StackWord(start + 8 * i, word, demangle(raw) if raw else None, raw, fstart, module.path if module else None))
+        if raw and raw not in demangled:
+            demangled[raw] = demangle(raw)
+        found.append(StackWord(start + 8 * i, word, demangled[raw] if raw else None, raw, fstart, module.path if module else None))
         if len(found) >= limit:
             break
     return found

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable
 
 from coreanalyze import tomlfile
 from coreanalyze.arch import stack_pointer
@@ -33,6 +33,7 @@ from coreanalyze.vocabulary import FaultKind
 RULES_FILE = Path(__file__).resolve().parent / "beyond.toml"
 CATCHER_DEPTH = 64  # frames from the top searched for an exception handler
 NULL_PAGE_LIMIT = 64 * 1024
+OUTERMOST_WINDOW = 32 * 1024  # bytes of an overflowed stack's far end read at a time
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def _op_of(word: StackWord, rules: RuleSet) -> tuple[str, str] | None:
     return None
 
 
-def _first_op(words: Sequence[StackWord], rules: RuleSet) -> tuple[StackWord, str, str] | None:
+def _first_op(words: Iterable[StackWord], rules: RuleSet) -> tuple[StackWord, str, str] | None:
     for word in words:
         found = _op_of(word, rules)
         if found is not None:
@@ -221,9 +222,16 @@ def _outermost(report: Report, process, names, rules: RuleSet, beyond: BeyondRul
     end = stack_end(process.memory, start) if start is not None else None
     if start is None or end is None:
         return None
+    # From the far end inwards, a window at a time: the first op met is the one that started
+    # it all (a kernel that ran others through a function call is further out than they are).
     low = max(start, end - beyond.outermost_bytes)
-    words = return_addresses(process, names, low, end)
-    op = _first_op(words, rules)
+    op, words, top = None, [], end
+    while op is None and top > low:
+        bottom = max(low, top - OUTERMOST_WINDOW)
+        window = return_addresses(process, names, bottom, top)
+        words = window + words
+        op = _first_op(reversed(window), rules)
+        top = bottom
     if op is None:
         return None
     kernel, op_name, kind = op

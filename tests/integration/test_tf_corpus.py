@@ -122,6 +122,12 @@ EXPECTED: dict[str, Expected] = {
         signal.SIGABRT, SI_TKILL,
         stack=(r"\babort\b", r"__cxa_throw", r"InputBuffer", r"FixedLengthRecordDatasetOp.*UncompressedIterator.*GetNextInternal"),
     ),
+    "dataset_exception_no_gil": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"PyErr_Occurred", r"try_translate_exceptions", r"dispatcher"),
+        innermost=r"PyErr_Occurred",
+        address=(0, NULL_PAGE_LIMIT),
+    ),
     "deep_recursion_overflow": Expected(
         signal.SIGSEGV, SEGV_MAPERR,
         stack=(r"VariantTensorData.*ToProto", r"ToProtoField"),
@@ -351,6 +357,9 @@ VERDICTS: dict[str, Verdict] = {
     "xla_jit_segv": Verdict("xla", "invalid-access", r"^custom-call$", op=r"^XlaLaunch$"),
     "dataset_bad_alloc": Verdict(
         "tf-data", "out-of-memory", r"InputBuffer", op=r"^FixedLengthRecordDataset$", culprit_module=r"libtensorflow_framework\.so",
+    ),
+    "dataset_exception_no_gil": Verdict(
+        "tf-data", "null-deref", r"^PyErr_Occurred$", op=r"^ParallelInterleaveDataset$", culprit_module=r"libpython3",
     ),
     "deep_recursion_overflow": Verdict(
         "kernel-compute", "stack-overflow", r"TensorList|VariantTensorData|ToProto|EncodeVariant", op=r"^SerializeTensorOp$",

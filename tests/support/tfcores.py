@@ -145,6 +145,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("caught_exception_no_gil", "caught_exception_no_gil.py"),
         Scenario("xla_jit_segv", "xla_jit_segv.py"),
         Scenario("dataset_bad_alloc", "dataset_bad_alloc.py"),
+        Scenario("dataset_exception_no_gil", "dataset_exception_no_gil.py"),
         Scenario("deep_recursion_overflow", "deep_recursion_overflow.py"),
         # The same node, the model loaded from a file: names and weights only in the mapped file.
         Scenario(
