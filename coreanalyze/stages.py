@@ -696,12 +696,12 @@ def classification(ctx: Context) -> None:
 
 def op_beyond(ctx: Context):
     """The op read from the crashing thread's stack where its frames name none (classify.beyond)."""
-    from coreanalyze.classify.beyond import apply, find_op_beyond
+    from coreanalyze.classify.beyond import apply, find_op_beyond, may_find
     from coreanalyze.opinstance.codenames import CodeNames
     from coreanalyze.symbols import Symbolizer
 
     report = ctx.report
-    if report.classification.op or report.crashed_thread is None:
+    if not may_find(report, ctx.rules.get(), ctx.jit):
         return None
     with Symbolizer(ctx.options.debug_dirs, ctx.options.sysroot) as symbolizer:
         try:

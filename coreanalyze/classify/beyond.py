@@ -273,6 +273,13 @@ def _jit(report: Report, process, names, rules: RuleSet, beyond: BeyondRules, ji
     return OpBeyond(op_name, kind, kernel, sentence + ".", evidence, category, None, words)
 
 
+def may_find(report: Report, rules: RuleSet, jit=None) -> bool:
+    """Whether the stack is worth reading: a crash of one of the shapes, and no op yet."""
+    if report.crashed_thread is None or report.classification.op:
+        return False
+    return jit is not None or report.classification.fault_kind == FaultKind.STACK_OVERFLOW or _catcher(report, beyond_rules(), rules) is not None
+
+
 def find_op_beyond(report: Report, process, names, rules: RuleSet, jit=None) -> OpBeyond | None:
     """The op, when the report's frames name none and the thread's memory does. jit: the
     coreanalyze.jitcode.JitFunction the crashing pc lies in, if any."""
