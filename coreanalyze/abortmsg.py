@@ -465,6 +465,10 @@ def searches_far_memory(signal: Any) -> bool:
 # runtime_error and everything derived from them) is a string the object points to at +8.
 
 GXX_EXCEPTION_CLASS = b"\x00++CCUNG"  # "GNUCC++\0" as a little-endian uint64
+# "GNUCC++\x01": a __cxa_dependent_exception, what std::rethrow_exception throws for an
+# exception_ptr (pybind11's translators do): its first word points at the primary exception's
+# thrown object, whose own header holds the type.
+GXX_DEPENDENT_CLASS = b"\x01++CCUNG"
 _HEADER_BEFORE = 88
 _OBJECT_AFTER = 32
 _TYPE_NAME = re.compile(rb"\*?[A-Za-z0-9_]{2,400}")
@@ -552,6 +556,22 @@ def _exception_at(memory: _Memory, magic_at: int, read_mapped, *, type_required:
     return ThrownException(type=_demangle_type(raw_name) if raw_name else "", what=what, address=obj, handler_count=handler_count)
 
 
+def _dependent_exception_at(memory: _Memory, magic_at: int, read_mapped) -> ThrownException | None:
+    """A rethrown exception_ptr: the primary exception it points at, with the dependent's own
+    handler count (the catch that is running is the dependent's)."""
+    header = memory.read(magic_at - _HEADER_BEFORE, _HEADER_BEFORE)
+    if header is None:
+        return None
+    primary_object = struct.unpack_from("<Q", header, 8)[0]  # where __cxa_exception has its type
+    handler_count = struct.unpack_from("<i", header, 48)[0]
+    if primary_object < 4096 or memory.read(primary_object - _OBJECT_AFTER, 8) != GXX_EXCEPTION_CLASS:
+        return None
+    primary = _exception_at(memory, primary_object - _OBJECT_AFTER, read_mapped, type_required=False)
+    if primary is None:
+        return None
+    return ThrownException(type=primary.type, what=primary.what, address=primary.address, handler_count=handler_count)
+
+
 def find_uncaught_exception(memory: _Memory | None, read_mapped=None, budget: int = EXCEPTION_SCAN_BUDGET) -> ThrownException | None:
     """The C++ exception that std::terminate is handling, from the core's writable memory.
 
@@ -636,9 +656,15 @@ def find_handled_exception(memory: _Memory | None, thread_pointer: int | None, r
     for start, size in _tls_blocks(memory, thread_pointer):
         data = memory.read(start, size) or b""
         for (value,) in struct.iter_unpack("<Q", data[: len(data) - len(data) % 8]):
-            if value % 8 or value not in writable or memory.read(value + _CXA_EXCEPTION_TO_CLASS, 8) != GXX_EXCEPTION_CLASS:
+            if value % 8 or value not in writable:
                 continue
-            exc = _exception_at(memory, value + _CXA_EXCEPTION_TO_CLASS, read_mapped, type_required=False)
+            exception_class = memory.read(value + _CXA_EXCEPTION_TO_CLASS, 8)
+            if exception_class == GXX_DEPENDENT_CLASS:
+                exc = _dependent_exception_at(memory, value + _CXA_EXCEPTION_TO_CLASS, read_mapped)
+            elif exception_class == GXX_EXCEPTION_CLASS:
+                exc = _exception_at(memory, value + _CXA_EXCEPTION_TO_CLASS, read_mapped, type_required=False)
+            else:
+                continue
             if exc is not None and exc.handler_count != 0:
                 return exc
     return None

@@ -33,6 +33,7 @@ from coreanalyze import background, forked
 from coreanalyze.corefile.loader import libraries_of
 from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
 from coreanalyze.memory import CoreMemory
+from coreanalyze.stackscan import stack_start
 
 # struct link_map { ElfW(Addr) l_addr; char *l_name; ElfW(Dyn) *l_ld; link_map *l_next, *l_prev; }
 # on the 64-bit targets the tool reads (x86_64, aarch64).
@@ -194,7 +195,8 @@ class Process:
         # The crashing thread first: with thousands of threads the budget ends before the last.
         for thread in sorted(self.threads, key=lambda t: t.tid != self.notes.crashing_tid):
             words.update(v for v in thread.registers.values() if isinstance(v, int))
-            sp = _arch.stack_pointer(thread.registers, self.arch)
+            # A stack that overflowed has its pointer in the guard gap below it: read from its start.
+            sp = stack_start(memory, _arch.stack_pointer(thread.registers, self.arch))
             segment = memory.segment_containing(sp) if sp is not None and budget > 0 else None
             if segment is None:
                 continue

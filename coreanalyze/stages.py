@@ -66,6 +66,7 @@ class Context:
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
     abort_message: str | None = None
     interrupted: dict[int, str] = field(default_factory=dict)  # pc -> instruction, where a signal interrupted
+    jit: Any = None  # the run-time compiled function the crashing pc lies in (jitcode.JitFunction)
     failure: str | None = None  # why the analysis is partial
     exit_code: int = EXIT_OK
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
@@ -575,6 +576,41 @@ def symbols(ctx: Context) -> None:
     ctx.symbolizer.close()  # its indexes are large: not kept for the stages after
 
 
+def jit_code(ctx: Context) -> None:
+    """A crashing pc in code compiled at run time (XLA's): the frame is named from the object
+    the JIT made, and the frames gdb made up under it - it has no unwind tables for such code,
+    so they lie outside every file and have no name - are left out; the classification reads
+    the callers from the stack instead (classify.beyond)."""
+    from coreanalyze.jitcode import find_jit_function, is_anonymous_code
+
+    thread = ctx.report.crashed_thread
+    if thread is None or not thread.frames or not is_anonymous_code(ctx.process, thread.frames[0].pc):
+        return
+    top = thread.frames[0]
+    jit = find_jit_function(ctx.process, top.pc)
+    if jit is None:
+        return
+    ctx.jit = jit
+    top.function = top.raw_function = jit.name
+    if jit.start is not None:
+        top.offset = top.pc - jit.start
+    made_up = 0
+    for frame in thread.frames[1:]:
+        if frame.kind != "native" or frame.function or frame.module:
+            break
+        made_up += 1
+    if made_up:
+        del thread.frames[1 : 1 + made_up]
+        for i, frame in enumerate(thread.frames):
+            frame.index = i
+        prefix = f"thread {thread.tid}: frame #"
+        ctx.report.warnings = [w for w in ctx.report.warnings if not (w.startswith(prefix) and "outside every mapped file" in w)]
+        ctx.report.warnings.append(
+            f"thread {thread.tid}: {made_up} frame(s) under the code compiled at run time ({jit.name or 'unnamed'}) were left out:"
+            " the debugger had no unwind tables for that code"
+        )
+
+
 # --------------------------------------------------------------------------- the crash
 
 
@@ -661,7 +697,29 @@ def classification(ctx: Context) -> None:
     # A crash in a thread of the GPU driver: the user's Python line is the one blocked in a GPU call.
     report.launched_from = host_launched_from(report) or report.launched_from
     if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
-        add_op_instance(report, ctx.process, debug_dirs=options.debug_dirs, sysroot=options.sysroot)
+        beyond = op_beyond(ctx)
+        add_op_instance(report, ctx.process, debug_dirs=options.debug_dirs, sysroot=options.sysroot,
+                        kernel=beyond.kernel_frame() if beyond else None, kernel_at=beyond.kernel.at if beyond else None)
+
+
+def op_beyond(ctx: Context):
+    """The op read from the crashing thread's stack where its frames name none (classify.beyond)."""
+    from coreanalyze.classify.beyond import apply, find_op_beyond, may_find
+    from coreanalyze.opinstance.codenames import CodeNames
+    from coreanalyze.symbols import Symbolizer
+
+    report = ctx.report
+    if not may_find(report, ctx.rules.get(), ctx.jit):
+        return None
+    with Symbolizer(ctx.options.debug_dirs, ctx.options.sysroot) as symbolizer:
+        try:
+            found = find_op_beyond(report, ctx.process, CodeNames(report.modules, ctx.process, symbolizer), ctx.rules.get(), ctx.jit)
+        except (OSError, ValueError, KeyError, IndexError) as e:  # a broken core: the report stands as classified
+            report.warnings.append(f"the op beyond the crashing frames could not be read: {type(e).__name__}: {e}")
+            return None
+    if found is not None:
+        apply(report, found)
+    return found
 
 
 def gpu_exception(ctx: Context) -> None:
@@ -694,6 +752,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("uncompressed debug files", uncompressed_copies),
     Stage("threads", threads),
     Stage("symbols", symbols),
+    Stage("jit code", jit_code),
     Stage("abort message", abort_message),
     Stage("uncaught exception", uncaught_exception),
     Stage("environment", environment),

@@ -234,6 +234,9 @@ def classify(
     )
     if host_text:
         summary = f"{summary} {host_text}"
+    if op is not None and op.kind == "dataset" and op.name not in summary and op.view is not None:
+        # A summary that names the failing helper (an allocation, a read) but not the pipeline.
+        summary = f"{summary.rstrip()} It ran in tf.data dataset op {op.name} ({short_name(op.view.name)})."
 
     values = {
         "culprit": short_name(pick.view.name) if pick.view is not None and pick.view.name else None,

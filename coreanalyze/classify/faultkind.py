@@ -403,6 +403,8 @@ def _raised_by_self(c: Crash) -> Verdict | None:
 def _allocator_fault(c: Crash) -> Verdict | None:
     if c.name not in ("SIGSEGV", "SIGBUS") or not c.malloc_on_top:
         return None
+    if _stack_overflow_at(c) is not None:
+        return None  # a deep recursion whose last call happened to be malloc's: its stack ran out
     where = ", ".join(v.label for v in c.malloc_on_top[:3])
     return FaultKind.HEAP_CORRUPTION, [*c.reraised, f"{c.name} inside the allocator ({where}): its metadata is damaged"]
 
@@ -411,15 +413,9 @@ def _segmentation_fault(c: Crash) -> Verdict | None:
     if c.name != "SIGSEGV":
         return None
     address, evidence = _fault_address(c)
-    f = c.rules.fault
-    sp = stack_pointer(c.registers)
-    if address is not None and sp is not None and abs(address - sp) <= f.stack_overflow_slack and c.fault.code != SI_KERNEL:
-        side = "below" if address <= sp else "above"
-        return FaultKind.STACK_OVERFLOW, [*evidence, f"fault address 0x{address:x} is {abs(sp - address)} bytes {side} the stack pointer 0x{sp:x}"]
-    if address is not None and c.stack_range is not None:
-        lo, _hi = c.stack_range
-        if lo - STACK_GUARD_REACH <= address < lo:
-            return FaultKind.STACK_OVERFLOW, [*evidence, f"fault address 0x{address:x} is in the guard area below the thread's stack (starts 0x{lo:x})"]
+    overflow = _stack_overflow_at(c)
+    if overflow is not None:
+        return FaultKind.STACK_OVERFLOW, [*evidence, overflow]
     recursion = _recursion(c.views, c.rules)
     if recursion is not None:
         return FaultKind.STACK_OVERFLOW, [*evidence, f"{recursion[1]} frames of {recursion[0]}: runaway recursion"]
@@ -432,6 +428,21 @@ def _segmentation_fault(c: Crash) -> Verdict | None:
         return FaultKind.NULL_DEREF, [*evidence, f"fault address 0x{address:x} is below 64 KiB ({cname or 'SIGSEGV'}): a null pointer plus a small offset"]
     detail = SEGV_CODES.get(cname or "", "not accessible")
     return FaultKind.INVALID_ACCESS, [*evidence, f"fault address 0x{address:x} is {detail} ({cname or 'SIGSEGV'})"]
+
+
+def _stack_overflow_at(c: Crash) -> str | None:
+    """Why the fault address says the stack ran out (next to the stack pointer, or in the guard
+    area below the thread's stack), or None."""
+    address = _fault_address(c)[0]
+    sp = stack_pointer(c.registers)
+    if address is not None and sp is not None and abs(address - sp) <= c.rules.fault.stack_overflow_slack and c.fault.code != SI_KERNEL:
+        side = "below" if address <= sp else "above"
+        return f"fault address 0x{address:x} is {abs(sp - address)} bytes {side} the stack pointer 0x{sp:x}"
+    if address is not None and c.stack_range is not None:
+        lo, _hi = c.stack_range
+        if lo - STACK_GUARD_REACH <= address < lo:
+            return f"fault address 0x{address:x} is in the guard area below the thread's stack (starts 0x{lo:x})"
+    return None
 
 
 def _fault_address(c: Crash) -> tuple[int | None, list[str]]:

@@ -16,7 +16,7 @@ from coreanalyze.classify.rules import RuleSet
 @dataclass(frozen=True)
 class OpFinding:
     name: str  # "LRNGradOp", "conv", "BadScaleOp", "XNNPACK delegate", "libbad_op.so"
-    kind: str  # kernel | tflite-builtin | tflite-custom | tflite-delegate | custom
+    kind: str  # kernel | dataset | tflite-builtin | tflite-custom | tflite-delegate | custom
     view: FrameView | None
 
     @property

@@ -110,7 +110,7 @@ class Rule:
 @dataclass(frozen=True)
 class OpPattern:
     name: str
-    kind: str  # kernel | tflite-builtin | tflite-custom | tflite-delegate | custom
+    kind: str  # kernel | dataset | tflite-builtin | tflite-custom | tflite-delegate | custom
     function: re.Pattern[str]
     exclude: re.Pattern[str] | None = None
     label: str | None = None

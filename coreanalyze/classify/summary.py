@@ -117,7 +117,7 @@ def _summarize_native(f: SummaryFacts) -> str:
 
     where = _where(f.culprit)
     if f.op is not None and f.op.view is not None and f.op.view is not f.culprit:
-        kind = {"kernel": "kernel", "tflite-builtin": "TFLite builtin op", "tflite-custom": "TFLite custom op", "tflite-delegate": "TFLite"}.get(f.op.kind, "op")
+        kind = {"kernel": "kernel", "dataset": "tf.data dataset op", "tflite-builtin": "TFLite builtin op", "tflite-custom": "TFLite custom op", "tflite-delegate": "TFLite"}.get(f.op.kind, "op")
         if f.op.kind == "kernel":
             return f"{head} in {where}, called from {kind} {short_name(f.op.view.name)}."
         return f"{head} in {where}, in {kind} {f.op.name}."

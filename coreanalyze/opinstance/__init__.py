@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from coreanalyze.model import OpInput, OpInstance, Report
+from coreanalyze.model import Frame, OpInput, OpInstance, Report
 from coreanalyze.opinstance.layouts import layouts_for
 
 __all__ = ["add_op_instance", "describe_inputs", "node_sentence"]
@@ -29,8 +29,11 @@ def node_sentence(instance: OpInstance) -> str:
     return f"In node `{instance.node}` ({what}, inputs {describe_inputs(instance)})."
 
 
-def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None) -> None:
+def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None, kernel: Frame | None = None,
+                    kernel_at: int | None = None) -> None:
     """Read the op instance of the crashing thread's kernel frame into report.classification.
+    kernel, kernel_at: the op's frame read from the stack (classify.beyond) where the frames
+    hold none, and where on the stack its return address lies.
 
     Nothing happens when no kernel was running; a kernel whose instance does not validate
     leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
@@ -47,7 +50,7 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
     try:
         names = CodeNames(report.modules, notes, symbolizer)
         version = report.environment.get("tensorflow_version")
-        reading = read_tensorflow_op(notes.memory, thread, layouts_for("tensorflow", version), names)
+        reading = read_tensorflow_op(notes.memory, thread, layouts_for("tensorflow", version), names, kernel, kernel_at)
         if reading is None:
             files = FileBackedMemory(notes, sysroot=sysroot, core_path=report.core.path if report.core else None)
             reading = read_tflite_node(notes.memory, thread, layouts_for("tflite", version), names, files)

@@ -8,6 +8,7 @@ import struct
 from coreanalyze.arch import stack_pointer
 from coreanalyze.memory import CoreMemory
 from coreanalyze.model import Thread
+from coreanalyze.stackscan import stack_start
 
 # How far above the stack pointer the crashing thread's stack is searched: the objects sit in
 # the executor's / interpreter's frames, a few frames (and a fatal-log buffer) above the fault.
@@ -17,9 +18,26 @@ LOWEST_POINTER = 0x10000
 
 def pointer_words(memory: CoreMemory, thread: Thread) -> list[int]:
     words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
-    sp = stack_pointer(thread.registers)
+    sp = stack_start(memory, stack_pointer(thread.registers))
     if sp:
         stack = memory.read_available(sp, STACK_WINDOW)
         for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):
             words[value] = None
+    return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and memory.is_present(w)]
+
+
+# Words either side of a frame read from the stack's memory (classify.beyond): the kernel's
+# OpKernelContext sits in its caller's frame, next to the return address.
+NEAR_WINDOW = 64 * 1024
+
+
+def words_near(memory: CoreMemory, at: int, thread: Thread) -> list[int]:
+    words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
+    segment = memory.segment_containing(at)
+    if segment is None:
+        return []
+    start = max(segment.start, at - NEAR_WINDOW)
+    stack = memory.read_available(start, at + NEAR_WINDOW - start)
+    for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):
+        words[value] = None
     return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and memory.is_present(w)]

@@ -29,7 +29,7 @@ from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import DType, Layout, dtypes
 from coreanalyze.opinstance.nodedef import NodeDefReader, Unreadable
 from coreanalyze.opinstance.reproducer import NoReproducer, reproducer
-from coreanalyze.opinstance.stackwords import pointer_words
+from coreanalyze.opinstance.stackwords import pointer_words, words_near
 
 MAX_TEXT = 4096
 MAX_INPUTS = 1024
@@ -349,14 +349,22 @@ def _reproducer(reader: _Reader, kernel: int, instance: OpInstance, found: Kerne
         return None
 
 
-def read_tensorflow_op(memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames) -> Reading | None:
-    """The op instance of the thread's kernel frame; None when no kernel was running."""
+def read_tensorflow_op(memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames, kernel: Frame | None = None,
+                       kernel_at: int | None = None) -> Reading | None:
+    """The op instance of the thread's kernel frame; None when no kernel was running.
+    kernel, kernel_at: the op's frame read from the stack's memory, and where its return address
+    lies (its OpKernelContext is looked for in the words around it), when the thread's frames
+    hold no kernel frame."""
     found = kernel_frame(thread)
+    near = None
+    if found is None and kernel is not None:
+        found = kernel_frame(Thread(tid=thread.tid, frames=[kernel]))
+        near = kernel
     if found is None:
         return None
     if not layouts:
         return Reading(None, "no layout data for this TensorFlow version")
-    candidates = pointer_words(memory, thread)
+    candidates = pointer_words(memory, thread) if near is None or kernel_at is None else words_near(memory, kernel_at, thread)
     problems, readings = [], []
     for layout in layouts:
         try:

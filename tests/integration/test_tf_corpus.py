@@ -106,6 +106,32 @@ EXPECTED: dict[str, Expected] = {
         innermost=r"OverwriteOwnKernelOp.*Compute .*crash_ops\.cc",
         address=(0, NULL_PAGE_LIMIT),
     ),
+    "caught_exception_no_gil": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"PyErr_Occurred", r"translate_exception", r"try_translate_exceptions", r"dispatcher"),
+        innermost=r"PyErr_Occurred",
+        address=(0, NULL_PAGE_LIMIT),
+    ),
+    # gdb reads XLA's objects through its JIT interface and names the compiled kernel.
+    "xla_jit_segv": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"SmallKernelThunk.*Execute", r"XlaLocalLaunchBase.*ComputeAsync"),
+        innermost=r"custom-call",
+    ),
+    "dataset_bad_alloc": Expected(
+        signal.SIGABRT, SI_TKILL,
+        stack=(r"\babort\b", r"__cxa_throw", r"InputBuffer", r"FixedLengthRecordDatasetOp.*UncompressedIterator.*GetNextInternal"),
+    ),
+    "dataset_exception_no_gil": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"PyErr_Occurred", r"try_translate_exceptions", r"dispatcher"),
+        innermost=r"PyErr_Occurred",
+        address=(0, NULL_PAGE_LIMIT),
+    ),
+    "deep_recursion_overflow": Expected(
+        signal.SIGSEGV, SEGV_MAPERR,
+        stack=(r"VariantTensorData.*ToProto", r"ToProtoField"),
+    ),
 }
 
 
@@ -323,6 +349,21 @@ VERDICTS: dict[str, Verdict] = {
     "kernel_overwritten": Verdict(
         "kernel-compute", "null-deref", r"OverwriteOwnKernelOp::Compute",
         op=r"OverwriteOwnKernel|crash_ops\.so", culprit_module=r"crash_ops\.so$",
+    ),
+    # The op is read from the stack's memory (test_tf_op_beyond.py has the details).
+    "caught_exception_no_gil": Verdict(
+        "kernel-compute", "null-deref", r"^PyErr_Occurred$", op=r"^TensorListSetItem$", culprit_module=r"libpython3",
+    ),
+    "xla_jit_segv": Verdict("xla", "invalid-access", r"^custom-call$", op=r"^XlaLaunch$"),
+    "dataset_bad_alloc": Verdict(
+        "tf-data", "out-of-memory", r"InputBuffer", op=r"^FixedLengthRecordDataset$", culprit_module=r"libtensorflow_framework\.so",
+    ),
+    "dataset_exception_no_gil": Verdict(
+        "tf-data", "null-deref", r"^PyErr_Occurred$", op=r"^ParallelInterleaveDataset$", culprit_module=r"libpython3",
+    ),
+    "deep_recursion_overflow": Verdict(
+        "kernel-compute", "stack-overflow", r"TensorList|VariantTensorData|ToProto|EncodeVariant", op=r"^SerializeTensorOp$",
+        culprit_module=r"libtensorflow_framework\.so",
     ),
 }
 

@@ -11,6 +11,9 @@ dies by a signal; the kernel writes its core:
   eagerly and as a named node of a tf.function;
 - a custom op that overwrites its own kernel object before it faults (no op instance may be
   read from what is left of it);
+- raw ops and tf.data / XLA code that still crash 2.21 where the faulting frames are not the
+  op's: an exception a kernel threw, caught by pybind11 without the GIL; code XLA compiled at
+  run time; a dataset iterator's allocation; a recursion that overflows the main thread's stack;
 - subsystems without a natural crash (TFLite Invoke, protobuf serialization while writing a
   checkpoint, TF->NumPy conversion) get a fault injected into the real process: gdb stops it
   at a real function of that subsystem, corrupts one pointer argument and detaches, and the
@@ -138,6 +141,12 @@ SCENARIOS: dict[str, Scenario] = {
             ),
         ),
         Scenario("kernel_overwritten", "kernel_overwritten.py", uses_op_library=True),
+        # Crashes whose faulting frames are not the op's (coreanalyze.classify.beyond).
+        Scenario("caught_exception_no_gil", "caught_exception_no_gil.py"),
+        Scenario("xla_jit_segv", "xla_jit_segv.py"),
+        Scenario("dataset_bad_alloc", "dataset_bad_alloc.py"),
+        Scenario("dataset_exception_no_gil", "dataset_exception_no_gil.py"),
+        Scenario("deep_recursion_overflow", "deep_recursion_overflow.py"),
         # The same node, the model loaded from a file: names and weights only in the mapped file.
         Scenario(
             "interpreter_invoke_model_file",
