@@ -36,7 +36,7 @@ class DefaultToAnalyze(click.Group):
         return super().resolve_command(ctx, args)
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "--schema"):
             args = ["analyze", *args]
         return super().parse_args(ctx, args)
 
@@ -76,8 +76,18 @@ def _write_report(text: str, output: str) -> None:
         raise BadInput(f"cannot write the report to {output}: {e.strerror or e}") from None
 
 
+def _print_schema(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from coreanalyze.schema import schema_text
+
+    click.echo(schema_text(), nl=False)
+    ctx.exit()
+
+
 @click.group(cls=DefaultToAnalyze, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="coreanalyze")
+@click.option("--schema", is_flag=True, expose_value=False, is_eager=True, callback=_print_schema, help="Print the JSON Schema of the JSON report and exit.")
 def cli() -> None:
     """Explain why a Python process died in native code (TensorFlow, TFLite, extensions).
 
