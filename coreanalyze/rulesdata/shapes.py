@@ -37,23 +37,20 @@ class ShapeError(ValueError):
         return ShapeError(self.message, (part, *self.where))
 
 
-# The TOML names of the values a document may hold, for messages.
+# The TOML names of the values a document may hold, for messages (bool before int: True is one).
+TOML_TYPES = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a float"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "a table"),
+    ((datetime.date, datetime.time), "a date or time"),
+)
+
+
 def toml_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, (datetime.date, datetime.time)):
-        return "a date or time"
-    return type(value).__name__
+    return next((words for kind, words in TOML_TYPES if isinstance(value, kind)), type(value).__name__)
 
 
 @dataclass(frozen=True)
