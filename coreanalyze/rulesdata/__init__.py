@@ -31,13 +31,8 @@ def load(path: Path | str, kind: FileKind, label: str | None = None, max_bytes: 
     (default: the kind's noun and the path, "rules file team.toml")."""
     path = Path(path)
     label = label or f"{kind.noun} {path}"
-    return parse(_read(path, label, max_bytes), kind, label)
-
-
-def parse(text: str, kind: FileKind, label: str) -> dict[str, Any]:
-    """A document given as text (a file read elsewhere), checked against `kind`."""
     try:
-        data = tomlfile.loads(text)
+        data = tomlfile.loads(_read(path, label, max_bytes))
     except tomlfile.TOMLDecodeError as e:
         raise RulesDataError(f"{label}: invalid TOML: {e}") from None
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from coreanalyze.rulesdata.shapes import BOOL, INT, STR, AnyOf, ListOf, Pair, Table, Tables, map_of, strings_or_string
+from coreanalyze.rulesdata.shapes import BOOL, INT, STR, AnyOf, ListOf, Pair, Table, Tables, map_of
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per kind
@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parent.parent
 DISTRIBUTIONS_FILE = PACKAGE / "distributions.toml"
 
 STRINGS = ListOf(STR)
-SOME_STRINGS = strings_or_string()  # a string alone stands for a list of one
+SOME_STRINGS = ListOf(STR, single=True)  # a string alone stands for a list of one
 INTS = ListOf(INT)
 
 # classify/rules.toml, and a user's --rules files (the same format; see docs/categories.md).

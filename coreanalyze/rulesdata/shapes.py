@@ -63,8 +63,6 @@ class Scalar:
     def check(self, value: Any) -> None:
         if type(value) is self.kind:
             return
-        if self.kind is float and type(value) is int:
-            return  # 1 is a number too
         raise ShapeError(f"expected {self.words}, got {_got(value)}")
 
     def describe(self) -> str:
@@ -73,7 +71,6 @@ class Scalar:
 
 STR = Scalar(str, "a string")
 INT = Scalar(int, "an integer")
-FLOAT = Scalar(float, "a number")
 BOOL = Scalar(bool, "true or false")
 
 
@@ -185,10 +182,6 @@ class Tables:
 
 
 Shape = Union[Scalar, ListOf, Pair, AnyOf, Table, Tables]
-
-
-def strings_or_string() -> ListOf:
-    return ListOf(STR, single=True)
 
 
 def map_of(value: Shape) -> Table:
