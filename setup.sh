@@ -62,11 +62,19 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# setfattr: the watch tests give files systemd-coredump's extended attributes.
+command -v setfattr >/dev/null 2>&1 || missing+=(attr)
 # Cores from other architectures (aarch64 devices): a debugger that reads them, and what the
 # tests need to make such cores here - a cross compiler and qemu's user-mode emulator.
 command -v gdb-multiarch >/dev/null 2>&1 || missing+=(gdb-multiarch)
 command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc-aarch64-linux-gnu)
+# CPython 3.14 and 3.15 come from a Debian unstable root (step 4).
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+# Debian's own python3 is one of the interpreters the tool is tested under: its venv module.
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    missing+=("python$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv")
+fi
 [ -e /usr/aarch64-linux-gnu/lib/Scrt1.o ] || missing+=(libc6-dev-arm64-cross)
 ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
 # The aarch64 tests assemble a device's sysroot from Debian's arm64 packages (apt-get download,
@@ -111,6 +119,10 @@ else
 fi
 
 # --- 3. the package and its test extras -------------------------------------------------------
+# The job tests run PyTorch ranks under torchrun on the CPU: torch 2.13's CPU build (~180 MB, about
+# a minute to install) where pip's find-links offer it; the test extras only ask for torch>=2.1.
+say "installing torch 2.13 (CPU) into $VENV for the job tests"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu, ~600 MB)"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
@@ -120,6 +132,55 @@ say "filling pip's cache with $(cat tests/older_tensorflow.txt) for the tests"
 older_wheels="$(mktemp -d)"
 "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check -r tests/older_tensorflow.txt -d "$older_wheels"
 rm -rf "$older_wheels"
+
+# --- 4. the newer Pythons: 3.14 and 3.15 from Debian unstable --------------------------------
+# The tests run crashers (and the tool itself) under CPython 3.14 and 3.15, which this machine's
+# distribution does not have: Debian unstable's are installed into a root of their own, kept
+# between runs outside the repository, and run with chroot. Debian's 3.13 beside them is the
+# same toolchain's build of the version before (the speed comparison); the -dbg packages bring
+# the interpreters' and glibc's debug info, -dev their headers (the walker's tables are checked
+# against them), and TensorFlow's first cp314 wheels are installed there for a TensorFlow crash
+# on 3.14.
+SID_ROOT=${COREANALYZE_SID_ROOT:-/var/cache/coreanalyze/sid-root}
+SID_PACKAGES=(python3.13 python3.13-dbg python3.14 python3.14-dbg python3.14-venv libpython3.14-dev
+              python3.15 python3.15-dbg python3.15-venv libpython3.15-dev libc6-dbg gdb ca-certificates)
+SID_MIRROR=${COREANALYZE_SID_MIRROR:-http://deb.debian.org/debian}
+sid_missing() {
+    local p
+    for p in "${SID_PACKAGES[@]}"; do
+        as_root chroot "$SID_ROOT" dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+    done
+}
+if [ ! -x "$SID_ROOT/usr/bin/python3.15" ]; then
+    command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
+    say "debootstrap sid into $SID_ROOT (CPython 3.14 and 3.15, about a minute)"
+    as_root rm -rf "$SID_ROOT.partial"
+    as_root mkdir -p "$(dirname "$SID_ROOT")"
+    apt_step debootstrap --variant=minbase --include="$(IFS=,; echo "${SID_PACKAGES[*]}")" sid "$SID_ROOT.partial" "$SID_MIRROR"
+    as_root rm -rf "$SID_ROOT"
+    as_root mv "$SID_ROOT.partial" "$SID_ROOT"
+fi
+# The root reaches the package registries as this machine does: its name servers and its CA
+# bundle (which holds any CA a proxy on the way signs with).
+as_root cp /etc/resolv.conf "$SID_ROOT/etc/resolv.conf"
+as_root mkdir -p "$SID_ROOT/etc/coreanalyze"
+as_root cp "${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}" "$SID_ROOT/etc/coreanalyze/host-ca.crt"
+sid_chroot() { as_root chroot "$SID_ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    PIP_CERT=/etc/coreanalyze/host-ca.crt SSL_CERT_FILE=/etc/coreanalyze/host-ca.crt DEBIAN_FRONTEND=noninteractive "$@"; }
+missing_sid=$(sid_missing)
+if [ -n "$missing_sid" ]; then
+    say "installing into $SID_ROOT: $(echo $missing_sid)"
+    # A mirror may serve unstable's index past its Valid-Until date (a frozen snapshot).
+    apt_step chroot "$SID_ROOT" apt-get -o Acquire::Check-Valid-Until=false update
+    # shellcheck disable=SC2086
+    apt_step chroot "$SID_ROOT" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing_sid
+fi
+TF314=$(cat tests/tensorflow_py314.txt)
+if ! sid_chroot /opt/tensorflow-py314/bin/python -c "import tensorflow" >/dev/null 2>&1; then
+    say "installing $TF314 for Python 3.14 in $SID_ROOT (~600 MB)"
+    sid_chroot python3.14 -m venv /opt/tensorflow-py314
+    sid_chroot /opt/tensorflow-py314/bin/python -m pip install --quiet --disable-pip-version-check --pre "$TF314"
+fi
 
 "$VENV/bin/coreanalyze" --help >/dev/null
 say "done: $("$VENV/bin/python" --version), $(gdb --version | head -n1)"

@@ -10,26 +10,22 @@ hold TMP_MARK, so a directory's leftovers from a killed run can be recognised an
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+from contextlib import contextmanager
+from typing import Iterator
 
 TMP_MARK = ".tmp-"
 
 
-def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, durable: bool = False) -> None:
-    """Replace path with data (str is written as UTF-8); durable: on disk before the rename."""
+@contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
+    """A temporary name beside `path` for the block to create the new file under (exclusively:
+    the name is random and new); renamed over `path` when the block ends, removed if it fails."""
     path = os.fspath(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     directory, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(dir=directory or ".", prefix=f".{name}{TMP_MARK}")
+    tmp = os.path.join(directory or ".", f".{name}{TMP_MARK}{secrets.token_hex(6)}")
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -37,3 +33,17 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, durable
         except OSError:
             pass
         raise
+
+
+def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, durable: bool = False) -> None:
+    """Replace path with data (str is written as UTF-8); durable: on disk before the rename."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with replacing(path) as tmp:
+        # O_EXCL: never through a file or symlink planted at the name; 0o666 less the umask, as
+        # a plain open() gives.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())

@@ -116,7 +116,8 @@ def cli() -> None:
 @click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip (off by default).")
 @click.option("--gpu-core", metavar="PATH", help="The GPU core dump (.nvcudmp) the CUDA driver wrote (default: looked for beside the core).")
 @click.option("--shrink", "shrink_to", metavar="PATH", help="Also write the core shrunk to what this report needs (see `coreanalyze shrink`; zstd when PATH ends in .zst).")
-def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to):
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like coreanalyze/known/crashes.toml; repeatable); the shipped ones are always matched.")
+def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to, known_files):
     """Analyze one core file (or a live process with --pid) and write a report."""
     from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
     from coreanalyze.safenames import report_filename
@@ -138,11 +139,13 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         raise BadInput("give a core file or --pid PID (one of them)")
     if keep_core is not None and pid is None:
         raise BadInput("--keep-core goes with --pid")
+    known = _known_crashes(known_files)
     if pid is not None:
         result = analyze_live_process(pid, options, keep_core=keep_core)
         core = keep_core or f"pid-{pid}"
     else:
         result = _analyze_file(core, options)
+    _recognize_known(result.report, known)
     # Imported after the analysis, which imports it beside the debugger (coreanalyze.warmup).
     from coreanalyze.render import color_wanted, render, verdict
 
@@ -182,12 +185,28 @@ def _analyze_file(core: str, options):
     return result
 
 
+def _known_crashes(known_files):
+    """The shipped and the user's known crashes, read before any work: a --known file that
+    cannot be used is one line, exit 2 (coreanalyze.known.load_known)."""
+    from coreanalyze.known import load_known
+
+    return load_known(known_files)
+
+
+def _recognize_known(report, known) -> None:
+    """classification.known (and its advice first) from the known crashes."""
+    from coreanalyze.known.onreport import recognize
+
+    recognize(report, known)
+
+
 @cli.command("triage")
 @click.argument("source", metavar="FILE|-")
 @click.option("-o", "--output", default="-", metavar="PATH|-", show_default=True, help="Where to write the report.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format (default: text on stdout, else from -o's extension).")
 @click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
-def triage_command(source, output, fmt, rules_files):
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML; repeatable).")
+def triage_command(source, output, fmt, rules_files, known_files):
     """Classify a backtrace, fatal log or sanitizer report pasted into a ticket."""
     from coreanalyze.classify import load_rules
     from coreanalyze.render import color_wanted, render
@@ -201,7 +220,9 @@ def triage_command(source, output, fmt, rules_files):
             raise BadInput(f"{source}: no such file")
         text, name = path.read_text(encoding="utf-8", errors="replace"), path.name
     rules = load_rules([Path(p) for p in rules_files])
+    known = _known_crashes(known_files)
     report = triage_text(text, name, rules=rules)
+    _recognize_known(report, known)
     fmt = fmt or ("text" if output == "-" else _format_for(output, None))
     _write_report(render(report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout)), output)
 
@@ -266,6 +287,65 @@ def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb
         click.echo(line)
     if result.interrupted:
         _fail(f"interrupted; what is done is kept: rerun with --resume --out {out} to continue", 130)
+
+
+@cli.command("watch")
+@click.argument("directories", nargs=-1, required=True, metavar="DIR...")
+@click.option("--out", required=True, metavar="DIR", help="Output directory, in batch's layout (its index, `merge` and `--since` read it); a restart continues it.")
+@click.option("--full", "keep_full", type=click.IntRange(min=0), default=1, show_default=True, metavar="N", help="Full cores kept per crash signature (the first N to arrive), in OUT/kept/.")
+@click.option("--others", type=click.Choice(("shrunk", "none")), default="shrunk", show_default=True, help="What is kept of every other analyzed core: shrunk (OUT/shrunk/) or nothing.")
+@click.option("--budget", metavar="SIZE", help="Most bytes OUT may hold (e.g. 50G): a core that would exceed it is kept smaller (full -> shrunk -> none).")
+@click.option("--delete-analyzed", is_flag=True, help="Remove each original once its reports and what is kept of it are written and synced.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for one core's analysis.")
+@click.option("--memory-limit", metavar="SIZE", help="Address-space limit of the analyses (e.g. 8G); gdb has its own besides.")
+@click.option("--nice", type=click.IntRange(min=0, max=19), default=10, show_default=True, metavar="N", help="CPU niceness of the analyses.")
+@click.option("--poll", type=click.FloatRange(min=0.05), default=2.0, show_default=True, metavar="SECONDS", help="Time between looks at the watched directories.")
+@click.option("--settle", type=click.FloatRange(min=0), default=30.0, show_default=True, metavar="SECONDS", help="A file that is not a whole ELF core is taken once unchanged this long.")
+@click.option("--min-free", default="64M", show_default=True, metavar="SIZE", help="Wait while OUT's file system has less free space.")
+@click.option("--journal", metavar="FILE", help="systemd-coredump's journal entries as a file (journalctl -o export or -o json); default: ask journalctl, where there is one.")
+@click.option("--once", is_flag=True, help="Analyze the complete cores there now, then stop (for a timer instead of a service).")
+@click.option("--python", "--exe", "python", metavar="PATH", help="The program that dumped every core (default: each core's own).")
+@click.option("--sysroot", metavar="DIR|IMAGE", help="The crashed processes' files in the same layout.")
+@click.option("--gdb", "gdb_path", default="gdb", show_default=True, metavar="PATH", help="The gdb to use.")
+@click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR", help="Where to look for separate debug files (repeatable).")
+@click.option("--rules", "rules_files", multiple=True, metavar="FILE", help="Extra classification rules (TOML; repeatable).")
+@click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML; repeatable).")
+@click.option("--fetch", is_flag=True, help="Download the wheels of missing site-packages libraries with pip.")
+def watch_command(directories, out, keep_full, others, budget, delete_analyzed, timeout, memory_limit, nice, poll, settle, min_free, journal, once,
+                  python, sysroot, gdb_path, debug_dirs, rules_files, known_files, fetch):  # fmt: skip
+    """Analyze each core as it arrives in DIR... (systemd-coredump's directory, a core_pattern
+    directory), keep what matters of it, and keep OUT's index current. See docs/watch.md."""
+    from coreanalyze.analyze import AnalyzeOptions
+    from coreanalyze.batch import BatchOptions
+    from coreanalyze.watch.keep import KeepPolicy
+    from coreanalyze.watch.limits import parse_size
+    from coreanalyze.watch.watcher import WatchOptions, run_watch
+
+    options = WatchOptions(
+        directories=list(directories),
+        batch=BatchOptions(
+            out=Path(out),
+            analyze=AnalyzeOptions(python=python, gdb=gdb_path, sysroot=sysroot, debug_dirs=list(debug_dirs),
+                                   rules_files=[Path(p) for p in rules_files], fetch=fetch),  # fmt: skip
+            jobs=1,  # one core at a time: a server's cores must not take the server
+            timeout=timeout,
+            known_files=[Path(p) for p in known_files],
+        ),
+        keep=KeepPolicy(full=keep_full, others=others, budget=parse_size(budget, "--budget") if budget else None, delete_analyzed=delete_analyzed),
+        poll=poll,
+        settle=settle,
+        nice=nice,
+        memory_limit=parse_size(memory_limit, "--memory-limit") if memory_limit else None,
+        journal=journal,
+        once=once,
+        min_free=parse_size(min_free, "--min-free"),
+    )
+    result = run_watch(options, lambda line: click.echo(line))
+    for line in result.warnings:
+        click.echo(f"coreanalyze: warning: {line}", err=True)
+    stopped = "stopped" if result.interrupted else "done"
+    removed = f", {result.removed} originals removed" if result.removed else ""
+    click.echo(f"{stopped}: {result.analyzed} cores recorded in this run{removed}; index: {Path(out) / 'index.html'}")
 
 
 @cli.command("shrink")

@@ -4,7 +4,7 @@ Memory comes from the Process (coreanalyze.process): the core's own segments, an
 kernel did not dump (read-only file-backed pages: type names and other strings in .rodata) from
 the crashed build's file mapped there, as a debugger does. Global symbols come from the dynamic and static symbol
 tables of the executable and libpython, shifted by their load bias. Type offsets from DWARF
-are not read here: the walker falls back to its tables and to 3.13's own `_Py_DebugOffsets`.
+are not read here: the walker falls back to its tables and to 3.13+'s own `_Py_DebugOffsets`.
 
     with read_core(path) as notes:
         document = walk_core(notes, module_table(notes, executable=exe))

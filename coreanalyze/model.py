@@ -282,6 +282,80 @@ class Classification:
     hang: HangInfo | None = None  # fault_kind "hang": wait states, GIL, deadlock cycle
     gpu: GpuFault | None = None  # what the GPU did (fault_kind gpu-exception, or a GPU wait)
     oom: OomInfo | None = None  # fault_kind out-of-memory
+    # The known crash it is (coreanalyze/known: id, title, url, fixed_in, note, advice), else None
+    known: dict[str, Any] | None = None
+
+
+@dataclass
+class JobWait:
+    """What a rank that waited for its peers was blocked in."""
+
+    collective: str | None = None  # "all_reduce", "recv", "barrier", "CollectiveReduceV2", ...
+    function: str | None = None  # the native function its thread waited in ("c10d::Work::wait")
+    file: str | None = None  # the Python line that called it (the program's own, not a library's)
+    line: int | None = None
+    python_function: str | None = None
+    peer: int | None = None  # the rank it waited for, where memory or the text says
+    message: str | None = None  # what the rank said of its peers (a timeout, a closed connection)
+
+
+@dataclass
+class RankVerdict:
+    """One rank of a job as the job's verdict sees it."""
+
+    rank: int | None
+    state: str  # one of RANK_STATES
+    fault_kind: str | None = None
+    signal: str | None = None
+    summary: str | None = None
+    signature: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    waited: JobWait | None = None
+    sent_by: str | None = None  # who sent the signal that ended it: "rank 1", "its parent (pid 42)", "pid 7"
+    died: int | None = None  # its place in the order of deaths (1: first), where the times say
+    core: str | None = None  # batch: the core's path; triage: None
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JobVerdict:
+    """The job's root cause over its ranks: the rank(s) that crashed on their own for one reason,
+    every other rank with what it waited in; or, when no rank did, why there is no single one."""
+
+    root_cause: list[int] = field(default_factory=list)  # ranks; several when they failed for the same reason
+    summary: str = ""
+    single: bool = True  # False: the evidence names no single rank (all waiting: deadlock or lost host)
+    ranks: list[RankVerdict] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)  # ranks of the world that left nothing to read
+    launcher_root_cause: int | None = None  # the rank the launcher named (torchrun: by exit time alone)
+
+
+@dataclass
+class JobInfo:
+    """report.job: the job and rank this process was, from its environment (or a pasted job log)."""
+
+    id: str | None = None  # "torchrun:RUN_ID", "tf:<cluster digest>", "slurm:JOB.STEP", "mpi:NAMESPACE", ...
+    rank: int | None = None
+    world_size: int | None = None
+    role: str | None = None  # TF_CONFIG's task type ("worker", "chief", "ps"), torchrun's ROLE_NAME
+    local_rank: int | None = None
+    launcher: str | None = None  # torchrun, tensorflow, jax, mpi, horovod, slurm, torch
+    master: str | None = None  # the address the ranks met at
+    address: str | None = None  # this task's own address (TF_CONFIG)
+    host: str | None = None
+    variables: list[str] = field(default_factory=list)  # the environment variables it was read from
+    state: str | None = None  # this rank: one of RANK_STATES
+    waited: JobWait | None = None  # state "waiting": what it was blocked in
+    sent_by: str | None = None
+    verdict: JobVerdict | None = None  # triage of a job's log: the root cause over its ranks
+
+
+# job.state / job.verdict.ranks[].state: crashed on its own; blocked waiting for its peers (in a
+# collective, or aborted by a peer's failure); stuck in something that is no collective (what the
+# others may wait for); ended by someone while running; ended without a crash of its own (an exit
+# code); or not told.
+RANK_STATES = ("crashed", "waiting", "stuck", "killed", "exited", "unknown")
 
 
 @dataclass
@@ -307,6 +381,7 @@ class Report:
     source: str = "core"  # "core" | "triage"
     schema: str = SCHEMA
     tool_version: str = ""
+    job: JobInfo | None = None  # the job and rank of a multi-process training run (coreanalyze.jobs)
 
     def thread(self, tid: int | None) -> Thread | None:
         for t in self.threads:
@@ -322,7 +397,10 @@ class Report:
         return next((t for t in self.threads if t.crashed), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        data = to_jsonable(self)
+        if data.get("job") is None:
+            del data["job"]  # only a job's processes have one: the others' JSON stays as it was
+        return data
 
 
 # Keys whose int values are addresses and are written as hex strings.
@@ -403,6 +481,28 @@ def hang_from_dict(d: dict[str, Any]) -> HangInfo:
     return HangInfo(threads=threads, deadlock=steps, **rest)
 
 
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def wait_from_dict(d: Any) -> JobWait | None:
+    return JobWait(**_known(JobWait, d)) if isinstance(d, dict) else None
+
+
+def job_from_dict(d: dict[str, Any]) -> JobInfo:
+    job = JobInfo(**{k: v for k, v in _known(JobInfo, d).items() if k not in ("waited", "verdict")})
+    job.waited = wait_from_dict(d.get("waited"))
+    verdict = d.get("verdict")
+    if isinstance(verdict, dict):
+        job.verdict = JobVerdict(**{k: v for k, v in _known(JobVerdict, verdict).items() if k != "ranks"})
+        for r in verdict.get("ranks") or []:
+            rank = RankVerdict(**{k: v for k, v in _known(RankVerdict, r).items() if k != "waited"})
+            rank.waited = wait_from_dict(r.get("waited"))
+            job.verdict.ranks.append(rank)
+    return job
+
+
 def report_from_dict(d: dict[str, Any]) -> Report:
     """Inverse of to_dict, for reports read back from JSON (batch summaries, merge)."""
     sig = dict((d.get("core") or {}).get("signal") or {})
@@ -463,6 +563,7 @@ def report_from_dict(d: dict[str, Any]) -> Report:
         warnings=list(d.get("warnings") or []),
         fault_instruction=d.get("fault_instruction"),
         auxv=d.get("auxv") or {},
+        job=job_from_dict(d["job"]) if isinstance(d.get("job"), dict) else None,
         source=d.get("source", "core"),
         schema=d.get("schema", SCHEMA),
         tool_version=d.get("tool_version", ""),

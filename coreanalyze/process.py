@@ -63,6 +63,9 @@ class Process:
         self.modules: list[Any] = []
         self._distributions: list | None = None
         self._scanning: background.Job | forked.ForkedJob | None = None
+        # [start, end) of the interpreter's GIL, once the Python walker read it: a thread that
+        # waits on a lock inside it waits for the GIL, whatever its native frames say.
+        self.gil_range: tuple[int, int] | None = None
         self.set_modules(modules)
 
     # -- what the notes say ---------------------------------------------------------------

@@ -40,6 +40,8 @@ class WalkResult:
     warnings: list[str] = field(default_factory=list)
     # Top-level modules of sys.modules: {"name", "file", "version"} (asked for with imports=True)
     imports: list[dict[str, str | None]] = field(default_factory=list)
+    # [start, end) of the main interpreter's GIL structure (3.12+), when the walker read it
+    gil_range: tuple[int, int] | None = None
 
     @property
     def gil_known(self) -> bool:
@@ -76,6 +78,11 @@ def parse_walk_document(doc: Any) -> WalkResult:
         pid=_int_or_none(doc.get("pid")),
         warnings=[w[:1000] for w in doc.get("warnings") or [] if isinstance(w, str)],
     )
+    gil = doc.get("gil")
+    if isinstance(gil, dict):
+        address, size = _int_or_none(gil.get("address")), _int_or_none(gil.get("size"))
+        if address and size and 0 < size <= 4096:
+            result.gil_range = (address, address + size)
     for raw in doc.get("imports") or []:
         if isinstance(raw, dict) and isinstance(raw.get("name"), str):
             result.imports.append(

@@ -59,6 +59,8 @@ class Context:
     reached: list[int] = field(default_factory=list)  # code addresses the threads hold (Process.code_addresses_on_stacks)
     abort_scan: AbortMessageScan | None = None
     debug_files_to_copy: list[tuple[str, str]] = field(default_factory=list)  # (debug file, build-id) gdb read compressed
+    # Modules whose separate debug file gdb reads: a line gdb found none for there has none.
+    lines_from_debugger: set[str] = field(default_factory=set)
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     warm_up: Any = None  # the later stages' imports and patterns, prepared beside the debugger (warmup.WarmUp)
     overlay: str | None = None  # a private sysroot of links (the loader's names, fetched files)
@@ -324,7 +326,8 @@ def _uncompressed_debug_files(ctx: Context) -> None:
     def gdb_reads(module) -> bool:
         return ctx.libraries is None or ctx.libraries.may_read(module.path, module.start, module.end)
 
-    debug_files = gdb_debug_files(ctx.report.modules, ctx.symbolizer.debug_file_for)
+    debug_files = list(gdb_debug_files(ctx.report.modules, ctx.symbolizer.debug_file_for))
+    ctx.lines_from_debugger = {module.path for module, _build_id, _file in debug_files if gdb_reads(module)}
     found, ctx.debug_files_to_copy = uncompressed.plan(debug_files, gdb_reads)
     if found:
         ctx.debugger_debug_dirs.insert(0, str(uncompressed.directory()))
@@ -487,6 +490,8 @@ def _python_frames(ctx: Context) -> None:
         # A program without an interpreter has no Python frames to miss.
         report.warnings.extend(stacks.warnings)
     report.launched_from = stacks.launched_from
+    if stacks.walk is not None:
+        ctx.process.gil_range = stacks.walk.gil_range
     if stacks.python_version:
         report.environment["python_version"] = stacks.python_version
     if stacks.walk is not None and stacks.walk.imports:
@@ -557,7 +562,10 @@ def symbols(ctx: Context) -> None:
 
     report, options = ctx.report, ctx.options
     report.warnings.extend(
-        improve_frames(report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process)
+        improve_frames(
+            report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process,
+            lines_known=ctx.lines_from_debugger,
+        )  # fmt: skip
     )
     in_frames = {f.module for t in report.threads for f in t.frames if f.module}
     mark_debug_files(
@@ -664,6 +672,13 @@ def gpu_exception(ctx: Context) -> None:
     add_gpu_exception(ctx.report, getattr(ctx.process, "environ", None), options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
 
 
+def job(ctx: Context) -> None:
+    """Which job and rank of a multi-process run this was, and its part in the job's failure."""
+    from coreanalyze.jobs.stage import add_job
+
+    add_job(ctx.report, getattr(ctx.process, "environ", None))
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("image", image_sysroot),
     Stage("executable", executable),
@@ -685,6 +700,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("re-raised signal", reraised_signal),
     Stage("classification", classification),
     Stage("gpu exception", gpu_exception),
+    Stage("job", job),
 )
 
 

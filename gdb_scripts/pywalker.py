@@ -9,10 +9,13 @@ files it maps.
 How the runtime is found without debug info: `_PyRuntime` and `Py_Version` are exported in
 the dynamic symbol table of the executable or of libpython, even on stripped distribution
 builds. From there interpreters -> thread states -> frames are walked with per-version
-field offsets: CPython 3.13 describes them itself in `_Py_DebugOffsets` (the first member of
-`_PyRuntime`; 3.14 changed that structure and is not read yet); for 3.10-3.12 the offsets of
-x86_64 release builds are tabled below, and when the target can read the interpreter's DWARF
-the offsets are derived from its types instead.
+field offsets: CPython 3.13 and later describe them themselves in `_Py_DebugOffsets` (the first
+member of `_PyRuntime`, whose field order differs per version and is tabled below), over a table
+of every 3.13+ build, default and free-threaded, taken from CPython's headers; for 3.10-3.12 the
+offsets of x86_64 release builds are tabled, and when the target can read the interpreter's
+DWARF the offsets are derived from its types instead. 3.14 tags the references a frame holds
+(`_PyStackRef`); a free-threaded build keeps a bytecode copy per thread and may run without
+its GIL.
 
 Everything read here comes from a dead, possibly corrupt process: every read is checked and
 bounded, every loop has a limit and a cycle check, and nothing is ever executed in the
@@ -57,8 +60,15 @@ MAX_IMPORTS = 4096  # top-level modules reported
 MAX_VERSION_CHARS = 64
 INTERP_SCAN_BYTES = 16384  # how far into the interpreter state sys.modules is looked for
 
-# _PyInterpreterFrame.owner values (Include/internal/pycore_frame.h, 3.12 and 3.13).
-FRAME_OWNED_BY_CSTACK = 3
+# _PyInterpreterFrame.owner: from this value up, a frame is the interpreter's own and runs no
+# code object (3.12-3.13: FRAME_OWNED_BY_CSTACK = 3, the shim of an evaluation-loop activation;
+# 3.14+: FRAME_OWNED_BY_INTERPRETER = 3, the shim and the thread's base frame, and
+# FRAME_OWNED_BY_CSTACK = 4).
+FIRST_SHIM_OWNER = 3
+# A _PyStackRef (3.14+) is a pointer with its low two bits as tags, or, with both bits set, a
+# small int shifted left by two (Include/internal/pycore_stackref.h).
+STACKREF_TAG_BITS = 3
+STACKREF_INT_TAG = 3
 # co_localspluskinds bits (Include/internal/pycore_code.h, 3.11+).
 CO_FAST_CELL = 0x40
 CO_FAST_FREE = 0x80
@@ -177,6 +187,7 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "interp.modules": 944,
         "gil.holder": 8,
         "gil.locked": 16,
+        "gil.size": 208,
         "tstate.next": 8,
         "tstate.interp": 16,
         "tstate.cframe": 56,
@@ -199,26 +210,101 @@ TABLES: dict[tuple[int, int], dict[str, int]] = {
         "code.linetable": 136,
         "code.code_adaptive": 192,
     },
-    (3, 13): {
-        **_OBJECT_COMMON,
-        "unicode.ascii_size": 40,
-        "unicode.compact_size": 56,
-        "unicode.data_any": 56,
-        "code.nlocalsplus": 72,
-    },
 }
 
+# 3.13 and later, default and free-threaded ("t") builds: every key the walk reads, from CPython's
+# own headers (x86_64; tests/support/cpython_headers.py compiles them and checks this table). These
+# interpreters describe most of it themselves in _Py_DebugOffsets, which wins where it is sound;
+# the table fills what it does not export and stands in for a damaged block. The unicode.*_bit
+# rows are bit positions in a str's state word (3.14t made `interned` a byte of its own).
+_LAYOUT_COLUMNS = ((3, 13, False), (3, 13, True), (3, 14, False), (3, 14, True), (3, 15, False), (3, 15, True))
+_LAYOUTS_313_ON = """
+                             3.13  3.13t  3.14  3.14t  3.15  3.15t
+object.type                     8     24     8     24     8     24
+var.size                       16     32    16     32    16     32
+type.name                      24     40    24     40    24     40
+type.basicsize                 32     48    32     48    32     48
+type.itemsize                  40     56    40     56    40     56
+type.flags                    168    184   168    184   168    184
+type.base                     256    272   256    272   256    272
+tuple.items                    24     40    32     48    32     48
+list.items                     24     40    24     40    24     40
+dict.used                      16     32    16     32    16     32
+dict.keys                      32     48    32     48    32     48
+dict.values                    40     56    40     56    40     56
+module.dict                    16     32    16     32    16     32
+float.value                    16     32    16     32    16     32
+bytes.sval                     32     48    32     48    32     48
+cell.ref                       16     32    16     32    16     32
+unicode.length                 16     32    16     32    16     32
+unicode.state                  32     48    32     48    32     48
+unicode.ascii_size             40     56    40     56    40     56
+unicode.compact_size           56     72    56     72    56     72
+unicode.data_any               56     72    56     72    56     72
+unicode.kind_bit                2      2     2      8     2      8
+unicode.compact_bit             5      5     5     11     5     11
+unicode.ascii_bit               6      6     6     12     6     12
+code.argcount                  52     68    52     68    52     68
+code.firstlineno               68     84    68     84    68     84
+code.nlocalsplus               72     88    72     88    72     88
+code.localsplusnames           96    112    96    112    96    112
+code.localspluskinds          104    120   104    120   104    120
+code.filename                 112    128   112    128   112    128
+code.name                     120    136   120    136   120    136
+code.qualname                 128    144   128    144   128    144
+code.linetable                136    152   136    152   136    152
+code.code_adaptive            200    216   208    232   208    232
+long.digits                    24     40    24     40    24     40
+runtime.interpreters_head     632    632   808    808   936    936
+interp.next                  7264   7264  7272   7272  7264   7264
+interp.threads_head          7344   7344  7344   7344  7336   7336
+interp.id                    7272   7272  7280   7280  7272   7272
+interp.gil_ptr                 16     16    16     16    16     16
+interp.modules               7656   7664  7688   7712  7592   7592
+gil.holder                      8     16     8     16     8     16
+gil.locked                     16     24    16     24    16     24
+gil.size                      208    216   208    216   208    216
+tstate.next                     8      8     8      8     8      8
+tstate.interp                  16     16    16     16    16     16
+tstate.current_frame           72     72    72     72    72     72
+tstate.thread_id              152    152   152    152   176    176
+tstate.native_thread_id       160    160   160    160   184    184
+iframe.code                     0      0     0      0     0      0
+iframe.previous                 8      8     8      8     8      8
+iframe.instr                   56     56    56     56    56     56
+iframe.owner                   70     70    74     78    74     78
+iframe.localsplus              72     72    80     80    80     80
+"""
+
+
+def _columns(text: str) -> dict[tuple[int, int, bool], dict[str, int]]:
+    """The table above as one dict of offsets per (major, minor, free-threaded) build."""
+    rows = [line.split() for line in text.strip().splitlines()[1:]]
+    return {build: {row[0]: int(row[1 + i]) for row in rows} for i, build in enumerate(_LAYOUT_COLUMNS)}
+
+
+BUILD_TABLES = _columns(_LAYOUTS_313_ON)
+TABLES.update({(major, minor): table for (major, minor, free), table in BUILD_TABLES.items() if not free})
+# The str state bits of the builds before 3.13 (one layout: interned:2, kind:3, compact, ascii).
+STATE_BITS_BEFORE_313 = {"unicode.kind_bit": 2, "unicode.compact_bit": 5, "unicode.ascii_bit": 6}
+for _version in ((3, 10), (3, 11), (3, 12)):
+    TABLES[_version].update(STATE_BITS_BEFORE_313)
+
 # How each version is shaped, beyond offsets.
-#   frames:  "pyframe" (3.10 PyFrameObject chain) | "iframe" (_PyInterpreterFrame chain)
-#   current: how a thread state reaches its innermost frame
-#   entry:   how the first frame of a _PyEval_EvalFrameDefault activation is recognised
-#   gil:     where the GIL lives
-#   long:    PyLongObject header ("ob_size" up to 3.11, "lv_tag" from 3.12)
+#   frames:   "pyframe" (3.10 PyFrameObject chain) | "iframe" (_PyInterpreterFrame chain)
+#   current:  how a thread state reaches its innermost frame
+#   entry:    how the first frame of a _PyEval_EvalFrameDefault activation is recognised
+#   gil:      where the GIL lives
+#   long:     PyLongObject header ("ob_size" up to 3.11, "lv_tag" from 3.12)
+#   refs:     how a frame holds its code object and locals: "pointer", or "stackref" (3.14+:
+#             _PyStackRef, a pointer with tag bits, or a tagged small int)
 SHAPES: dict[tuple[int, int], dict[str, str]] = {
-    (3, 10): {"frames": "pyframe", "current": "frame", "entry": "every", "gil": "runtime", "long": "ob_size"},
-    (3, 11): {"frames": "iframe", "current": "cframe", "entry": "is_entry", "gil": "runtime", "long": "ob_size"},
-    (3, 12): {"frames": "iframe", "current": "cframe", "entry": "cstack", "gil": "interp", "long": "lv_tag"},
-    (3, 13): {"frames": "iframe", "current": "direct", "entry": "cstack", "gil": "interp", "long": "lv_tag"},
+    (3, 10): {"frames": "pyframe", "current": "frame", "entry": "every", "gil": "runtime", "long": "ob_size", "refs": "pointer"},
+    (3, 11): {"frames": "iframe", "current": "cframe", "entry": "is_entry", "gil": "runtime", "long": "ob_size", "refs": "pointer"},
+    (3, 12): {"frames": "iframe", "current": "cframe", "entry": "cstack", "gil": "interp", "long": "lv_tag", "refs": "pointer"},
+    (3, 13): {"frames": "iframe", "current": "direct", "entry": "cstack", "gil": "interp", "long": "lv_tag", "refs": "pointer"},
+    (3, 14): {"frames": "iframe", "current": "direct", "entry": "cstack", "gil": "interp", "long": "lv_tag", "refs": "stackref"},
+    (3, 15): {"frames": "iframe", "current": "direct", "entry": "cstack", "gil": "interp", "long": "lv_tag", "refs": "stackref"},
 }
 
 # Where each key lives in the interpreter's DWARF types: (type name, field path), or a type
@@ -325,6 +411,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.modules": ("PyInterpreterState", "imports.modules"),
         "gil.holder": ("struct _gil_runtime_state", "last_holder"),
         "gil.locked": ("struct _gil_runtime_state", "locked"),
+        "gil.size": ("struct _gil_runtime_state", None),
         "tstate.next": ("PyThreadState", "next"),
         "tstate.interp": ("PyThreadState", "interp"),
         "tstate.cframe": ("PyThreadState", "cframe"),
@@ -349,6 +436,7 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
         "interp.modules": ("PyInterpreterState", "imports.modules"),
         "gil.holder": ("struct _gil_runtime_state", "last_holder"),
         "gil.locked": ("struct _gil_runtime_state", "locked"),
+        "gil.size": ("struct _gil_runtime_state", None),
         "tstate.next": ("PyThreadState", "next"),
         "tstate.interp": ("PyThreadState", "interp"),
         "tstate.current_frame": ("PyThreadState", "current_frame"),
@@ -362,44 +450,164 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
     },
 }
 
-# _Py_DebugOffsets of 3.13 (Include/internal/pycore_runtime.h): the uint64 fields in order,
-# after char cookie[8] and uint64 version. None marks a field this walker does not use
-# (a struct's "size" member and the like). Each name maps to the layout key it fills.
-_DEBUG_OFFSETS_313 = (
-    None,  # free_threaded
-    None, None, "runtime.interpreters_head",  # runtime_state: size, finalizing, interpreters_head
-    # interpreter_state
-    None, "interp.id", "interp.next", "interp.threads_head", None, "interp.modules", None, None,
-    "interp.gil_ptr", "interp.gil_embedded", None, "interp.gil_locked", "interp.gil_holder",
-    # thread_state
-    None, None, "tstate.next", "tstate.interp", "tstate.current_frame", "tstate.thread_id",
-    "tstate.native_thread_id", None, None,
-    # interpreter_frame
-    None, "iframe.previous", "iframe.code", "iframe.instr", "iframe.localsplus", "iframe.owner",
-    # code_object
-    None, "code.filename", "code.name", "code.qualname", "code.linetable", "code.firstlineno",
-    "code.argcount", "code.localsplusnames", "code.localspluskinds", "code.code_adaptive",
-    # pyobject
-    None, "object.type",
-    # type_object: size, tp_name, tp_repr, tp_flags
-    None, "type.name", None, "type.flags",
-    # tuple_object
-    None, "tuple.items", "var.size",
-    # list_object
-    None, "list.items", None,
-    # dict_object
-    None, None, None,
-    # float_object
-    None, "float.value",
-    # long_object
-    None, None, "long.digits",
-    # bytes_object
-    None, None, "bytes.sval",
-    # unicode_object
-    None, "unicode.state", "unicode.length", "unicode.ascii_size",
-    # gc
-    None, None,
-)
+# 3.14 and 3.15 name these fields as 3.13 does (f_executable became a _PyStackRef, at the same
+# place); a free-threaded build's DWARF gives its own offsets under the same names.
+DWARF_SPEC[(3, 14)] = DWARF_SPEC[(3, 15)] = DWARF_SPEC[(3, 13)]
+
+# _Py_DebugOffsets (3.13: Include/internal/pycore_runtime.h; 3.14+: pycore_debug_offsets.h): its
+# uint64 fields after `char cookie[8]` and `uint64 version`, in declaration order, by section
+# (tests/support/cpython_headers.py reads them out of the headers and checks these lists).
+_DEBUG_OFFSETS_SECTIONS_313 = """
+free_threaded
+runtime_state: size finalizing interpreters_head
+interpreter_state: size id next threads_head gc imports_modules sysdict builtins ceval_gil gil_runtime_state
+    gil_runtime_state_enabled gil_runtime_state_locked gil_runtime_state_holder
+thread_state: size prev next interp current_frame thread_id native_thread_id datastack_chunk status
+interpreter_frame: size previous executable instr_ptr localsplus owner
+code_object: size filename name qualname linetable firstlineno argcount localsplusnames localspluskinds co_code_adaptive
+pyobject: size ob_type
+type_object: size tp_name tp_repr tp_flags
+tuple_object: size ob_item ob_size
+list_object: size ob_item ob_size
+dict_object: size ma_keys ma_values
+float_object: size ob_fval
+long_object: size lv_tag ob_digit
+bytes_object: size ob_size ob_sval
+unicode_object: size state length asciiobject_size
+gc: size collecting
+"""
+_DEBUG_OFFSETS_SECTIONS_314 = """
+free_threaded
+runtime_state: size finalizing interpreters_head
+interpreter_state: size id next threads_head threads_main gc imports_modules sysdict builtins ceval_gil
+    gil_runtime_state gil_runtime_state_enabled gil_runtime_state_locked gil_runtime_state_holder
+    code_object_generation tlbc_generation
+thread_state: size prev next interp current_frame thread_id native_thread_id datastack_chunk status
+interpreter_frame: size previous executable instr_ptr localsplus owner stackpointer tlbc_index
+code_object: size filename name qualname linetable firstlineno argcount localsplusnames localspluskinds
+    co_code_adaptive co_tlbc
+pyobject: size ob_type
+type_object: size tp_name tp_repr tp_flags
+tuple_object: size ob_item ob_size
+list_object: size ob_item ob_size
+set_object: size used table mask
+dict_object: size ma_keys ma_values
+float_object: size ob_fval
+long_object: size lv_tag ob_digit
+bytes_object: size ob_size ob_sval
+unicode_object: size state length asciiobject_size
+gc: size collecting
+gen_object: size gi_name gi_iframe gi_frame_state
+llist_node: next prev
+debugger_support: eval_breaker remote_debugger_support remote_debugging_enabled debugger_pending_call
+    debugger_script_path debugger_script_path_size
+"""
+_DEBUG_OFFSETS_SECTIONS_315 = """
+free_threaded
+runtime_state: size finalizing interpreters_head
+interpreter_state: size id next threads_head threads_main gc imports_modules sysdict builtins ceval_gil
+    gil_runtime_state gil_runtime_state_enabled gil_runtime_state_locked gil_runtime_state_holder
+    code_object_generation tlbc_generation
+thread_state: size prev next interp current_frame base_frame last_profiled_frame last_profiled_frame_seq
+    thread_id native_thread_id datastack_chunk status holds_gil gil_requested current_exception exc_state
+err_stackitem: exc_value
+interpreter_frame: size previous executable instr_ptr localsplus owner stackpointer tlbc_index
+code_object: size filename name qualname linetable firstlineno argcount localsplusnames localspluskinds
+    co_code_adaptive co_tlbc
+pyobject: size ob_type
+type_object: size tp_name tp_repr tp_flags tp_basicsize tp_dictoffset
+heap_type_object: size ht_cached_keys
+tuple_object: size ob_item ob_size
+list_object: size ob_item ob_size
+set_object: size used table mask
+dict_object: size ma_keys ma_values
+float_object: size ob_fval
+long_object: size lv_tag ob_digit
+bytes_object: size ob_size ob_sval
+unicode_object: size state length asciiobject_size compactunicodeobject_size
+gc: size collecting frame generation_stats_size generation_stats
+gen_object: size gi_name gi_iframe gi_frame_state
+llist_node: next prev
+debugger_support: eval_breaker remote_debugger_support remote_debugging_enabled debugger_pending_call
+    debugger_script_path debugger_script_path_size
+"""
+
+
+def _sections(text: str) -> tuple[str, ...]:
+    """A field list above as "section.field" names ("free_threaded" stands alone)."""
+    fields: list[str] = []
+    section = ""
+    for line in text.strip().splitlines():
+        if ":" in line:
+            section, line = (part.strip() for part in line.split(":", 1))
+        fields += [f"{section}.{name}" if section else name for name in line.split()]
+    return tuple(fields)
+
+
+DEBUG_OFFSETS_FIELDS: dict[tuple[int, int], tuple[str, ...]] = {
+    (3, 13): _sections(_DEBUG_OFFSETS_SECTIONS_313),
+    (3, 14): _sections(_DEBUG_OFFSETS_SECTIONS_314),
+    (3, 15): _sections(_DEBUG_OFFSETS_SECTIONS_315),
+}
+# The fields the walk reads, by the layout key each fills. The GIL's locked/holder are given
+# relative to the interpreter (its embedded _gil), `enabled` relative to the GIL structure.
+DEBUG_OFFSET_KEYS = {
+    "runtime_state.size": "runtime.size",
+    "runtime_state.interpreters_head": "runtime.interpreters_head",
+    "interpreter_state.size": "interp.size",
+    "interpreter_state.id": "interp.id",
+    "interpreter_state.next": "interp.next",
+    "interpreter_state.threads_head": "interp.threads_head",
+    "interpreter_state.imports_modules": "interp.modules",
+    "interpreter_state.ceval_gil": "interp.gil_ptr",
+    "interpreter_state.gil_runtime_state": "interp.gil_embedded",
+    "interpreter_state.gil_runtime_state_enabled": "gil.enabled",
+    "interpreter_state.gil_runtime_state_locked": "interp.gil_locked",
+    "interpreter_state.gil_runtime_state_holder": "interp.gil_holder",
+    "thread_state.size": "tstate.size",
+    "thread_state.next": "tstate.next",
+    "thread_state.interp": "tstate.interp",
+    "thread_state.current_frame": "tstate.current_frame",
+    "thread_state.thread_id": "tstate.thread_id",
+    "thread_state.native_thread_id": "tstate.native_thread_id",
+    "thread_state.current_exception": "tstate.current_exception",
+    "interpreter_frame.size": "iframe.size",
+    "interpreter_frame.previous": "iframe.previous",
+    "interpreter_frame.executable": "iframe.code",
+    "interpreter_frame.instr_ptr": "iframe.instr",
+    "interpreter_frame.localsplus": "iframe.localsplus",
+    "interpreter_frame.owner": "iframe.owner",
+    "interpreter_frame.tlbc_index": "iframe.tlbc_index",
+    "code_object.size": "code.size",
+    "code_object.filename": "code.filename",
+    "code_object.name": "code.name",
+    "code_object.qualname": "code.qualname",
+    "code_object.linetable": "code.linetable",
+    "code_object.firstlineno": "code.firstlineno",
+    "code_object.argcount": "code.argcount",
+    "code_object.localsplusnames": "code.localsplusnames",
+    "code_object.localspluskinds": "code.localspluskinds",
+    "code_object.co_code_adaptive": "code.code_adaptive",
+    "code_object.co_tlbc": "code.tlbc",
+    "pyobject.ob_type": "object.type",
+    "type_object.tp_name": "type.name",
+    "type_object.tp_flags": "type.flags",
+    "type_object.tp_basicsize": "type.basicsize",
+    "tuple_object.ob_item": "tuple.items",
+    "tuple_object.ob_size": "var.size",
+    "list_object.ob_item": "list.items",
+    "float_object.ob_fval": "float.value",
+    "long_object.ob_digit": "long.digits",
+    "bytes_object.ob_sval": "bytes.sval",
+    "unicode_object.state": "unicode.state",
+    "unicode_object.length": "unicode.length",
+    "unicode_object.asciiobject_size": "unicode.ascii_size",
+    "unicode_object.compactunicodeobject_size": "unicode.compact_size",
+}
+# Each offset the block gives must lie inside the structure whose size it also gives.
+DEBUG_OFFSET_SIZES = {"runtime": "runtime.size", "interp": "interp.size", "tstate": "tstate.size",
+                      "iframe": "iframe.size", "code": "code.size"}
+MAX_STRUCT_SIZE = 1 << 20  # no runtime structure comes near this; a larger size is garbage
 DEBUG_OFFSETS_COOKIE = b"xdebugpy"
 
 
@@ -588,37 +796,77 @@ def dwarf_layout(target: Target, version: tuple[int, int], eval_address: int | N
     return target.type_offsets(spec, eval_address)
 
 
-def debug_offsets_layout(mem: Memory, runtime: int) -> tuple[dict[str, int], tuple[int, int, int] | None]:
-    """Layout from 3.13's _Py_DebugOffsets at the start of _PyRuntime; ({}, None) if absent."""
+class DebugOffsets(NamedTuple):
+    """What an interpreter's _Py_DebugOffsets block says (3.13+)."""
+
+    version: tuple[int, int, int]
+    free_threaded: bool
+    offsets: dict[str, int]  # layout keys
+    read_as: tuple[int, int]  # whose field order it was read with (a newer version: the newest known)
+    problem: str | None  # why the offsets cannot be trusted; None when they check out
+
+
+def read_debug_offsets(mem: Memory, runtime: int) -> DebugOffsets | None:
+    """The _Py_DebugOffsets at the start of _PyRuntime; None when there is none (before 3.13),
+    or when not even its version can be read."""
     if mem.read(runtime, 8) != DEBUG_OFFSETS_COOKIE:
-        return {}, None
+        return None
     version = hex_version(mem.u64(runtime + 8))
-    if version is None or version[:2] != (3, 13):
-        # 3.14 changed the structure; its field order is not tabled here.
-        return {}, version
-    raw = mem.read(runtime + 16, 8 * len(_DEBUG_OFFSETS_313))
-    values = struct.unpack(f"<{len(_DEBUG_OFFSETS_313)}Q", raw)
-    if values[0]:
-        raise ReadError("free-threaded (no-GIL) builds are not supported")
-    out: dict[str, int] = {}
-    for key, value in zip(_DEBUG_OFFSETS_313, values):
-        if key is not None:
-            out[key] = value
-    # The GIL's fields are given relative to the interpreter (its embedded _gil); the walker
-    # reads them relative to the GIL the interpreter points at.
+    if version is None or version[:2] < min(DEBUG_OFFSETS_FIELDS):
+        return None
+    read_as = version[:2] if version[:2] in DEBUG_OFFSETS_FIELDS else max(DEBUG_OFFSETS_FIELDS)
+    fields = DEBUG_OFFSETS_FIELDS[read_as]
+    values = dict(zip(fields, struct.unpack(f"<{len(fields)}Q", mem.read(runtime + 16, 8 * len(fields)))))
+    out = {DEBUG_OFFSET_KEYS[f]: v for f, v in values.items() if f in DEBUG_OFFSET_KEYS}
+    free_threaded = values["free_threaded"] == 1
+    problem = None if values["free_threaded"] in (0, 1) else f"free_threaded is {values['free_threaded']}"
+    problem = problem or _implausible(out)
+    # The GIL's fields, given relative to the interpreter (its embedded _gil), are read relative
+    # to the GIL the interpreter points at.
     base = out.pop("interp.gil_embedded")
     out["gil.locked"] = out.pop("interp.gil_locked") - base
     out["gil.holder"] = out.pop("interp.gil_holder") - base
-    return out, version
+    if not free_threaded:
+        # Zero in a default build: there is no such field (the GIL cannot be disabled, one
+        # bytecode copy per code object).
+        for key in ("gil.enabled", "code.tlbc", "iframe.tlbc_index"):
+            out.pop(key, None)
+    if problem is None and not (0 <= out["gil.locked"] < 4096 and 0 <= out["gil.holder"] < 4096):
+        problem = "the GIL's offsets lie outside the interpreter's GIL"
+    return DebugOffsets(version, free_threaded, out, read_as, problem)
+
+
+def _implausible(offsets: dict[str, int]) -> str | None:
+    """Why a block's offsets cannot be right (a structure larger than any is, a field outside its
+    structure); None when they are plausible."""
+    for prefix, size_key in DEBUG_OFFSET_SIZES.items():
+        size = offsets.get(size_key, 0)
+        if not 0 < size <= MAX_STRUCT_SIZE:
+            return f"{size_key} is {size}"
+        for key, value in offsets.items():
+            if key.startswith(prefix + ".") and key != size_key and value >= size:
+                return f"{key} ({value}) lies outside its structure ({size} bytes)"
+    return None
+
+
+def tabled_layout(minor: tuple[int, int], free_threaded: bool) -> tuple[tuple[int, int], dict[str, int]]:
+    """The tabled build nearest to (minor, free_threaded): itself, or the newest one before it."""
+    known = sorted(v[:2] for v in BUILD_TABLES if v[2] == free_threaded)
+    if not free_threaded and minor < known[0]:
+        return minor, dict(TABLES[minor])
+    chosen = max((v for v in known if v <= minor), default=known[0])
+    return chosen, dict(BUILD_TABLES[(*chosen, free_threaded)])
 
 
 class Layout:
-    def __init__(self, version: tuple[int, ...], offsets: dict[str, int], source: str) -> None:
+    def __init__(self, version: tuple[int, ...], offsets: dict[str, int], source: str,
+                 free_threaded: bool = False, shape_of: tuple[int, int] | None = None) -> None:  # fmt: skip
         self.version = version
         self.minor = tuple(version[:2])
         self.off = offsets
-        self.shape = SHAPES[self.minor]
+        self.shape = SHAPES[shape_of or self.minor]
         self.source = source
+        self.free_threaded = free_threaded
         self.dwarf: dict[str, int] = {}  # what the interpreter's DWARF says, when it has some
         self.debug_offsets: dict[str, int] = {}  # what _Py_DebugOffsets says (3.13+)
 
@@ -791,9 +1039,9 @@ class Objects:
         if length < 0 or length > 1 << 40:
             raise ReadError(f"absurd str length {length}")
         state = self.mem.u32(obj + L["unicode.state"])
-        kind = (state >> 2) & 7
-        compact = (state >> 5) & 1
-        ascii_only = (state >> 6) & 1
+        kind = (state >> L["unicode.kind_bit"]) & 7
+        compact = (state >> L["unicode.compact_bit"]) & 1
+        ascii_only = (state >> L["unicode.ascii_bit"]) & 1
         if kind not in (1, 2, 4):
             raise ReadError(f"str of unknown kind {kind}")
         if compact:
@@ -818,7 +1066,12 @@ class Objects:
             return None
         length = struct.unpack_from("<q", head, L["unicode.length"])[0]
         state = struct.unpack_from("<I", head, L["unicode.state"])[0]
-        if not 0 <= length <= SHORT_TEXT or (state >> 2) & 7 != 1 or not (state >> 5) & 1 or not (state >> 6) & 1:
+        if (
+            not 0 <= length <= SHORT_TEXT
+            or (state >> L["unicode.kind_bit"]) & 7 != 1
+            or not (state >> L["unicode.compact_bit"]) & 1
+            or not (state >> L["unicode.ascii_bit"]) & 1
+        ):
             return None
         count = min(length, limit)
         return head[text_at : text_at + count].decode("latin-1", "replace") + ("..." if count < length else "")
@@ -984,6 +1237,18 @@ class Walker:
                 break
         return out
 
+    def gil_range(self, interp: int) -> tuple[int, int] | None:
+        """Where the GIL that governs this interpreter lies (3.12+: it hangs off the interpreter),
+        so that a thread waiting on a lock inside it is known to wait for the GIL."""
+        L = self.L
+        if L.shape["gil"] != "interp" or not L.has("gil.size"):
+            return None
+        try:
+            gil = self.mem.ptr(interp + L["interp.gil_ptr"])
+        except ReadError:
+            return None
+        return (gil, gil + L["gil.size"]) if gil else None
+
     def gil(self, interp: int) -> tuple[bool | None, int | None]:
         """(locked, last holder) of the GIL that governs this interpreter."""
         L = self.L
@@ -993,6 +1258,8 @@ class Walker:
                 holder = self.mem.ptr(self.runtime + L["runtime.gil_holder"])
             else:
                 gil = self.mem.ptr(interp + L["interp.gil_ptr"])
+                if L.has("gil.enabled") and not self.mem.i32(gil + L["gil.enabled"]):
+                    return None, None  # a free-threaded build running without its GIL
                 locked = self.mem.i32(gil + L["gil.locked"])
                 holder = self.mem.ptr(gil + L["gil.holder"])
         except (ReadError, KeyError):
@@ -1075,7 +1342,7 @@ class Walker:
             seen.add(frame)
             previous = self.mem.ptr(frame + L["iframe.previous"])
             owner = self.mem.u8(frame + L["iframe.owner"])
-            if entry_kind == "cstack" and owner == FRAME_OWNED_BY_CSTACK:
+            if entry_kind == "cstack" and owner >= FIRST_SHIM_OWNER:
                 # The shim frame an activation of _PyEval_EvalFrameDefault pushes first: the
                 # frames after it belong to the next activation out.
                 if out and out[-1]["group"] == group:
@@ -1083,7 +1350,7 @@ class Walker:
                     group += 1
                 frame = previous
                 continue
-            code = self.mem.ptr(frame + L["iframe.code"])
+            code = self._reference(self.mem.ptr(frame + L["iframe.code"]))
             is_entry = False
             if entry_kind == "is_entry":
                 is_entry = bool(self.mem.u8(frame + L["iframe.is_entry"]))
@@ -1094,7 +1361,7 @@ class Walker:
                 frame = previous
                 continue
             instr = self.mem.ptr(frame + L["iframe.instr"])
-            unit = (instr - (code + L["code.code_adaptive"])) // 2
+            unit = (instr - self._bytecode(frame, code)) // 2
             line = None
             if info["linetable"] is not None and -1 <= unit < 1 << 24:
                 line = line_from_locations(info["linetable"], info["firstlineno"], unit)
@@ -1105,6 +1372,23 @@ class Walker:
             if is_entry:
                 group += 1
             frame = previous
+
+    def _reference(self, word: int) -> int:
+        """The object a frame's reference word points at (3.14+ tags a _PyStackRef's low bits)."""
+        return word & ~STACKREF_TAG_BITS if self.L.shape["refs"] == "stackref" else word
+
+    def _bytecode(self, frame: int, code: int) -> int:
+        """Where the bytecode the frame runs starts: the code object's own, or in a
+        free-threaded 3.14+ build the thread's copy of it (co_tlbc->entries[tlbc_index])."""
+        L = self.L
+        if L.has("code.tlbc") and L.has("iframe.tlbc_index"):
+            index = self.mem.i32(frame + L["iframe.tlbc_index"])
+            if index > 0:
+                copies = self.mem.ptr(code + L["code.tlbc"])
+                if not 0 < index < self.mem.i64(copies):
+                    raise ReadError(f"frame 0x{frame:x}: bytecode copy {index} of a code object that has fewer")
+                return self.mem.ptr(copies + 8 + 8 * index)
+        return code + L["code.code_adaptive"]
 
     def _frame_dict(self, info: dict, frame: int, line: int | None, group: int, entry: bool) -> dict:
         return {
@@ -1143,18 +1427,26 @@ class Walker:
                 n = min(n, self.mem.i32(code + L["code.nlocalsplus"]))
             kinds, _ = self.obj.bytes_value(self.mem.ptr(code + L["code.localspluskinds"]), MAX_LOCALS)
             n = max(0, min(n, len(kinds), MAX_LOCALS))
+            stackrefs = L.shape["refs"] == "stackref"
             for i in range(n):
                 value = self.mem.ptr(frame + L["iframe.localsplus"] + 8 * i)
-                self._one_local(out, names, i, value, kinds[i])
+                if stackrefs and value & STACKREF_TAG_BITS == STACKREF_INT_TAG:
+                    # A small int held in the reference itself, no object behind it.
+                    out[self._local_name(names, i)] = str(struct.unpack("<q", struct.pack("<Q", value))[0] >> 2)
+                    continue
+                self._one_local(out, names, i, self._reference(value), kinds[i])
         except ReadError as e:
             out["<error>"] = _clip(str(e))
         return out
 
-    def _one_local(self, out: dict[str, str], names: int, i: int, value: int, kind: int) -> None:
+    def _local_name(self, names: int, i: int) -> str:
         try:
-            name = self.obj.unicode(self.obj.tuple_item(names, i), 64)
+            return self.obj.unicode(self.obj.tuple_item(names, i), 64)
         except ReadError:
-            name = f"<local {i}>"
+            return f"<local {i}>"
+
+    def _one_local(self, out: dict[str, str], names: int, i: int, value: int, kind: int) -> None:
+        name = self._local_name(names, i)
         if not value:
             return  # unbound
         try:
@@ -1461,18 +1753,11 @@ def _choose_layout(
     prefer_hint: bool = False,
 ) -> Layout | None:
     eval_address = target.symbol_address("_PyEval_EvalFrameDefault")
-    offsets, dbg_version = debug_offsets_layout(mem, runtime)
-    if offsets:
-        base = dict(TABLES[(3, 13)])
-        derived = dwarf_layout(target, (3, 13), eval_address)
-        base.update(derived)
-        base.update(offsets)
-        layout = Layout(dbg_version, base, "debug-offsets")
-        layout.dwarf = derived
-        layout.debug_offsets = offsets
-        return layout
-    version: tuple[int, ...] | None = dbg_version
-    if version is None and prefer_hint:
+    exported = read_debug_offsets(mem, runtime)
+    if exported is not None:
+        return _exported_layout(target, exported, eval_address, warnings)
+    version: tuple[int, ...] | None = None
+    if prefer_hint:
         version = hint
     if version is None:
         address = target.symbol_address("Py_Version")
@@ -1501,6 +1786,39 @@ def _choose_layout(
     return layout
 
 
+def _exported_layout(target: Target, exported: DebugOffsets, eval_address: int | None, warnings: list[str]) -> Layout:
+    """The layout of a 3.13+ interpreter: its own _Py_DebugOffsets over the tabled layout of its
+    build (and its DWARF, where the target reads it), which fill what the block does not export;
+    the table alone where the block does not check out."""
+    minor = exported.version[:2]
+    tabled, offsets = tabled_layout(minor, exported.free_threaded)
+    derived = dwarf_layout(target, tabled, eval_address)
+    offsets.update(derived)
+    if exported.read_as != minor:
+        warnings.append(
+            f"Python {_dotted(exported.version)} is newer than the frame walker's layouts:"
+            f" read as {_dotted(exported.read_as)}, as far as its structures are unchanged"
+        )
+    if exported.problem:
+        build = _dotted(tabled) + ("t" if exported.free_threaded else "")
+        warnings.append(
+            f"the interpreter's own structure offsets (_Py_DebugOffsets) are damaged ({exported.problem});"
+            f" read with CPython {build}'s tabled layout"
+        )
+        source = "dwarf" if derived else "table"
+    else:
+        offsets.update(exported.offsets)
+        source = "debug-offsets"
+    layout = Layout(exported.version, offsets, source, exported.free_threaded, shape_of=tabled)
+    layout.dwarf = derived
+    layout.debug_offsets = exported.offsets
+    return layout
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(v) for v in version)
+
+
 def walk(target: Target, options: dict) -> dict:
     """The walker's document: version, layout, every Python thread's frames, warnings."""
     result: dict = {"format": FORMAT, "python_version": None, "layout": None, "warnings": [], "threads": []}
@@ -1522,8 +1840,9 @@ def walk(target: Target, options: dict) -> dict:
         return result
     if layout is None:
         return result
-    result["python_version"] = ".".join(str(v) for v in layout.version)
+    result["python_version"] = _dotted(layout.version)
     result["layout"] = layout.source
+    result["free_threaded"] = layout.free_threaded
     if options.get("show_layout"):
         result["offsets"] = layout.off
         result["table"] = TABLES.get(layout.minor, {})
@@ -1540,6 +1859,9 @@ def walk(target: Target, options: dict) -> dict:
         interpreters = walker.interpreters()
         if not interpreters:
             warnings.append("the interpreter list is empty (the process had not started Python or had finalized it)")
+        gil_range = walker.gil_range(interpreters[0]) if interpreters else None
+        if gil_range is not None:
+            result["gil"] = {"address": gil_range[0], "size": gil_range[1] - gil_range[0]}
         for interp in interpreters:
             locked, holder = walker.gil(interp)
             try:

@@ -13,9 +13,20 @@
     merge     several batch directories -> one
 """
 
-from coreanalyze.batch.merge import MergeResult, merge_batches
-from coreanalyze.batch.runner import BatchOptions, BatchResult, default_jobs, run_batch
-from coreanalyze.batch.shard import Shard, parse_shard
+from typing import Any
+
+# Imported on first use: `coreanalyze CORE` and `triage` read batch/facts.py (what the known-crash
+# database matches on) and must not pay for the runner's imports (multiprocessing, the workers).
+_WHERE = {
+    "BatchOptions": "runner",
+    "BatchResult": "runner",
+    "default_jobs": "runner",
+    "run_batch": "runner",
+    "MergeResult": "merge",
+    "merge_batches": "merge",
+    "Shard": "shard",
+    "parse_shard": "shard",
+}
 
 __all__ = [
     "BatchOptions",
@@ -27,3 +38,11 @@ __all__ = [
     "parse_shard",
     "run_batch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"coreanalyze.batch.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

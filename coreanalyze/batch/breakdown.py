@@ -22,8 +22,10 @@ MAX_CORRELATIONS = 5  # per group, the strongest first
 MAX_VALUES = 20  # per dimension of a group's breakdown
 MAX_PACKAGES = 40  # packages shown per group: those whose version differs across the batch
 PACKAGE = "package:"
+# systemd-coredump's record of where the process ran (record.coredump), as fleet dimensions.
+COREDUMP_DIMENSIONS = ("unit", "container")
 # Dimensions in the order people read them; packages follow.
-DIMENSIONS = (*VERSION_DIMENSIONS, "host", "executable")
+DIMENSIONS = (*VERSION_DIMENSIONS, "host", "executable", *COREDUMP_DIMENSIONS)
 
 
 def attributes(record: CoreRecord, packages: frozenset[str] = frozenset()) -> dict[str, str]:
@@ -33,6 +35,9 @@ def attributes(record: CoreRecord, packages: frozenset[str] = frozenset()) -> di
         attrs["host"] = record.host
     if record.executable:
         attrs["executable"] = record.executable
+    for name in COREDUMP_DIMENSIONS:
+        if record.coredump.get(name):
+            attrs[name] = record.coredump[name]
     for name in packages:
         version = record.packages.get(name)
         if version:

@@ -131,3 +131,12 @@ def crash_facts(record: CoreRecord) -> CrashFacts:
         frames=tuple(record.frames),
         versions=versions,
     )
+
+
+def report_facts(report: Report) -> CrashFacts:
+    """The same view of one report, without a record (`coreanalyze CORE`, `triage`)."""
+    record = CoreRecord(identity="", file_identity="", path="", status="ok")
+    cls = report.classification
+    record.signature, record.summary, record.fault_kind = _clip(cls.signature), _clip(cls.summary), cls.fault_kind
+    fill_facts(record, report)
+    return crash_facts(record)

@@ -53,6 +53,8 @@ FILTERS: tuple[tuple[str, str, Callable[[dict[str, Any]], list[str]]], ...] = (
     ("python", "Python", _values("python")),
     ("driver", "Driver", _values("driver")),
     ("executable", "Executable", _values("executable")),
+    ("unit", "Unit", _values("unit")),  # systemd-coredump's record (`watch`)
+    ("container", "Container", _values("container")),
 )
 
 

@@ -207,7 +207,8 @@ def describe(path: str, found_under: str | None = None) -> CoreInput:
     )
 
 
-def _walk(directory: str, skip: set[str]) -> Iterator[str]:
+def walk_cores(directory: str, skip: set[str]) -> Iterator[str]:
+    """The files under `directory` taken as cores (see the module docstring), in a stable order."""
     for root, dirs, files in os.walk(directory, followlinks=False):
         dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(root, d)) not in skip)
         for name in sorted(files):
@@ -229,7 +230,7 @@ def discover(arguments: list[str], exclude: list[str] = ()) -> list[CoreInput]:
     paths: list[tuple[str, str | None]] = []  # (path, the directory argument it was found under)
     for argument in arguments:
         if os.path.isdir(argument):
-            paths.extend((p, os.path.abspath(argument)) for p in _walk(argument, skip))
+            paths.extend((p, os.path.abspath(argument)) for p in walk_cores(argument, skip))
         elif os.path.exists(argument):
             if not os.path.isfile(argument):
                 raise BadInput(f"{argument}: not a regular file or directory")
@@ -240,7 +241,7 @@ def discover(arguments: list[str], exclude: list[str] = ()) -> list[CoreInput]:
                 raise BadInput(f"{argument}: matches no file")
             for match in matches:
                 if os.path.isdir(match):
-                    paths.extend((p, os.path.abspath(match)) for p in _walk(match, skip))
+                    paths.extend((p, os.path.abspath(match)) for p in walk_cores(match, skip))
                 elif os.path.isfile(match):
                     paths.append((match, None))
         else:

@@ -53,6 +53,10 @@ def _copy_file(source: BatchStore, target: BatchStore, relative: str | None, war
     return relative
 
 
+def _same_directory(a: BatchStore, b: BatchStore) -> bool:
+    return a.out.resolve() == b.out.resolve()
+
+
 def merge_batches(sources: list[str], out: str, known_files: list[str] | tuple[str, ...] = ()) -> MergeResult:
     if not sources:
         raise BadInput("merge needs at least one batch output directory")
@@ -98,6 +102,9 @@ def merge_batches(sources: list[str], out: str, known_files: list[str] | tuple[s
         )
         if kept.shrunk is None:
             kept.shrunk_size = None
+        if not _same_directory(store, target):
+            # Full cores `watch` kept (GBs) stay in the directory that kept them, not copied.
+            kept.kept_core = kept.kept_gpu_core = None
         target.write(kept)
     for record in others:
         winner = winners[record.identity][0]

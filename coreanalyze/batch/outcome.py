@@ -21,6 +21,11 @@ def _summary_lines(summary: dict[str, Any], out: Path) -> Iterator[str]:
         f"{t.get('cores', 0)} cores: {t.get('analyzed', 0)} analyzed, {t.get('partial', 0)} partly, "
         f"{t.get('failed', 0)} failed, {t.get('duplicates', 0)} duplicate files; {t.get('groups', 0)} crash groups"
     )
+    jobs = summary.get("jobs") or []
+    if jobs:
+        yield f"{len(jobs)} jobs of several processes ({sum(j['cores'] for j in jobs)} cores), each counted once under its root cause"
+        for j in jobs[:TOP_GROUPS]:
+            yield f"  job {one_line(j['id'], 60)}: {one_line(j['summary'], 200)}"
     if t.get("without_time"):
         yield f"{t['without_time']} cores without a plausible crash time (file time before 2000 or far ahead): left out of the days and trends"
     since = summary.get("since")

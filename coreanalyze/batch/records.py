@@ -12,7 +12,7 @@ from dataclasses import replace
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.options import BatchOptions
 from coreanalyze.batch.store import BatchStore, CoreRecord
-from coreanalyze.batch.worker import WorkerConfig
+from coreanalyze.batch.worker import WorkerConfig, base_record
 
 
 class RecordKeeper:
@@ -56,3 +56,22 @@ class RecordKeeper:
                 current = self.owners.get(core.file_identity)
                 if current is None or core.path < current:
                     self.owners[core.file_identity] = core.path
+
+    def sort_out(self, inputs: list[CoreInput], done: list[CoreRecord]) -> tuple[list[CoreInput], int]:
+        """The cores still to analyze, and how many of them an earlier run did (by the file's
+        bytes); those bytes under a new name are recorded as a duplicate, never counted again."""
+        by_file = {r.file_identity: r for r in done}
+        done_paths = {r.path for r in done}
+        pending: list[CoreInput] = []
+        skipped = 0
+        for core in inputs:
+            earlier = by_file.get(core.file_identity)
+            if earlier is None:
+                pending.append(core)
+                continue
+            skipped += 1
+            if core.path not in done_paths:
+                record = base_record(core)
+                record.identity, record.status = earlier.identity, "duplicate"
+                self.keep(record)
+        return pending, skipped

@@ -165,7 +165,7 @@ class LocalBatch(RecordKeeper):
                     worker.conn.send(("claim-answer", fresh))
                 elif message[0] == "next":
                     if queue:
-                        worker.assign(queue.pop(worker.hint), self.limit)
+                        self._assign(worker, queue.pop(worker.hint))
                     else:
                         worker.conn.send(("none",))
                 elif message[0] == "done":
@@ -192,6 +192,13 @@ class LocalBatch(RecordKeeper):
         worker.tasks.clear()
         return records[::-1]
 
+    def _assign(self, worker: _Worker, core: CoreInput) -> None:
+        worker.assign(core, self.limit)
+        self.started(core)
+
+    def started(self, core: CoreInput) -> None:
+        """A core was handed to a worker (`watch` counts its attempts across restarts here)."""
+
     def _replace(self, index: int) -> None:
         self.workers[index].kill()
         self.workers[index] = _Worker(self.ctx, self.config)
@@ -199,11 +206,17 @@ class LocalBatch(RecordKeeper):
     def run(self, pending: list[CoreInput], progress: Progress) -> None:
         self.note_owners(pending)
         queue = _Queue(pending)
-        self.workers = [_Worker(self.ctx, self.config) for _ in range(min(self.options.jobs or default_jobs(), len(pending)))]
+        # Workers of an earlier run() are kept (`watch` calls it for each arrival): their warm gdb
+        # still holds the libraries.
+        wanted = min(self.options.jobs or default_jobs(), len(pending))
+        self.workers += [_Worker(self.ctx, self.config) for _ in range(wanted - len(self.workers))]
+        for index, w in enumerate(self.workers):
+            if not w.process.is_alive():  # died while idle (the OOM killer takes idle ones too)
+                self._replace(index)
         while queue or any(w.busy for w in self.workers):
             for w in self.workers:
                 if not w.busy and queue:
-                    w.assign(queue.pop(w.hint), self.limit)
+                    self._assign(w, queue.pop(w.hint))
             busy = [w for w in self.workers if w.busy]
             soonest = min(w.deadline for w in busy)
             waitables = [w.conn for w in busy] + [w.process.sentinel for w in busy]
@@ -308,22 +321,9 @@ def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[Core
 
     result = BatchResult(out=Path(options.out), found=len(inputs), skipped=0)
     done = store.load(result.warnings)
-    by_file = {r.file_identity: r for r in done}
-    done_paths = {r.path for r in done}
     claimed = {r.identity: r.path for r in done if r.status != "duplicate"}
-    pending: list[CoreInput] = []
     batch = _engine(options, store, claimed, on_record)
-    for core in inputs:
-        earlier = by_file.get(core.file_identity)
-        if earlier is None:
-            pending.append(core)
-            continue
-        result.skipped += 1
-        if core.path not in done_paths:
-            # The same bytes under a new name: recorded, never counted again.
-            record = base_record(core)
-            record.identity, record.status = earlier.identity, "duplicate"
-            batch.keep(record)
+    pending, result.skipped = batch.sort_out(inputs, done)
 
     progress = Progress(len(inputs), result.skipped, options.progress)
     previous_sigterm = _interrupt_on_sigterm()

@@ -94,9 +94,16 @@ def _start(ctx, store: BatchStore, record: CoreRecord, options: AnalyzeOptions, 
 
 def shrink_examples(store: BatchStore, options: BatchOptions, warnings: list[str]) -> int:
     """Shrink every group's example that has no shrunk core yet; returns how many were written."""
-    todo = deque(r for r in group_examples(store.load()) if not (r.shrunk and (store.out / r.shrunk).is_file()))
+    examples = [r for r in group_examples(store.load()) if not (r.shrunk and (store.out / r.shrunk).is_file())]
+    return len(shrink_records(store, examples, options, warnings))
+
+
+def shrink_records(store: BatchStore, records: list[CoreRecord], options: BatchOptions, warnings: list[str]) -> list[CoreRecord]:
+    """Shrink each record's core into OUT/shrunk/ (`watch` shrinks the cores its policy keeps
+    small); the records written with their shrunk core, each already stored."""
+    todo = deque(records)
     if not todo:
-        return 0
+        return []
     try:
         store.shrunk.mkdir(exist_ok=True)
     except OSError as e:
@@ -106,7 +113,7 @@ def shrink_examples(store: BatchStore, options: BatchOptions, warnings: list[str
     analyze = replace(options.analyze, timeout=options.timeout)
     jobs = min(options.jobs or default_jobs(), len(todo))
     running: list[_Job] = []
-    written = 0
+    written: list[CoreRecord] = []
     try:
         while todo or running:
             while todo and len(running) < jobs:
@@ -119,8 +126,8 @@ def shrink_examples(store: BatchStore, options: BatchOptions, warnings: list[str
                 running.remove(job)
                 job.stop()
                 if isinstance(outcome, int):
-                    store.write(replace(job.record, shrunk=job.relative, shrunk_size=outcome))
-                    written += 1
+                    written.append(replace(job.record, shrunk=job.relative, shrunk_size=outcome))
+                    store.write(written[-1])
                 else:
                     warnings.append(f"{job.record.path}: not shrunk: {outcome[:MAX_REASON_CHARS]}")
     finally:

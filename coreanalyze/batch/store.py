@@ -4,6 +4,7 @@
                                   the record IS the fact that the core is done
     OUT/reports/<name>-<id>.html  the core's report, and .json beside it
     OUT/shrunk/<name>-<id>.core.zst  with --shrink: a group's example core, shrunk to attach
+    OUT/kept/<name>-<id>.core[.zst]  `watch`: a full core its keep policy kept (and .nvcudmp beside)
     OUT/cores.jsonl, summary.json, index.html   derived from results/ alone, rewritten at the end
 
 Everything derived is recomputed from results/, so a batch killed at any instant (SIGKILL
@@ -30,6 +31,8 @@ RECORD_SCHEMA = "coreanalyze-batch-core/1"
 RESULTS_DIR = "results"
 REPORTS_DIR = "reports"
 SHRUNK_DIR = "shrunk"
+KEPT_DIR = "kept"
+KEPT = ("full", "shrunk", "none")  # what `watch` kept of a core
 STATUSES = ("ok", "partial", "failed", "duplicate")
 ANALYZED = ("ok", "partial")  # statuses that have a report and count in the groups
 
@@ -38,6 +41,7 @@ MAX_RECORDS = 1_000_000
 _IDENTITY = re.compile(r"^[0-9a-f]{64}$")
 _REPORT_PATH = re.compile(r"^reports/[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:html|json)$")
 _SHRUNK_PATH = re.compile(r"^shrunk/[A-Za-z0-9][A-Za-z0-9._+-]*\.core\.zst$")
+_KEPT_PATH = re.compile(r"^kept/[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _STEM_CHARS = 80
 _TEXT_CHARS = 300
 _MAX_FRAMES = 64
@@ -88,6 +92,19 @@ class CoreRecord:
     # batch --shrink, for a group's example: the shrunk core (relative path) and its bytes
     shrunk: str | None = None
     shrunk_size: int | None = None
+    # `watch`: what its keep policy kept ("full" | "shrunk" | "none"; None: not decided yet, or a
+    # batch's record), the full core and the GPU core dump kept in the output directory
+    kept: str | None = None
+    kept_core: str | None = None
+    kept_gpu_core: str | None = None
+    # systemd-coredump's record of the crash (unit, cmdline, boot_id, cgroup, container, ...:
+    # coreanalyze/watch/coredump.py)
+    coredump: dict[str, str] = field(default_factory=dict)
+    # The job and rank of a multi-process run (report.job without its verdict; batch/jobs.py),
+    # and what tells who ended it: its parent and the sender of its signal.
+    job: dict[str, Any] | None = None
+    ppid: int | None = None
+    sender_pid: int | None = None
 
     @property
     def name(self) -> str:
@@ -140,6 +157,13 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "known": (dict, type(None)),
     "shrunk": (str, type(None)),
     "shrunk_size": (int, type(None)),
+    "kept": (str, type(None)),
+    "kept_core": (str, type(None)),
+    "kept_gpu_core": (str, type(None)),
+    "coredump": (dict,),
+    "job": (dict, type(None)),
+    "ppid": (int, type(None)),
+    "sender_pid": (int, type(None)),
 }
 
 
@@ -168,13 +192,45 @@ def record_from_dict(d: Any) -> CoreRecord:
             raise ValueError(f"{name} is not a report path of this layout")
     if kwargs.get("shrunk") is not None and not _SHRUNK_PATH.match(kwargs["shrunk"]):
         raise ValueError("shrunk is not a shrunk core's path of this layout")
+    for name in ("kept_core", "kept_gpu_core"):
+        if kwargs.get(name) is not None and not _KEPT_PATH.match(kwargs[name]):
+            raise ValueError(f"{name} is not a kept core's path of this layout")
+    if kwargs.get("kept") is not None and kwargs["kept"] not in KEPT:
+        raise ValueError(f"unknown kept {kwargs['kept']!r}")
     kwargs["culprit"] = {k: v for k, v in kwargs.get("culprit", {}).items() if k in ("function", "module") and isinstance(v, (str, type(None)))}
     kwargs["xattrs"] = {k: v for k, v in kwargs.get("xattrs", {}).items() if isinstance(k, str) and isinstance(v, str)}
     kwargs["wheels_downloaded"] = [w[:300] for w in kwargs.get("wheels_downloaded", []) if isinstance(w, str)]
-    for name in ("versions", "packages"):
+    for name in ("versions", "packages", "coredump"):
         kwargs[name] = _strings(kwargs.get(name, {}))
+    if kwargs.get("job") is not None:
+        kwargs["job"] = job_fields(kwargs["job"])
     kwargs["frames"] = [f[:_TEXT_CHARS] for f in kwargs.get("frames", [])[:_MAX_FRAMES] if isinstance(f, str)]
     return CoreRecord(**kwargs)
+
+
+_JOB_TEXT = ("id", "role", "launcher", "master", "address", "host", "state", "sent_by")
+_JOB_INTS = ("rank", "world_size", "local_rank")
+_WAIT_TEXT = ("collective", "function", "file", "python_function", "message")
+_WAIT_INTS = ("line", "peer")
+
+
+def _plain(d: dict[str, Any], texts: tuple[str, ...], ints: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in texts:
+        value = d.get(name)
+        out[name] = value[:_TEXT_CHARS] if isinstance(value, str) else None
+    for name in ints:
+        value = d.get(name)
+        out[name] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    return out
+
+
+def job_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """A record's job as another machine's file may hold it: known fields of plain types only."""
+    job = _plain(d, _JOB_TEXT, _JOB_INTS)
+    waited = d.get("waited")
+    job["waited"] = _plain(waited, _WAIT_TEXT, _WAIT_INTS) if isinstance(waited, dict) else None
+    return job
 
 
 def _strings(d: dict[str, Any]) -> dict[str, str]:
@@ -201,6 +257,7 @@ class BatchStore:
         self.results = self.out / RESULTS_DIR
         self.reports = self.out / REPORTS_DIR
         self.shrunk = self.out / SHRUNK_DIR
+        self.kept = self.out / KEPT_DIR
 
     # -------------------------------------------------------------- set-up
 
@@ -228,7 +285,7 @@ class BatchStore:
 
     def remove_temporaries(self) -> None:
         """Half-written files of a run that was killed: never results, safe to drop."""
-        for directory in (self.out, self.results, self.reports, self.shrunk):
+        for directory in (self.out, self.results, self.reports, self.shrunk, self.kept):
             if not directory.is_dir():
                 continue
             for p in directory.iterdir():

@@ -21,6 +21,7 @@ from markupsafe import Markup
 from coreanalyze import __version__
 from coreanalyze.batch import breakdown, since, timeline
 from coreanalyze.batch.facts import crash_facts
+from coreanalyze.batch.jobs import JobEvent, job_events
 from coreanalyze.batch.shard import Shard
 from coreanalyze.batch.store import ANALYZED, BatchStore, CoreRecord, lines_of
 from coreanalyze.known import KnownCrashes, load_known
@@ -129,18 +130,34 @@ def crash_groups(analyzed: list[CoreRecord]) -> dict[str, list[CoreRecord]]:
     return by_signature
 
 
+def counted(analyzed: list[CoreRecord]) -> tuple[list[CoreRecord], list[JobEvent]]:
+    """The cores that count in the groups, and the jobs: a job's other ranks are folded into the
+    core of its root cause, so that a job counts once (batch/jobs.py)."""
+    events = job_events(analyzed)
+    folded = {id(r) for e in events for r in e.members if r is not e.representative}
+    return [r for r in analyzed if id(r) not in folded], events
+
+
 def group_examples(records: list[CoreRecord]) -> list[CoreRecord]:
     """Each crash group's example core (what `batch --shrink` makes attachable)."""
-    return [example_of(members) for members in crash_groups([r for r in records if r.status in ANALYZED]).values()]
+    return [example_of(members) for members in crash_groups(counted([r for r in records if r.status in ANALYZED])[0]).values()]
 
 
 def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: KnownCrashes | None = None,
                   baseline: dict[str, Any] | None = None) -> dict[str, Any]:
     analyzed = [r for r in records if r.status in ANALYZED]
-    by_signature = crash_groups(analyzed)
-    batch = breakdown.BatchCounts.of(analyzed)
-    span = timeline.period(d for d in map(timeline.day_of, (r.timestamp for r in analyzed)) if d)
-    groups = [build_group(sig, members, batch, known, span) for sig, members in by_signature.items()]
+    events_of, events = counted(analyzed)
+    by_signature = crash_groups(events_of)
+    batch = breakdown.BatchCounts.of(events_of)
+    span = timeline.period(d for d in map(timeline.day_of, (r.timestamp for r in events_of)) if d)
+    by_representative = {id(e.representative): e for e in events}
+    groups = []
+    for sig, members in by_signature.items():
+        group = build_group(sig, members, batch, known, span)
+        # A job's ranks under its root cause; the group's count and trend count the job once.
+        group["jobs"] = [by_representative[id(r)].to_dict(sig) for r in members if id(r) in by_representative]
+        group["job_cores"] = sum(j["cores"] for j in group["jobs"])
+        groups.append(group)
     groups.sort(key=lambda g: (-g["count"], _negated(g["last_seen"]), g["signature"]))
     if baseline is not None:
         for g in groups:
@@ -182,6 +199,8 @@ def build_summary(records: list[CoreRecord], shard: Shard | None = None, known: 
             "gone": len(gone),
         },
         "groups": groups,
+        # Cores of one multi-process job, each counted once in the groups under its root cause.
+        "jobs": [e.to_dict(e.representative.signature or NO_SIGNATURE) for e in events],
         "gone": gone,
         # --fetch: how often each wheel was downloaded in the batch (once, when workers share the cache).
         "wheels_downloaded": dict(sorted(Counter(w for r in records for w in r.wheels_downloaded).items())),

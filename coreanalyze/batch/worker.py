@@ -32,11 +32,12 @@ from coreanalyze.analyze import AnalyzeOptions
 from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
-from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
+from coreanalyze.batch.store import BatchStore, CoreRecord, job_fields, report_stem
 from coreanalyze.errors import CoreAnalyzeError
 from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
-from coreanalyze.model import Report
+from coreanalyze.known.onreport import recognize
+from coreanalyze.model import Report, to_jsonable
 from coreanalyze.signals import SIGNAL_NAMES
 from coreanalyze.symbols import uncompressed
 
@@ -103,6 +104,14 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
     gpu = cls.gpu
     if gpu is not None and gpu.gpu_core_status == "read" and report.core is not None and report.core.arch != "cuda":
         record.gpu_core = _clip(gpu.gpu_core)
+    if report.job is not None:
+        job = to_jsonable(report.job)
+        job.pop("verdict", None)
+        job.pop("variables", None)
+        record.job = job_fields(job)
+    if report.core is not None:
+        record.ppid = report.core.ppid
+        record.sender_pid = report.core.signal.sender_pid
     attempts = report.environment.get("fetch_attempts") or []
     record.wheels_downloaded = [_clip(a["wheel"]) for a in attempts if a.get("downloaded") and a.get("wheel")]
 
@@ -111,26 +120,6 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
 def known_crashes(files: tuple[str, ...]) -> KnownCrashes:
     """Loaded once per worker; the batch checked the files before it started."""
     return load_known(files)
-
-
-def known_advice(known: dict[str, Any]) -> str:
-    """The line a report's advice starts with when its crash is a known one."""
-    text = f"Known crash: {known['title']}"
-    if known.get("url"):
-        text += f" ({known['url']})"
-    if known.get("note"):
-        text += f"; {known['note']}"
-    return text + (f". {known['advice']}" if known.get("advice") else ".")
-
-
-def _recognize(report: Report, record: CoreRecord, known: KnownCrashes) -> dict[str, Any] | None:
-    facts = crash_facts(record)
-    entry = known.match(facts)
-    if entry is None:
-        return None
-    verdict = entry.verdict(facts)
-    report.classification.advice.insert(0, known_advice(verdict))
-    return verdict
 
 
 def analyze_one(
@@ -265,9 +254,9 @@ def _report_and_record(result, record: CoreRecord, core: CoreInput, local: str, 
         hostname = hostname_from_core(local, report)
         if hostname:
             record.host, record.host_source = hostname, "environment"
-    record.known = _recognize(report, record, known_crashes(config.known_files))
     # classification.known: null when no known crash matched
-    record.report_json = store(stem, ".json", render_json(report, {"known": record.known}))
+    record.known = recognize(report, known_crashes(config.known_files), crash_facts(record))
+    record.report_json = store(stem, ".json", render_json(report))
     record.report_html = store(stem, ".html", render(report, "html"))
     record.status = "ok" if result.exit_code == 0 else "partial"
     record.reason = _clip(result.failure)

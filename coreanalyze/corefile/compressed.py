@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from coreanalyze import zstd
 from coreanalyze.errors import BadInput
 from coreanalyze.safenames import safe_stem
 
@@ -61,10 +62,7 @@ def announced_size(path: str, compression: str) -> int | None:
     try:
         with open(path, "rb") as f:
             if compression == "zst":
-                import zstandard
-
-                size = zstandard.frame_content_size(f.read(18))
-                return size if size > 0 else None
+                return zstd.frame_content_size(f.read(18))
             if compression == "lz4":
                 import lz4.frame
 
@@ -145,11 +143,8 @@ class _ZstdReader:
     which zstandard's stream_reader silently accepts."""
 
     def __init__(self, src):
-        import zstandard
-
         self._src = src
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
+        self._obj = zstd.frame_decoder()
         self._pending = b""
         self._in_frame = False
 
@@ -166,7 +161,7 @@ class _ZstdReader:
             out = self._obj.decompress(data)
             if self._obj.eof:
                 self._pending = self._obj.unused_data
-                self._obj = self._dctx.decompressobj()
+                self._obj = zstd.frame_decoder()
                 self._in_frame = False
             if out:
                 return out
@@ -188,13 +183,7 @@ def _reader(compression: str, src):
 
 def _decompression_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile, RuntimeError, ValueError]
-    try:
-        import zstandard
-
-        errors.append(zstandard.ZstdError)
-    except ImportError:
-        pass
-    return tuple(errors)
+    return (*errors, *zstd.errors())
 
 
 def decompress_file(

@@ -477,13 +477,11 @@ class GdbSession:
     ) -> None:
         """Open a core (and its executable) the way the analysis needs it.
 
-        Settings that change where libraries and debug info are found come before
-        `target core`, which is when gdb loads the shared libraries. before_target is called
+        Settings that change where libraries and debug info are found come before the program
+        and `target core`, which is when gdb reads the program and loads the shared libraries. before_target is called
         as soon as that command is sent (the caller may start work of its own while gdb is busy).
         libraries: read only the libraries it chooses (coreanalyze.gdb.libraries); else all.
         """
-        if executable is not None:
-            self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
         if sysroot is not None:
             # `set sysroot` takes the rest of the line as the path, no quote processing.
             self.mi(f"-gdb-set sysroot {_plain(_abs(sysroot))}")
@@ -492,6 +490,10 @@ class GdbSession:
         dirs = [_abs(d) for d in debug_dirs]
         if dirs:
             self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
+        if executable is not None:
+            # After the debug directories: gdb looks for the program's separate debug file as it
+            # reads the program (a sysroot's /usr/lib/debug, say, is found only when it is set).
+            self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
         if libraries is not None or self._reads_chosen_libraries:
             # A pooled gdb keeps the setting from one core to the next: always say it then.
             self.mi(f"-gdb-set auto-solib-add {'off' if libraries is not None else 'on'}")

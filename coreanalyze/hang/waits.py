@@ -110,6 +110,7 @@ def thread_wait(
     arch: str | None,
     memory,
     gil_holder: int | None,
+    gil_range: tuple[int, int] | None = None,
 ) -> ThreadWait:
     table = rules.syscalls.get(arch or "")
     wait = ThreadWait(tid=thread.tid, state="unknown", holds_gil=thread.holds_gil)
@@ -154,6 +155,11 @@ def thread_wait(
         wait.state = by_syscall
         if by_syscall == "futex":
             wait.object, wait.object_kind = registers.get(table.argument), "futex"
+            if gil_range is not None and wait.object is not None and gil_range[0] <= wait.object < gil_range[1]:
+                # Blocked on the GIL's own mutex or condition: a wait for the GIL even where the
+                # frames that would say so could not be unwound (glibc 2.41+'s cancellable
+                # system calls stop older debuggers' unwinding there).
+                wait.state, wait.object_kind = "gil", "GIL"
     if wait.state == "mutex" and wait.object_kind == "mutex":
         wait.owner = mutex_owner(memory, wait.object)
     elif wait.state == "gil" and not thread.holds_gil:
@@ -166,9 +172,10 @@ def thread_waits(threads: list[Thread], notes, rules: HangRules) -> list[ThreadW
     arch = getattr(notes, "arch", None)
     memory = getattr(notes, "memory", None)
     gil_holder = next((t.tid for t in threads if t.holds_gil), None)
+    gil_range = getattr(notes, "gil_range", None)
     out = []
     for thread in threads:
         noted = notes.thread(thread.tid) if notes is not None else None
         registers = dict(noted.registers) if noted is not None else dict(thread.registers)
-        out.append(thread_wait(thread, registers, rules, arch, memory, gil_holder))
+        out.append(thread_wait(thread, registers, rules, arch, memory, gil_holder, gil_range))
     return out

@@ -20,6 +20,7 @@ import posixpath
 import tarfile
 from typing import BinaryIO, Iterator
 
+from coreanalyze import zstd
 from coreanalyze.image.errors import ImageError
 from coreanalyze.image.manifest import LayerRef
 
@@ -27,17 +28,9 @@ GZIP, ZSTD, BZIP2, XZ = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ\x00
 
 
 def _zstd_reader(raw: BinaryIO) -> BinaryIO:
-    try:
-        from compression import zstd  # Python 3.14+
-
-        return zstd.ZstdFile(raw)
-    except ImportError:
-        pass
-    try:
-        import zstandard
-    except ImportError:
-        raise ImageError("a layer of the image is zstd-compressed: install the zstandard package (pip install zstandard)") from None
-    return zstandard.ZstdDecompressor().stream_reader(raw)
+    if not zstd.AVAILABLE:
+        raise ImageError(f"a layer of the image is zstd-compressed: {zstd.MISSING}")
+    return zstd.stream_reader(raw)
 
 
 class Hashing(io.RawIOBase):

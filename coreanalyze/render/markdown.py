@@ -13,6 +13,7 @@ import re
 
 from ..model import Report
 from .templating import markdown_environment
+from .upstream import upstream_issue
 from .view import ReportView, ViewLimits, build_view
 
 # Under Jira's 32,767-character field limit, with room for the reporter's own words.
@@ -53,6 +54,7 @@ def render_view(view: ReportView, *, compacted: bool = False) -> str:
         unlisted_counts=unlisted,
         compacted=compacted,
         frames_limit=FRAMES_BLOCK_LIMIT,
+        upstream=upstream_issue(view.report),
     )
     return _squeeze_blank_lines(text)
 

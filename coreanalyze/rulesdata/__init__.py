@@ -31,8 +31,13 @@ def load(path: Path | str, kind: FileKind, label: str | None = None, max_bytes: 
     (default: the kind's noun and the path, "rules file team.toml")."""
     path = Path(path)
     label = label or f"{kind.noun} {path}"
+    return parse(_read(path, label, max_bytes), kind, label)
+
+
+def parse(text: str, kind: FileKind, label: str) -> dict[str, Any]:
+    """A document given as text, checked against `kind`; `label` starts every message."""
     try:
-        data = tomlfile.loads(_read(path, label, max_bytes))
+        data = tomlfile.loads(text)
     except tomlfile.TOMLDecodeError as e:
         raise RulesDataError(f"{label}: invalid TOML: {e}") from None
     try:

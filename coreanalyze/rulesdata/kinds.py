@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from coreanalyze.rulesdata.shapes import BOOL, INT, STR, AnyOf, ListOf, Pair, Table, Tables, map_of
+from coreanalyze.rulesdata.shapes import BOOL, FLOAT, INT, STR, AnyOf, ListOf, Pair, Table, Tables, map_of
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per kind
@@ -297,6 +297,48 @@ HANG_RULES = FileKind(
     ),
 )
 
+TRIAGE_EVIDENCE = FileKind(
+    "evidence rules",
+    "rules file",
+    Table(
+        {
+            "settings": Table({"strong": FLOAT}),
+            # name, pattern and needles are required; the loader says so with the rule's name.
+            "evidence": Tables(
+                Table(
+                    {
+                        "name": STR,
+                        "pattern": STR,
+                        "needles": STRINGS,
+                        "signal": STR,
+                        "category": STR,
+                        "fault_kind": STR,
+                        "confidence": FLOAT,
+                        "description": STR,
+                    }
+                )
+            ),
+        }
+    ),
+)
+
+JOB_RULES = FileKind(
+    "job rules",
+    "rules file",
+    Table(
+        {
+            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR}, required=("name",))),
+            "peer_failure": Table({"patterns": STRINGS}),
+        }
+    ),
+)
+
+WATCH_CONTAINERS = FileKind(
+    "container runtimes",
+    "rules file",
+    Table({"container": Tables(Table({"runtime": STR, "cgroup": STR}, required=("runtime", "cgroup")))}, required=("container",)),
+)
+
 # Every shipped TOML file (relative to the package) and its kind; "*" as in a glob.
 SHIPPED: dict[str, FileKind] = {
     "classify/rules.toml": CLASSIFY_RULES,
@@ -311,4 +353,7 @@ SHIPPED: dict[str, FileKind] = {
     "gpu/coredump_layout.toml": GPU_COREDUMP_LAYOUT,
     "gpu/exception.toml": GPU_EXCEPTIONS,
     "hang/rules.toml": HANG_RULES,
+    "triage/evidence.toml": TRIAGE_EVIDENCE,
+    "jobs/rules.toml": JOB_RULES,
+    "watch/containers.toml": WATCH_CONTAINERS,
 }

@@ -61,7 +61,7 @@ class Scalar:
     words: str  # what a message calls it
 
     def check(self, value: Any) -> None:
-        if type(value) is self.kind:
+        if type(value) is self.kind or (self.kind is float and type(value) is int):  # 1 is a number too
             return
         raise ShapeError(f"expected {self.words}, got {_got(value)}")
 
@@ -71,6 +71,7 @@ class Scalar:
 
 STR = Scalar(str, "a string")
 INT = Scalar(int, "an integer")
+FLOAT = Scalar(float, "a number")
 BOOL = Scalar(bool, "true or false")
 
 

@@ -23,7 +23,7 @@ import bisect
 import os
 import zlib
 from collections import Counter
-from typing import Iterator, Sequence
+from typing import Collection, Iterator, Sequence
 
 from coreanalyze import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
@@ -68,11 +68,14 @@ def improve_frames(
     sysroot: str | None = None,
     symbolizer: Symbolizer | None = None,
     notes: CoreNotes | None = None,
+    lines_known: Collection[str] = (),
 ) -> list[str]:
     """Fill and correct the native frames of every thread in place; return warnings.
 
     notes: the core's notes, to read each module's program headers from the core (exact even
     when the file here is another build); without them the files here are used.
+    lines_known: modules whose debug file the debugger read: a named frame it gave no line has
+    none there (`_start`, assembly), and looking again would index the whole file's lines.
     """
     own = symbolizer is None
     if symbolizer is None:
@@ -92,7 +95,8 @@ def improve_frames(
                 if module is not None and module.path not in failed:
                     exact = frame.index == 0 or (previous is not None and previous.function == "<signal handler called>")
                     try:
-                        _improve(frame, module, exact, symbolizer, notes, biases, dropped, named_from_debug, left_unnamed)
+                        lines = module.path not in lines_known
+                        _improve(frame, module, exact, lines, symbolizer, notes, biases, dropped, named_from_debug, left_unnamed)
                     except READ_ERRORS as e:
                         failed.add(module.path)
                         symbolizer.warn(f"symbols of {module.path} could not be read ({type(e).__name__}: {e})")
@@ -111,6 +115,7 @@ def _improve(
     frame: model.Frame,
     module: model.Module,
     exact: bool,
+    lines: bool,
     symbolizer: Symbolizer,
     notes: CoreNotes | None,
     biases: dict[str, int | None],
@@ -130,7 +135,7 @@ def _improve(
         need_name = need_line = True
     elif frame.function in UNNAMED:
         need_name = need_line = True
-    elif frame.line is None and not special and symbolizer.debug_file_for(module) is not None:
+    elif lines and frame.line is None and not special and symbolizer.debug_file_for(module) is not None:
         need_name, need_line = False, True
     else:
         return

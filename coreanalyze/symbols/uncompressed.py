@@ -24,6 +24,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from coreanalyze import zstd
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.symbols.paths import build_id_relpath, cache_dir
 
@@ -74,7 +75,7 @@ def uncompressed_copy(debug_file: str, build_id: str, budget: Budget, root: Path
         write_atomically(target, data)
     except (OSError, ValueError, zlib.error, struct.error, MemoryError):
         return None
-    except Exception:  # noqa: BLE001 - zstandard's errors; a copy is never a reason to fail
+    except Exception:  # noqa: BLE001 - a zstd decoder's errors; a copy is never a reason to fail
         return None
     return str(target)
 
@@ -146,9 +147,7 @@ def _inflate(kind: int, payload: bytes, size: int) -> bytes:
         inflater = zlib.decompressobj()
         body = inflater.decompress(payload, size + 1)
     elif kind == ELFCOMPRESS_ZSTD:
-        import zstandard
-
-        body = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size + 1)
+        body = zstd.decompress(payload, size + 1)
     else:
         raise ValueError(f"compression type {kind} is not known")
     if len(body) != size:

@@ -47,7 +47,6 @@ _FRAME = re.compile(r"^#(\d{1,4})\s+pc\s+(?:0x)?([0-9a-fA-F]{1,16})\s+(\S+)(.*)$
 _SYMBOLIZED = re.compile(r"^#(\d{1,4}) (0x[0-9a-fA-F]{1,16}) in (.*)$")
 # Other processes' log lines that logcat interleaves with a backtrace.
 MAX_FOREIGN_LINES = 3
-_PAREN = re.compile(r"\(((?:[^()]|\([^()]*\))*)\)")
 _OFFSET = re.compile(r"^(.*)\+(\d{1,12})$")
 
 
@@ -55,9 +54,25 @@ def _strip(line: str) -> str:
     return _LOGCAT.sub("", line, count=1).strip()
 
 
+def _groups(rest: str) -> list[str]:
+    """The top-level parenthesized groups of a frame's tail, however deep a C++ name nests:
+    " (std::f<void ()>(int)+28) (BuildId: ab)" -> ["std::f<void ()>(int)+28", "BuildId: ab"]."""
+    groups, depth, start = [], 0, 0
+    for k, ch in enumerate(rest):
+        if ch == "(":
+            if depth == 0:
+                start = k + 1
+            depth += 1
+        elif ch == ")" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                groups.append(rest[start:k])
+    return groups
+
+
 def _frame(module: str, rest: str, pc: str) -> fd.model.Frame:
     function = offset = None
-    for group in _PAREN.findall(rest):
+    for group in _groups(rest):
         if group.startswith(("offset ", "BuildId:", "deleted")):
             continue
         m = _OFFSET.match(group)

@@ -39,7 +39,8 @@ _THREAD = re.compile(r"[ \t]*(Current thread|Thread) (0x[0-9a-fA-F]{1,16})(.*?)\
 _STACK = re.compile(r"[ \t]*Stack \(most recent call first\):?")
 _FILE = re.compile(r'[ \t]*File "(.*)", line (\d{1,9}|\?\?\?) in (\S.*)')
 _C_STACK = re.compile(r"[ \t]*Current thread's C stack trace \(most recent call first\):?")
-_BINARY = re.compile(r'[ \t]*Binary file "(.*)", at (\S*?)\+?(0x[0-9a-fA-F]{1,16})? \[(0x[0-9a-fA-F]{1,16})\]')
+# The symbol is dladdr's (mangled), or a demangled C++ name with spaces where a tool rewrote it.
+_BINARY = re.compile(r'[ \t]*Binary file "(.*)", at (.{0,4000}?)\+?(0x[0-9a-fA-F]{1,16})? \[(0x[0-9a-fA-F]{1,16})\]\s*$')
 _TIMEOUT = re.compile(r"[ \t]*Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!")
 _EXTENSIONS = re.compile(r"[ \t]*Extension modules: (.*)")
 _THREAD_NAME = re.compile(r"\[([^\]]*)\]|\(([^)]*)\)")

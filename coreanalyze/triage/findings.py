@@ -29,6 +29,8 @@ MESSAGE_FATAL_PYTHON = 2  # Py_FatalError
 MESSAGE_FROM_FRAME_ARGS = 1  # recovered from malloc_printerr(str=...) in a gdb frame
 
 SIGNAL_HANDLER_FRAME = "<signal handler called>"
+# A fatal line's Windows source path at the start of a message (the rules read paths with '/').
+_WINDOWS_SOURCE = re.compile(r"((?:[A-Za-z]:)?[\w.\\/-]{1,400}\.(?:cc|cpp|h|hpp|cu|c)):\d{1,9}\]")
 
 
 @dataclass
@@ -85,6 +87,8 @@ class Finding:
     oom: model.OomInfo | None = None
     # The signal a raise()/pthread_kill() frame shows in its arguments ("raise (sig=11)").
     raised_signal: str | None = None
+    # Frameless evidence rules that matched (evidence.py's Hit), for the classification.
+    evidence: list = field(default_factory=list)
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:
@@ -94,6 +98,9 @@ class Finding:
 
     def add_message(self, weight: int, text: str) -> None:
         text = " ".join(text.split())
+        if "\\" in text[:400] and (m := _WINDOWS_SOURCE.match(text)) is not None:
+            # "c:\tf_jenkins\...\cuda_driver.cc:94] ...": the rules read source paths with '/'.
+            text = m.group(1).replace("\\", "/") + text[m.end(1) :]
         if text:
             self.messages.append((weight, text[: limits.MAX_MESSAGE_CHARS]))
 
@@ -152,6 +159,22 @@ def native_frame(
         offset=offset,
         inlined=inlined,
     )
+
+
+def argument_list_start(function: str) -> int | None:
+    """Where a name's trailing argument list starts ('f<a>(int, g(x))' -> 4), nested parentheses
+    and '(anonymous namespace)' inside the name included; None when it has none."""
+    if not function.endswith(")"):
+        return None
+    depth = 0
+    for k in range(len(function) - 1, -1, -1):
+        if function[k] == ")":
+            depth += 1
+        elif function[k] == "(":
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
 
 
 def python_frame(function: str | None, file: str | None, line: int | None) -> model.Frame:

@@ -23,7 +23,12 @@ from . import limits, signals
 FORMAT = "jvm-hs-err"
 
 # The console copy users paste often lost its "#" margin: "SIGSEGV (0xb) at pc=0x..., pid=..., tid=...".
-_HEADER = re.compile(r"^(?:[#-]\s+)?(SIG[A-Z]{2,8}) \(0x[0-9a-fA-F]{1,2}\) at pc=(0x[0-9a-fA-F]{1,16}), pid=(\d{1,9}), tid=(\d{1,12})")
+# Another thread's error can cut in: "SIGSEGV (0xb)[thread 49923 also had an error] at pc=0x..." with
+# ", pid=..., tid=..." on the next line.
+_HEADER = re.compile(
+    r"^(?:[#-]\s+)?(SIG[A-Z]{2,8}) \(0x[0-9a-fA-F]{1,2}\)(?:\[thread \d{1,12} also had an error\])? at pc=(0x[0-9a-fA-F]{1,16})"
+    r"(?:, pid=(\d{1,9}), tid=(\d{1,12}))?"
+)
 _SIGINFO = re.compile(r"^siginfo: si_signo: (\d{1,2}) \((SIG\w{2,8})\), si_code: (-?\d{1,4}) \((\w{1,30})\)(?:, si_addr: (0x[0-9a-fA-F]{1,16}))?")
 _FRAME = re.compile(r"^(?:[#-]\s+)?([CVvJjA])\s+(?:\[([^\]+]{1,300})\+(0x[0-9a-fA-F]{1,16})\]\s*(.*)|(\S.*))$")
 _NATIVE_LIST = "Native frames:"
@@ -49,13 +54,16 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             continue
         if (m := _HEADER.match(s)) is not None:
             finding = finding or fd.Finding(FORMAT, i)
-            finding.pid, thread.tid = int(m.group(3)), int(m.group(4))
+            if m.group(3):
+                finding.pid, thread.tid = int(m.group(3)), int(m.group(4))
             finding.set_signal(signals.normalize_name(m.group(1)), fd.SIGNAL_NAMED)
             claimed[i] = 1
         elif s.lstrip("#- ").startswith("Problematic frame:") and i + 1 < n:
             m = _FRAME.match(lines[i + 1].strip())
             if m and m.group(2):
                 problematic = _frame(m.group(2), m.group(3), m.group(4))
+                # The problematic frame alone is a report too (the header may be lost or torn).
+                finding = finding or fd.Finding(FORMAT, i)
                 claimed[i] = claimed[i + 1] = 1
                 i += 1
         elif s.startswith(_NATIVE_LIST):

@@ -32,8 +32,8 @@ _EXCEPTIONS = {"EXC_BAD_ACCESS": "SIGSEGV", "EXC_BAD_INSTRUCTION": "SIGILL", "EX
 
 def _strip_arguments(function: str) -> str:
     """'f(x=1, y=<unavailable>)' -> 'f': lldb shows argument values for frames with debug info."""
-    if not function.endswith(")"):
-        return function
+    k = fd.argument_list_start(function)
+    return function[:k] if k is not None and "=" in function[k:] else function
     depth = 0
     for k in range(len(function) - 1, -1, -1):
         c = function[k]

@@ -24,8 +24,10 @@ from . import (
     coredumpctl,
     crash_lines,
     cuda_gdb,
+    evidence,
     faulthandler,
     findings,
+    frame_shapes,
     gdb_bt,
     gdb_pybt,
     gdb_values,
@@ -76,8 +78,12 @@ PARSERS = (
     gdb_values.parse,
     apport.parse,
     source_lines.parse,
+    # Any line with a frame's shape, in a format no parser above knows.
+    frame_shapes.parse,
     abort_messages.parse,
     crash_lines.parse,
+    # What the text says without frames (rules data); reads every line.
+    evidence.parse,
 )
 
 
@@ -88,13 +94,16 @@ class TriageResult:
     formats: list[str]  # the formats recognized in the text, in the order they appear
     # The text's other lines as (distance from the crash's line, line, not among what ran last), for the line rules.
     context: list[tuple[int, str, bool]] = field(default_factory=list)
+    # The frameless evidence rules that matched (evidence.py).
+    evidence: list[evidence.Hit] = field(default_factory=list)
 
 
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     """Parse a pasted crash report (any mix of the known formats) into the data model.
 
     Raises BadInput only when the text states no crash at all: no backtrace, fatal log line,
-    abort message, sanitizer report, signal or verdict of a shell, IDE or job runner.
+    abort message, sanitizer report, signal, verdict of a shell, IDE or job runner, or line an
+    evidence rule knows (a kernel's OOM or hung-task report, strace stuck in a futex, ...).
     """
     if not isinstance(text, str):
         raise BadInput(f"{source_name}: the crash text must be text")
@@ -105,13 +114,14 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     for parser in PARSERS:
         found.extend(parser(lines, claimed))
     # A verdict alone ("Segmentation fault (core dumped)") states a crash too: never refused.
-    useful = [f for f in found if f.signal is not None or (f.substantive and (any(t.frames for t in f.threads) or f.messages))]
+    useful = [f for f in found if f.signal is not None or f.evidence or (f.substantive and (any(t.frames for t in f.threads) or f.messages))]
     if not useful:
         raise BadInput(f"no crash found in {source_name}: no backtrace, fatal log line, sanitizer report, signal or crash verdict")
     report, abort_message, formats = merge(found, source_name)
     report.warnings = cleaned.warnings + report.warnings
     around = context.context_lines(lines, claimed, context.crash_line(found, len(lines)))
-    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around)
+    hits = [h for f in found for h in f.evidence]
+    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around, evidence=hits)
 
 
 def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules) -> model.Classification | None:
@@ -122,17 +132,26 @@ def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules)
     return classify_hang(report, None, rules, reason=reason) if reason is not None else None
 
 
-def triage_text(text: str, source_name: str = "<stdin>", rules=None) -> model.Report:
-    """parse_text, then the same classifier a core goes through."""
+def triage_text(text: str, source_name: str = "<stdin>", rules=None, *, job: bool = True) -> model.Report:
+    """parse_text, then the same classifier a core goes through. The log of a job's ranks
+    (job.py) is classified by its root-cause rank's lines, with the verdict in report.job."""
     from ..classify import classify  # imported here: the classifier is optional for parsing
+
+    if job:
+        from .job import with_job
+
+        return with_job(text, source_name, rules, triage_text)
 
     result = parse_text(text, source_name)
     report = result.report
+    from ..classify.rules import default_rules
+
     hang = _text_hang(report, result.context, rules)
     if hang is not None:
         report.classification = hang
-        return report
-    report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context)
-    if report.classification.abort_message is None and result.abort_message is not None:
-        report.classification.abort_message = result.abort_message
+    else:
+        report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context)
+        if report.classification.abort_message is None and result.abort_message is not None:
+            report.classification.abort_message = result.abort_message
+    evidence.apply(report.classification, result.evidence, rules if rules is not None else default_rules())
     return report

@@ -4,7 +4,8 @@ the crash output is removed, so that each parser sees the lines the crashing pro
 Removed: ANSI colour/cursor escapes, CR/CRLF line ends, Markdown code fences, e-mail
 quoting (`> `), gdb's `(gdb) ` prompt, per-line prefixes of launchers and CI logs
 (`[rank0]: `, `[1,0]<stderr>:`, `(pid=123) `, GitHub Actions timestamps) and HTML entities of text copied
-from a rendered page. All of it in one pass of simple, linear patterns.
+from a rendered page. All of it in one pass of simple, linear patterns. Hard wrapping and frame
+numbers turned into issue links are undone first (repair.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import limits
+from .repair import repair
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks), 2-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -58,7 +60,9 @@ def clean(text: str) -> CleanText:
     lines: list[str] = []
     cut = 0
     # splitlines also ends lines at a lone CR (progress bars) and at CRLF.
-    for line in text.splitlines():
+    raw, repaired = repair(text.splitlines())
+    warnings.extend(repaired)
+    for line in raw:
         if len(line) > limits.MAX_LINE_CHARS:
             line = line[: limits.MAX_LINE_CHARS]
             cut += 1

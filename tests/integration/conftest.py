@@ -86,3 +86,14 @@ def gpu_device_cores(tmp_path_factory, gpu_crash):
 
     workdir = tmp_path_factory.mktemp("gpu-device-cores")
     return functools.cache(lambda name: unpack_device_core(name, workdir))
+
+
+@pytest.fixture(scope="session")
+def job_cores(tmp_path_factory):
+    """Real multi-process jobs (support/jobcores.py), each run on first use: `job_cores.get(
+    "torch_one_crash")` -> JobRun with a kernel-written core for every rank and the job's output.
+    The cores live in one directory of this session, removed when the session ends."""
+    from support.jobcores import job_core_cache
+
+    with job_core_cache(tmp_path_factory.getbasetemp()) as cache:
+        yield cache

@@ -9,6 +9,7 @@ CRASHERS = TESTS / "crashers"  # C programs that crash on purpose
 PYCRASHERS = TESTS / "pycrashers"  # Python scripts that crash through ctypes
 HANGS = TESTS / "hangs"  # programs that hang (deadlocks, GIL cycles)
 TF_CORPUS = TESTS / "tf_corpus"  # TensorFlow crash scenarios
+JOBS = TESTS / "jobs"  # multi-process jobs (TensorFlow workers, torchrun ranks) whose ranks crash or wait
 DATA = TESTS / "data"  # crash texts: traces/, triage/, peer/
 OLDER_TENSORFLOW = TESTS / "older_tensorflow.txt"
 

@@ -19,17 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from coreanalyze.errors import BadInput
 from coreanalyze.triage.parse import parse_text, triage_text
+from tests.support import blindsets
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-REPORTS = [
-    r
-    for name in ("issue25.toml", "issue25_round2.toml", "issue25_round3.toml")
-    for r in tomllib.loads((DATA / "blind" / name).read_text(encoding="utf-8"))["report"]
-]
+REPORTS = blindsets.load("issue25.toml", "issue25_round2.toml", "issue25_round3.toml")
 
 # Where the rules read a report otherwise than its thread's diagnosis, and why.
 DISAGREEMENTS = {
@@ -37,7 +33,6 @@ DISAGREEMENTS = {
     "https://github.com/tensorflow/java/issues/349": "SIGILL in TensorFlow's own library reads as a wheel built for other CPUs (library-load); the thread blamed nsync's build",
     "https://github.com/tensorflow/tensorflow/issues/51483": "a crash in TFE_Py_Execute is the eager op's kernel by the rules; the label says runtime",
     "https://github.com/tensorflow/models/issues/1826": "glibc's heap message over frames whose only other clue is an unnamed ld.so frame",
-    "https://github.com/tensorflow/tensorflow/issues/53800": "the GPU driver's frames are on top (gpu-driver); the thread blamed TFLite's delegate that called it",
     # Round 3: what decided the label is in the thread, not in the pasted text.
     "https://github.com/thunlp/TensorFlow-TransX/issues/41": "only the user's own Python frames: the project's C library is named in the thread",
     "https://github.com/isl-org/Open3D-PointNet2-Semantic3D/issues/79": "the dump lost its `Fatal Python error` line: no signal, fault kind unknown",
@@ -46,27 +41,14 @@ DISAGREEMENTS = {
 }
 
 
-def _params():
-    for r in REPORTS:
-        marks = [pytest.mark.xfail(reason=DISAGREEMENTS[r["source"]], strict=True)] if r["source"] in DISAGREEMENTS else []
-        yield pytest.param(r, id=r["source"].removeprefix("https://github.com/"), marks=marks)
-
-
-@pytest.mark.parametrize("report", list(_params()))
+@pytest.mark.parametrize("report", blindsets.params(REPORTS, DISAGREEMENTS))
 def test_blind_report(report):
-    got = triage_text(report["text"], report["source"]).classification
-    assert (got.category, got.fault_kind) == (report["category"], report["fault_kind"]), got.evidence
+    blindsets.check_report(report)
 
 
 def test_the_blind_batch_meets_the_bar():
     """At least 90% category and fault kind, nothing refused."""
-    category = kind = 0
-    for r in REPORTS:
-        got = triage_text(r["text"], r["source"]).classification  # raises on a refusal
-        category += got.category == r["category"]
-        kind += got.fault_kind == r["fault_kind"]
-    assert len(REPORTS) >= 75
-    assert category >= 0.9 * len(REPORTS) and kind >= 0.9 * len(REPORTS), (category, kind)
+    blindsets.check_bar(REPORTS, 75)
 
 
 def _classify(text: str):

@@ -1,0 +1,194 @@
+"""Which job a process belonged to and its rank in it, from the environment it was started with.
+
+Launchers tell each process who it is through its environment: torchrun (RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR/MASTER_PORT, TORCHELASTIC_RUN_ID, ROLE_NAME), TensorFlow's
+TF_CONFIG (the cluster's task lists and this task), JAX (JAX_COORDINATOR_ADDRESS,
+JAX_PROCESS_ID, JAX_NUM_PROCESSES), Open MPI and PMIx (OMPI_COMM_WORLD_*, PMIX_NAMESPACE),
+MPICH/Intel MPI (PMI_RANK, PMI_SIZE), Horovod (HOROVOD_*), SLURM (SLURM_JOB_ID,
+SLURM_STEP_ID, SLURM_PROCID, SLURM_NTASKS). The job's id is the most specific one these give:
+the scheduler's job (and step), then the launcher's run, then the address every rank met at.
+Every value comes from a core and is untrusted: bounded, parsed, never executed or used as a path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Mapping
+
+from coreanalyze.model import JobInfo
+
+MAX_VALUE_CHARS = 200
+MAX_TF_CONFIG_CHARS = 64 << 10
+MAX_RANK = 1 << 24
+_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,199}$")
+# TensorFlow's collective order: the chief is task 0 of the all-reduce, the workers follow.
+TF_COLLECTIVE_ROLES = ("chief", "worker")
+
+
+def _int(value: str | None) -> int | None:
+    if value is None or not value.strip().isdigit():
+        return None
+    number = int(value.strip())
+    return number if number < MAX_RANK else None
+
+
+def _token(value: str | None) -> str | None:
+    """A name or address as a launcher writes it; anything else is no id."""
+    if value is None:
+        return None
+    value = value.strip()[:MAX_VALUE_CHARS]
+    return value if _TOKEN.match(value) else None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _first(env: Mapping[str, str], *names: str) -> tuple[str | None, str | None]:
+    for name in names:
+        if name in env:
+            return env[name], name
+    return None, None
+
+
+def job_of_environment(env: Mapping[str, str], host: str | None = None) -> JobInfo | None:
+    """The process's job and rank, or None when nothing in its environment names one."""
+    job = JobInfo(host=_token(host))
+    for reader in (_tf_config, _torchrun, _jax, _mpi, _horovod, _slurm):
+        reader(env, job)
+    if job.rank is None and job.id is None:
+        return None
+    if job.id is None and job.master is not None:
+        # Ranks that met at the same address (and, for torch, agreed on the same size) are one job.
+        job.id = f"{job.launcher or 'job'}:{job.master}"
+    return job
+
+
+def _note(job: JobInfo, *names: str | None) -> None:
+    for name in names:
+        if name and name not in job.variables:
+            job.variables.append(name)
+
+
+def _tf_config(env: Mapping[str, str], job: JobInfo) -> None:
+    text = env.get("TF_CONFIG")
+    if not text or len(text) > MAX_TF_CONFIG_CHARS:
+        return
+    try:
+        config = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(config, dict):
+        return
+    cluster, task = config.get("cluster"), config.get("task")
+    if not isinstance(cluster, dict) or not isinstance(task, dict):
+        return
+    role, index = task.get("type"), task.get("index")
+    if not isinstance(role, str) or not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_RANK:
+        return
+    tasks = {k: v for k, v in cluster.items() if isinstance(k, str) and isinstance(v, list)}
+    _note(job, "TF_CONFIG")
+    job.launcher = job.launcher or "tensorflow"
+    job.role = _token(role)
+    # The cluster itself names the job: every task of it carries the same lists.
+    canonical = json.dumps({k: [str(a)[:MAX_VALUE_CHARS] for a in v[:4096]] for k, v in sorted(tasks.items())}, sort_keys=True)
+    job.id = job.id or f"tf:{_digest(canonical)}"
+    if role in TF_COLLECTIVE_ROLES:
+        before = sum(len(tasks.get(r, [])) for r in TF_COLLECTIVE_ROLES[: TF_COLLECTIVE_ROLES.index(role)])
+        job.rank = before + index
+        job.world_size = sum(len(tasks.get(r, [])) for r in TF_COLLECTIVE_ROLES)
+    else:  # a parameter server or an evaluator: its index among its kind
+        job.rank, job.world_size = index, len(tasks.get(role, [])) or None
+    own = tasks.get(role, [])
+    if index < len(own):
+        job.address = _token(str(own[index]))
+    leader = tasks.get("chief") or tasks.get("worker") or []
+    job.master = job.master or (_token(str(leader[0])) if leader else None)
+
+
+def _torchrun(env: Mapping[str, str], job: JobInfo) -> None:
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return
+    rank, size = _int(env.get("RANK")), _int(env.get("WORLD_SIZE"))
+    if rank is None or size is None:
+        return
+    _note(job, "RANK", "WORLD_SIZE")
+    job.rank, job.world_size = rank, size
+    job.local_rank = _int(env.get("LOCAL_RANK"))
+    _note(job, "LOCAL_RANK" if "LOCAL_RANK" in env else None)
+    run_id = _token(env.get("TORCHELASTIC_RUN_ID"))
+    if "TORCHELASTIC_RUN_ID" in env:
+        job.launcher = "torchrun"
+        _note(job, "TORCHELASTIC_RUN_ID")
+        restart = _int(env.get("TORCHELASTIC_RESTART_COUNT"))
+        if run_id:
+            # A restarted attempt is another event of the same run.
+            job.id = job.id or f"torchrun:{run_id}" + (f"/attempt-{restart}" if restart else "")
+        job.role = job.role or _token(env.get("ROLE_NAME"))
+    else:
+        job.launcher = job.launcher or "torch"
+    addr, port = _token(env.get("MASTER_ADDR")), _int(env.get("MASTER_PORT"))
+    if addr:
+        job.master = f"{addr}:{port}" if port is not None else addr
+        _note(job, "MASTER_ADDR", "MASTER_PORT" if port is not None else None)
+
+
+def _jax(env: Mapping[str, str], job: JobInfo) -> None:
+    coordinator = _token(env.get("JAX_COORDINATOR_ADDRESS"))
+    rank, size = _int(env.get("JAX_PROCESS_ID")), _int(env.get("JAX_NUM_PROCESSES"))
+    if coordinator is None and rank is None:
+        return
+    _note(job, *(n for n in ("JAX_COORDINATOR_ADDRESS", "JAX_PROCESS_ID", "JAX_NUM_PROCESSES") if n in env))
+    job.launcher = job.launcher or "jax"
+    job.rank = job.rank if job.rank is not None else rank
+    job.world_size = job.world_size if job.world_size is not None else size
+    job.master = job.master or coordinator
+
+
+def _mpi(env: Mapping[str, str], job: JobInfo) -> None:
+    rank_text, rank_name = _first(env, "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+    if rank_name is None:
+        return
+    size_text, size_name = _first(env, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+    local_text, local_name = _first(env, "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+    _note(job, rank_name, size_name, local_name)
+    job.launcher = job.launcher or "mpi"
+    job.rank = job.rank if job.rank is not None else _int(rank_text)
+    job.world_size = job.world_size if job.world_size is not None else _int(size_text)
+    job.local_rank = job.local_rank if job.local_rank is not None else _int(local_text)
+    namespace, name = _first(env, "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid")
+    if _token(namespace):
+        _note(job, name)
+        job.id = job.id or f"mpi:{_token(namespace)}"
+
+
+def _horovod(env: Mapping[str, str], job: JobInfo) -> None:
+    if "HOROVOD_RANK" not in env:
+        return
+    _note(job, *(n for n in ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK") if n in env))
+    job.launcher = "horovod" if job.launcher in (None, "mpi") else job.launcher
+    job.rank = job.rank if job.rank is not None else _int(env.get("HOROVOD_RANK"))
+    job.world_size = job.world_size if job.world_size is not None else _int(env.get("HOROVOD_SIZE"))
+    job.local_rank = job.local_rank if job.local_rank is not None else _int(env.get("HOROVOD_LOCAL_RANK"))
+    addr, port = _token(env.get("HOROVOD_GLOO_RENDEZVOUS_ADDR")), _int(env.get("HOROVOD_GLOO_RENDEZVOUS_PORT"))
+    if addr:
+        _note(job, "HOROVOD_GLOO_RENDEZVOUS_ADDR")
+        job.master = job.master or (f"{addr}:{port}" if port is not None else addr)
+
+
+def _slurm(env: Mapping[str, str], job: JobInfo) -> None:
+    """The scheduler's job outranks every launcher's id: it is what the cluster's people use."""
+    job_id = _token(env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID"))
+    if job_id is None:
+        return
+    _note(job, "SLURM_JOB_ID" if "SLURM_JOB_ID" in env else "SLURM_JOBID")
+    step = _token(env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID"))
+    job.id = f"slurm:{job_id}" + (f".{step}" if step else "")
+    if job.rank is None and "SLURM_PROCID" in env:
+        _note(job, "SLURM_PROCID", "SLURM_NTASKS" if "SLURM_NTASKS" in env else None)
+        job.rank = _int(env.get("SLURM_PROCID"))
+        job.world_size = job.world_size if job.world_size is not None else _int(env.get("SLURM_NTASKS"))
+        job.local_rank = job.local_rank if job.local_rank is not None else _int(env.get("SLURM_LOCALID"))
+    job.launcher = job.launcher or "slurm"

@@ -1,0 +1,40 @@
+"""report.job for one core: its job and rank from the environment in its memory, and its part in
+the job's failure (crashed, waiting and in what, ended by whom), with one evidence line."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from coreanalyze.jobs.identity import job_of_environment
+from coreanalyze.jobs.verdict import wait_text
+from coreanalyze.jobs.waiting import rank_state, sender_of
+from coreanalyze.model import Report
+
+
+def add_job(report: Report, environ: Mapping[str, str] | None) -> None:
+    if not environ:
+        return
+    job = job_of_environment(environ, environ.get("HOSTNAME"))
+    if job is None:
+        return
+    job.state, job.waited = rank_state(report)
+    if job.state != "crashed":
+        job.sent_by = sender_of(report)
+    report.job = job
+    report.classification.evidence.append(evidence_line(report))
+
+
+def evidence_line(report: Report) -> str:
+    job = report.job
+    size = f" of {job.world_size}" if job.world_size is not None else ""
+    role = f" ({job.role})" if job.role else ""
+    text = f"Rank {job.rank if job.rank is not None else '?'}{size}{role} of job {job.id or '?'}"
+    if job.state == "waiting":
+        text += f": it was waiting for its peers {wait_text(job.waited)}".rstrip()
+    elif job.state == "stuck":
+        text += ": it was blocked outside any collective"
+    elif job.state == "crashed":
+        text += ": it crashed on its own; the job's other ranks may have left cores that wait for it (`coreanalyze batch` reads them as one job)"
+    if job.sent_by:
+        text += f"; the signal came from {job.sent_by}"
+    return text

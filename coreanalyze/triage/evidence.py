@@ -1,0 +1,168 @@
+"""Frameless evidence: what a line of a crash text says happened, when no frame says it.
+
+The rules are data (evidence.toml): each names, for the words a kernel log, strace, a runtime's or
+a loader's error, a version banner or an allocator's dump uses, the signal it implies, the
+subsystem and the fault kind, with a confidence. The parser runs after every format parser and
+reads every line (a line a parser used still says what it says); its finding carries the
+signal (weakly, so a parser's own signal wins), a low-weight message so that such a text is a
+crash and not refused, and the rules that matched (a finding that only supports the others,
+like a shell's verdict: it is not listed among the text's formats). `apply` then settles the classification:
+a rule fills in what the classifier left `unknown`, and a strong rule replaces what the
+classifier read only from weak evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from .. import rulesdata
+from ..model import Classification
+from ..rulesdata.kinds import TRIAGE_EVIDENCE
+from ..vocabulary import FaultKind
+from . import findings as fd
+from . import limits
+from .signals import normalize_name
+
+FORMAT = "evidence"
+# A fault kind the classifier reads from a signal alone: a stronger rule says what the signal meant.
+_WEAK_KINDS = {FaultKind.UNKNOWN, FaultKind.ABORT, FaultKind.INVALID_ACCESS, FaultKind.CHECK_FAILURE, FaultKind.SENT_SIGNAL}
+# Source paths in a matched line ("tensorflow/core/common_runtime/dml/dml_command_recorder.cc").
+_SOURCE_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.+\\/-]{1,400}\.(?:cc|cpp|cu|h|hpp|c|mm)(?=[:\s\]\"')]|$)")
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    name: str
+    pattern: re.Pattern[str]
+    needles: tuple[str, ...] = ()  # one must be in a line for the pattern to be tried
+    signal: str | None = None
+    category: str | None = None
+    fault_kind: str | None = None
+    confidence: float = 0.5
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Hit:
+    rule: EvidenceRule
+    line: str
+    path_category: str | None = None  # the subsystem the line's source path names
+
+
+@dataclass(frozen=True)
+class EvidenceRules:
+    rules: tuple[EvidenceRule, ...]
+    strong: float
+    # Every rule's needles in one pattern: a line with none of them (nearly every line) costs one search.
+    any_needle: re.Pattern[str] | None = None
+
+
+class EvidenceError(ValueError):
+    """The evidence rules file is malformed."""
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> EvidenceRules:
+    text = resources.files(__package__).joinpath("evidence.toml").read_text(encoding="utf-8")
+    return load_rules(text)
+
+
+def load_rules(text: str) -> EvidenceRules:
+    data = rulesdata.parse(text, TRIAGE_EVIDENCE, "evidence rules")
+    strong = float(data.get("settings", {}).get("strong", 0.8))
+    rules = []
+    seen: set[str] = set()
+    kinds = {k.value for k in FaultKind}
+    for t in data.get("evidence", []):
+        name = t.get("name")
+        if not name or name in seen or "pattern" not in t or not t.get("needles"):
+            raise EvidenceError(f"evidence rule {name!r}: needs a unique name, a pattern and its needles")
+        seen.add(name)
+        kind = t.get("fault_kind")
+        if kind is not None and kind not in kinds:
+            raise EvidenceError(f"evidence rule {name}: unknown fault kind {kind!r}")
+        signal = t.get("signal")
+        if signal is not None and normalize_name(signal) is None:
+            raise EvidenceError(f"evidence rule {name}: unknown signal {signal!r}")
+        rules.append(
+            EvidenceRule(
+                name=name,
+                pattern=re.compile(t["pattern"]),
+                needles=tuple(t["needles"]),
+                signal=normalize_name(signal) if signal else None,
+                category=t.get("category"),
+                fault_kind=kind,
+                confidence=float(t.get("confidence", 0.5)),
+                description=t.get("description", ""),
+            )
+        )
+    needles = sorted({n for r in rules for n in r.needles}, key=len, reverse=True)
+    return EvidenceRules(tuple(rules), strong, re.compile("|".join(map(re.escape, needles))) if needles else None)
+
+
+def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
+    """One finding for the whole text: the rules that matched, in text order (first line wins)."""
+    del claimed  # read every line: a line a parser used still says what it says
+    rules = default_rules()
+    finding: fd.Finding | None = None
+    matched: set[str] = set()
+    for i, line in enumerate(lines):
+        if not line or len(matched) == len(rules.rules) or rules.any_needle is None or not rules.any_needle.search(line):
+            continue
+        for rule in rules.rules:
+            if rule.name in matched or not any(n in line for n in rule.needles) or (m := rule.pattern.search(line)) is None:
+                continue
+            matched.add(rule.name)
+            if finding is None:
+                # Not a format of its own (formats lists what printed the crash): it only supports.
+                finding = fd.Finding(FORMAT, i, substantive=False)
+            address = next((fd.hex_int(v) for k, v in m.groupdict().items() if k.startswith("address") and v), None)
+            if rule.signal is not None:
+                strength = fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_IMPLIED
+                finding.set_signal(rule.signal, strength, address=address)
+            finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS - 1, line.strip()[: limits.MAX_MESSAGE_CHARS])
+            finding.evidence.append(Hit(rule, " ".join(line.split())[:300]))
+    return [finding] if finding is not None else []
+
+
+def path_category(line: str, rule_set) -> str | None:
+    """The subsystem a source path in the line names, by the frame rules' `source_file` table."""
+    for m in _SOURCE_PATH.finditer(line):
+        path = m.group(0).replace("\\", "/")
+        best = None
+        for rule in rule_set.rules:
+            if rule.source_file is not None and rule.source_file.search(path) and (best is None or rule.priority > best.priority):
+                best = rule
+        if best is not None:
+            return best.category
+    return None
+
+
+def apply(classification: Classification, hits: list[Hit], rule_set=None) -> None:
+    """Settle category and fault kind with the rules that matched (see the module's docstring)."""
+    if not hits:
+        return
+    strong = default_rules().strong
+    framed = classification.culprit.function is not None
+    for hit in sorted(hits, key=lambda h: -h.rule.confidence):
+        rule = hit.rule
+        category = rule.category
+        if category is None and rule_set is not None:
+            category = path_category(hit.line, rule_set)
+        said = []
+        if category and category != classification.category:
+            if classification.category == "unknown" or (rule.confidence >= strong and not framed):
+                classification.category = category
+                said.append(f"category {category}")
+        kind = rule.fault_kind
+        if kind and kind != classification.fault_kind:
+            if classification.fault_kind == FaultKind.UNKNOWN or (rule.confidence >= strong and classification.fault_kind in _WEAK_KINDS):
+                classification.fault_kind = FaultKind(kind)
+                said.append(f"fault kind {kind}")
+        if said:
+            classification.evidence.append(
+                f"evidence rule {rule.name} ({rule.confidence:.2f}): {' and '.join(said)} from the line: {hit.line[:160]}"
+            )

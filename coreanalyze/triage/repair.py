@@ -1,0 +1,92 @@
+"""Undo the damage a crash text takes on its way into a ticket, before any parser reads it.
+
+    a terminal or e-mail client that hard-wrapped every line at a fixed width (80 columns):
+        F c:\\tf_jenkins\\...\\tensorflow\\stre
+        am_executor\\cuda\\cuda_driver.cc:94] Check failed: ...
+    a wide terminal's padding copied into the middle of a wrapped line ("cpuset=/,me      ms_allowed")
+    a tracker that turned gdb's frame numbers into issue links ("[#12](https://github.com/o/r/issues/12)",
+    "owner/repo#12" at the start of a line)
+
+Each repair is one linear pass; nothing is guessed from what a line says, only from its shape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+# A fixed width is believed only when this many lines end exactly at it...
+MIN_WRAPPED_LINES = 3
+# ...and the lines that long make at least this share of the lines at least that long.
+MIN_WRAPPED_SHARE = 0.5
+MIN_WIDTH = 60
+# Terminals, e-mail and consoles wrap at a few hundred columns at most; longer lines of one length
+# are a text's own (a repeated record), not a wrap.
+MAX_WIDTH = 300
+# Terminal padding inside a line: a run of spaces this long between two non-blanks.
+_PADDING = re.compile(r"(?<=\S) {60,}(?=\S)")
+# "[#12](https://github.com/owner/repo/issues/12)" -> "#12"; "owner/repo#12 " at a line's start -> "#12 ".
+_LINKED_NUMBER = re.compile(r"\[#(\d{1,6})\]\(https?://[^)\s]{1,300}\)")
+_REPO_NUMBER = re.compile(r"^([ \t>]*)[\w.-]{1,100}/[\w.-]{1,100}#(\d{1,6})(?=\s)")
+
+
+def repair(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(repaired lines, warnings saying what was repaired)."""
+    warnings: list[str] = []
+    lines, linked = _unlink(lines)
+    if linked:
+        warnings.append(f"{linked} frame number(s) had become issue links and were read back as frame numbers")
+    width = wrap_width(lines)
+    if width is not None:
+        lines, joined = _unwrap(lines, width)
+        warnings.append(f"the text was wrapped at {width} columns; {joined} wrapped line(s) were joined back")
+    if any("      " in line for line in lines):
+        lines = [_PADDING.sub("", line) if "      " in line else line for line in lines]
+    return lines, warnings
+
+
+def _unlink(lines: list[str]) -> tuple[list[str], int]:
+    count = 0
+    out = []
+    for line in lines:
+        if "#" in line:
+            line, n = _LINKED_NUMBER.subn(r"#\1", line)
+            line, m = _REPO_NUMBER.subn(r"\1#\2", line)
+            count += n + m
+        out.append(line)
+    return out, count
+
+
+def wrap_width(lines: list[str]) -> int | None:
+    """The column at which every long line was cut, if the text was hard-wrapped."""
+    lengths = Counter(len(line) for line in lines if MIN_WIDTH <= len(line) <= MAX_WIDTH)
+    if not lengths:
+        return None
+    # The cut lines are the longest of a wrapped text: on a tie, the longer length is the width.
+    width, count = max(lengths.items(), key=lambda kv: (kv[1], kv[0]))
+    longer = sum(1 for line in lines if len(line) >= width)
+    if count < MIN_WRAPPED_LINES or count < MIN_WRAPPED_SHARE * longer:
+        return None
+    # A wrapped text has (almost) nothing longer than its width.
+    if sum(1 for line in lines if len(line) > width) > count // 4:
+        return None
+    return width
+
+
+def _unwrap(lines: list[str], width: int) -> tuple[list[str], int]:
+    out: list[str] = []
+    joined = 0
+    carry: str | None = None
+    for line in lines:
+        if carry is not None:
+            line = carry + line
+            joined += 1
+        # A line cut at the width continues on the next line (a run of cuts is one long line).
+        if len(line) % width == 0 and line.strip():
+            carry = line
+            continue
+        carry = None
+        out.append(line)
+    if carry is not None:
+        out.append(carry)
+    return out, joined

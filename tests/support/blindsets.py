@@ -1,0 +1,41 @@
+"""The blind sets of crash texts (tests/data/blind/*.toml) as test parameters, and their bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coreanalyze import tomlfile
+from coreanalyze.triage.parse import triage_text
+
+BLIND = Path(__file__).resolve().parent.parent / "data" / "blind"
+
+
+def load(*names: str) -> list[dict]:
+    return [r for name in names for r in tomlfile.loads((BLIND / name).read_text(encoding="utf-8"))["report"]]
+
+
+def params(reports: list[dict], disagreements: dict[str, str]) -> list:
+    """One parameter per report; those whose label the rules read otherwise are strict xfails."""
+    out = []
+    for r in reports:
+        marks = [pytest.mark.xfail(reason=disagreements[r["source"]], strict=True)] if r["source"] in disagreements else []
+        out.append(pytest.param(r, id=r["source"].removeprefix("https://github.com/"), marks=marks))
+    return out
+
+
+def check_report(report: dict) -> None:
+    got = triage_text(report["text"], report["source"]).classification
+    assert (got.category, got.fault_kind) == (report["category"], report["fault_kind"]), got.evidence
+
+
+def check_bar(reports: list[dict], minimum: int, share: float = 0.9) -> None:
+    """At least `share` of category and fault kind right, nothing refused."""
+    category = kind = 0
+    for r in reports:
+        got = triage_text(r["text"], r["source"]).classification  # raises on a refusal
+        category += got.category == r["category"]
+        kind += got.fault_kind == r["fault_kind"]
+    assert len(reports) >= minimum
+    assert category >= share * len(reports) and kind >= share * len(reports), (category, kind)

@@ -1,0 +1,220 @@
+"""A job's identity from a process's environment, the verdict over its ranks, the triage of a
+job's log and the batch's job events: fed the values and texts launchers write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coreanalyze.batch.jobs import job_events
+from coreanalyze.batch.store import CoreRecord, record_from_dict
+from coreanalyze.jobs.identity import job_of_environment
+from coreanalyze.jobs.verdict import job_verdict
+from coreanalyze.model import JobWait, RankVerdict, report_from_dict
+from coreanalyze.triage import triage_text
+
+TF_CLUSTER = {"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"], "ps": ["p0:2222"]}
+
+
+def _tf(task_type: str, index: int) -> dict[str, str]:
+    return {"TF_CONFIG": json.dumps({"cluster": TF_CLUSTER, "task": {"type": task_type, "index": index}})}
+
+
+def test_tf_config_ranks_the_chief_first_and_names_the_cluster():
+    chief, worker = job_of_environment(_tf("chief", 0)), job_of_environment(_tf("worker", 1))
+    assert (chief.rank, chief.world_size, chief.role) == (0, 3, "chief")
+    assert (worker.rank, worker.world_size, worker.role, worker.address) == (2, 3, "worker", "w1:2222")
+    assert chief.id == worker.id and chief.id.startswith("tf:") and chief.launcher == "tensorflow"
+    ps = job_of_environment(_tf("ps", 0))
+    assert (ps.rank, ps.world_size, ps.role, ps.id) == (0, 1, "ps", chief.id)
+
+
+def test_torchrun_environment():
+    env = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node0", "MASTER_PORT": "29500",
+           "TORCHELASTIC_RUN_ID": "run-7", "ROLE_NAME": "trainer", "TORCHELASTIC_RESTART_COUNT": "0"}
+    job = job_of_environment(env, "node1")
+    assert (job.id, job.rank, job.world_size, job.local_rank, job.role, job.launcher, job.master, job.host) == (
+        "torchrun:run-7", 3, 8, 1, "trainer", "torchrun", "node0:29500", "node1")
+    restarted = job_of_environment({**env, "TORCHELASTIC_RESTART_COUNT": "2"})
+    assert restarted.id == "torchrun:run-7/attempt-2"
+    plain = job_of_environment({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "1234"})
+    assert (plain.id, plain.launcher) == ("torch:10.0.0.1:1234", "torch")
+
+
+def test_mpi_horovod_slurm_and_jax():
+    mpi = job_of_environment({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                              "PMIX_NAMESPACE": "prterun-n1-42@1", "HOROVOD_RANK": "1", "HOROVOD_SIZE": "4"})
+    assert (mpi.id, mpi.rank, mpi.world_size, mpi.launcher) == ("mpi:prterun-n1-42@1", 1, 4, "horovod")
+    slurm = job_of_environment({"SLURM_JOB_ID": "991", "SLURM_STEP_ID": "0", "SLURM_PROCID": "5", "SLURM_NTASKS": "6"})
+    assert (slurm.id, slurm.rank, slurm.world_size, slurm.launcher) == ("slurm:991.0", 5, 6, "slurm")
+    # The scheduler's job names a torchrun job started by srun too.
+    both = job_of_environment({"SLURM_JOB_ID": "991", "RANK": "2", "WORLD_SIZE": "4", "TORCHELASTIC_RUN_ID": "x"})
+    assert (both.id, both.rank, both.launcher) == ("slurm:991", 2, "torchrun")
+    jax = job_of_environment({"JAX_COORDINATOR_ADDRESS": "h0:1234", "JAX_PROCESS_ID": "1", "JAX_NUM_PROCESSES": "2"})
+    assert (jax.id, jax.rank, jax.world_size) == ("jax:h0:1234", 1, 2)
+
+
+@pytest.mark.parametrize("env", [
+    {}, {"PATH": "/bin"}, {"TF_CONFIG": "{not json"}, {"TF_CONFIG": '{"cluster": [], "task": 3}'},
+    {"TF_CONFIG": '{"cluster": {"worker": ["a"]}, "task": {"type": "worker", "index": true}}'},
+    {"RANK": "x", "WORLD_SIZE": "2"}, {"RANK": "99999999999", "WORLD_SIZE": "2"},
+])
+def test_no_job_from_what_is_not_one(env):
+    assert job_of_environment(env) is None
+
+
+def test_untrusted_values_are_no_ids():
+    job = job_of_environment({"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "<script>", "MASTER_ADDR": "../../etc"})
+    assert job.id is None or "<" not in job.id
+
+
+def _rank(rank, state, signature=None, died=None, **kw) -> RankVerdict:
+    return RankVerdict(rank=rank, state=state, signature=signature, died=died, **kw)
+
+
+def test_verdict_names_the_rank_that_crashed_and_those_that_waited():
+    wait = JobWait(collective="torch.distributed.all_reduce", file="/x/train.py", line=62)
+    v = job_verdict([_rank(0, "waiting", died=2, waited=wait, signal="SIGABRT", sent_by="pid 9"),
+                     _rank(1, "crashed", "SIGSEGV | f", died=1, summary="SIGSEGV null-deref in f")], 2, launcher_root_cause=0)
+    assert v.root_cause == [1] and v.single and v.missing == []
+    assert v.summary.startswith("rank 1 crashed on its own (SIGSEGV null-deref in f); rank 0 waited for it")
+    assert "the launcher named rank 0" in v.summary
+    waiting = v.ranks[0]
+    assert waiting.evidence == ["waited for its peers in torch.distributed.all_reduce at train.py:62", "ended by SIGABRT from pid 9", "died 2nd of the ranks read"]
+
+
+def test_verdict_same_reason_other_reason_deadlock_and_lost_ranks():
+    same = job_verdict([_rank(0, "crashed", "S", died=1), _rank(1, "crashed", "S", died=2), _rank(2, "crashed", "T", died=3)])
+    assert same.root_cause == [0, 1] and "for the same reason" in same.summary and "rank 2 crashed later" in same.summary
+    wait = JobWait(collective="torch.distributed.recv")
+    deadlock = job_verdict([_rank(0, "waiting", waited=wait), _rank(1, "waiting", waited=wait)], 2)
+    assert not deadlock.single and deadlock.root_cause == [] and "a deadlock" in deadlock.summary
+    lost = job_verdict([_rank(0, "waiting", waited=wait), _rank(1, "waiting", waited=wait)], 4)
+    assert not lost.single and lost.missing == [2, 3] and "lost host" in lost.summary and "deadlock" not in lost.summary
+    stuck = job_verdict([_rank(0, "waiting", waited=wait), _rank(1, "stuck", waited=JobWait(function="read"))], 2)
+    assert stuck.single and stuck.root_cause == [1] and "outside any collective" in stuck.summary
+
+
+TORCHRUN_SUMMARY = """\
+[default0]:rank 0: step 0 done
+[default1]:rank 1: step 0 done
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-28_10:30:19
+  host      : node1
+  rank      : 1 (local_rank: 1)
+  exitcode  : -11 (pid: 23575)  (SIGSEGV)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 23575
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-28_10:30:19
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : -6 (pid: 23574)  (SIGABRT)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 23574
+============================================================
+"""
+
+
+def test_torchrun_summary_root_cause_is_the_faulting_rank_not_the_first_to_exit():
+    report = triage_text(TORCHRUN_SUMMARY)
+    job = report.job
+    assert job.rank == 1 and job.verdict.root_cause == [1] and job.verdict.launcher_root_cause == 0
+    assert report.core.signal.name == "SIGSEGV"
+    states = {r.rank: r.state for r in job.verdict.ranks}
+    assert states == {0: "unknown", 1: "crashed"}
+
+
+def test_nccl_watchdog_ranks_wait_for_the_rank_that_faulted():
+    text = """\
+[rank1]:[E1128 10:00:00.000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600016 milliseconds before timing out.
+[rank1]:terminate called after throwing an instance of 'c10::DistBackendError'
+[rank0]:Fatal Python error: Segmentation fault
+[rank0]:
+[rank0]:Current thread 0x00007f4 (most recent call first):
+[rank0]:  File "/work/train.py", line 40 in forward
+srun: error: node2: task 1: Aborted (core dumped)
+srun: error: node1: task 0: Segmentation fault (core dumped)
+"""
+    report = triage_text(text)
+    v = report.job.verdict
+    assert v.root_cause == [0] and report.job.launcher == "slurm"
+    waiting = next(r for r in v.ranks if r.rank == 1)
+    assert waiting.state == "waiting" and waiting.waited.collective == "NCCL ALLREDUCE" and waiting.host == "node2"
+    assert report.core.signal.name == "SIGSEGV"  # the root rank's own lines, not rank 1's abort
+
+
+def test_mpirun_and_horovod_block():
+    text = """\
+[1,0]<stderr>:Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.
+[1,1]<stderr>:F1128 10:00:00.000000 4242 tensor_shape.cc:362] Check failed: d < dims() (1 vs. 1)
+[1,1]<stderr>:*** Check failure stack trace: ***
+--------------------------------------------------------------------------
+mpirun noticed that process rank 1 with PID 4242 on node n1 exited on signal 6 (Aborted).
+--------------------------------------------------------------------------
+"""
+    report = triage_text(text)
+    v = report.job.verdict
+    assert v.root_cause == [1] and str(report.classification.fault_kind) == "check-failure"
+    assert next(r for r in v.ranks if r.rank == 0).state == "waiting"
+
+
+def test_all_ranks_timed_out_is_no_single_rank():
+    text = """\
+[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST) ran for 600000 milliseconds before timing out.
+[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.
+"""
+    report = triage_text(text)
+    assert report.job.verdict.root_cause == [] and not report.job.verdict.single
+    assert "all 2 ranks were waiting" in report.job.verdict.summary
+
+
+def test_one_process_text_is_not_a_job():
+    assert triage_text("Segmentation fault (core dumped)\n").job is None
+
+
+def _record(path: str, rank: int, state: str, timestamp: float, **kw) -> CoreRecord:
+    job = {"id": "torchrun:r1", "rank": rank, "world_size": 2, "state": state, "waited": kw.pop("waited", None)}
+    return CoreRecord(identity=f"{rank:064x}", file_identity=f"{rank:064x}", path=path, status="ok", timestamp=timestamp,
+                      job=job, host="n1", **kw)
+
+
+def test_batch_events_fold_a_job_and_name_the_senders():
+    crashed = _record("/c/1", 1, "crashed", 100.0, pid=11, signature="SIGSEGV | f", fault_kind="null-deref", signal="SIGSEGV")
+    waiting = _record("/c/0", 0, "waiting", 101.0, pid=10, sender_pid=11, signal="SIGABRT", waited={"collective": "gloo (allreduce)"})
+    later = _record("/c/0b", 0, "crashed", 200.0, pid=20, signature="SIGSEGV | f")  # rank 0 again: another run
+    events = job_events([waiting, crashed, later])
+    assert [len(e.members) for e in events] == [2, 1]
+    first = events[0]
+    assert first.representative is crashed and first.verdict.root_cause == [1]
+    ranks = {r.rank: r for r in first.verdict.ranks}
+    assert ranks[0].sent_by == "rank 1" and ranks[0].died == 2 and ranks[1].died == 1
+
+
+def test_records_keep_old_fields_and_check_the_new_ones():
+    record = _record("/c/0", 0, "waiting", 1.0, ppid=3, sender_pid=4, waited={"collective": 5, "line": "x", "extra": 1})
+    back = record_from_dict(json.loads(json.dumps(record.to_dict())))
+    assert back.job["waited"] == {"collective": None, "function": None, "file": None, "python_function": None, "message": None, "line": None, "peer": None}
+    assert (back.ppid, back.sender_pid) == (3, 4)
+    old = record.to_dict()
+    for name in ("job", "ppid", "sender_pid"):
+        del old[name]
+    assert record_from_dict(old).job is None
+    bad = record.to_dict()
+    bad["job"] = ["not", "a", "job"]
+    with pytest.raises(ValueError):
+        record_from_dict(bad)
+
+
+def test_report_job_round_trips_through_json():
+    report = triage_text(TORCHRUN_SUMMARY)
+    again = report_from_dict(json.loads(json.dumps(report.to_dict())))
+    assert again.job.verdict.root_cause == [1] and again.job.verdict.ranks[1].state == "crashed"
