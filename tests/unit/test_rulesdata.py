@@ -95,3 +95,13 @@ def test_a_bad_rules_file_through_the_cli_is_one_line_exit_2(tmp_path):
     run = run_cli("triage", str(text), "--rules", str(rules))
     assert run.code == 2
     assert run.stderr == f"coreanalyze: error: rules file {rules}: unknown key 'advise' (expected one of: " + ", ".join(CLASSIFY_RULES.shape.fields) + ")\n"
+
+
+def test_a_bad_known_file_through_the_cli_is_one_line_exit_2(tmp_path):
+    text = tmp_path / "bt.txt"
+    text.write_text("Program received signal SIGSEGV, Segmentation fault.\n#0  0x0000000000401136 in store_result ()\n")
+    known = tmp_path / "ours.toml"
+    known.write_text("[[crash]]\nid = 'ours'\ntitle = 'ours'\n[crash.match]\nframes = 'store_result'\nfault_kinds = ['null-deref']\n")
+    run = run_cli("triage", str(text), "--known", str(known))
+    assert run.code == 2 and run.stdout == ""
+    assert run.stderr == f"coreanalyze: error: --known {known}: crash[1] ('ours').match: unknown key 'fault_kinds' (expected one of: signature, abort_message, summary, gpu_exception, frames, fault_kind)\n"
