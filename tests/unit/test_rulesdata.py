@@ -86,10 +86,15 @@ def test_a_users_file_is_one_line_naming_it(tmp_path):
         rulesdata.load(path, CLASSIFY_RULES, max_bytes=1)
 
 
-def test_a_bad_rules_file_through_the_cli_is_one_line_exit_2(tmp_path):
-    """`triage --rules` needs no core: the same check as every command that takes --rules."""
+def pasted_trace(tmp_path: Path) -> Path:
+    """`triage` needs no core: the same checks as every command that takes --rules or --known."""
     text = tmp_path / "bt.txt"
     text.write_text("Program received signal SIGSEGV, Segmentation fault.\n#0  0x0000000000401136 in store_result ()\n")
+    return text
+
+
+def test_a_bad_rules_file_through_the_cli_is_one_line_exit_2(tmp_path):
+    text = pasted_trace(tmp_path)
     rules = tmp_path / "team.toml"
     rules.write_text("[[advise]]\ntext = 'typo in the table name'\n")
     run = run_cli("triage", str(text), "--rules", str(rules))
@@ -98,8 +103,7 @@ def test_a_bad_rules_file_through_the_cli_is_one_line_exit_2(tmp_path):
 
 
 def test_a_bad_known_file_through_the_cli_is_one_line_exit_2(tmp_path):
-    text = tmp_path / "bt.txt"
-    text.write_text("Program received signal SIGSEGV, Segmentation fault.\n#0  0x0000000000401136 in store_result ()\n")
+    text = pasted_trace(tmp_path)
     known = tmp_path / "ours.toml"
     known.write_text("[[crash]]\nid = 'ours'\ntitle = 'ours'\n[crash.match]\nframes = 'store_result'\nfault_kinds = ['null-deref']\n")
     run = run_cli("triage", str(text), "--known", str(known))
