@@ -36,7 +36,7 @@ class DefaultToAnalyze(click.Group):
         return super().resolve_command(ctx, args)
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "--schema"):
             args = ["analyze", *args]
         return super().parse_args(ctx, args)
 
@@ -76,8 +76,18 @@ def _write_report(text: str, output: str) -> None:
         raise BadInput(f"cannot write the report to {output}: {e.strerror or e}") from None
 
 
+def _print_schema(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from coreanalyze.schema import schema_text
+
+    click.echo(schema_text(), nl=False)
+    ctx.exit()
+
+
 @click.group(cls=DefaultToAnalyze, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="coreanalyze")
+@click.option("--schema", is_flag=True, expose_value=False, is_eager=True, callback=_print_schema, help="Print the JSON Schema of the JSON report and exit.")
 def cli() -> None:
     """Explain why a Python process died in native code (TensorFlow, TFLite, extensions).
 
@@ -129,12 +139,13 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         raise BadInput("give a core file or --pid PID (one of them)")
     if keep_core is not None and pid is None:
         raise BadInput("--keep-core goes with --pid")
+    known = _known_crashes(known_files)
     if pid is not None:
         result = analyze_live_process(pid, options, keep_core=keep_core)
         core = keep_core or f"pid-{pid}"
     else:
         result = _analyze_file(core, options)
-    _recognize_known(result.report, known_files)
+    _recognize_known(result.report, known)
     # Imported after the analysis, which imports it beside the debugger (coreanalyze.warmup).
     from coreanalyze.render import color_wanted, render, verdict
 
@@ -174,15 +185,19 @@ def _analyze_file(core: str, options):
     return result
 
 
-def _recognize_known(report, known_files) -> None:
-    """classification.known (and its advice first) from the shipped and the user's known crashes."""
+def _known_crashes(known_files):
+    """The shipped and the user's known crashes, read before any work: a --known file that
+    cannot be used is one line, exit 2 (coreanalyze.known.load_known)."""
     from coreanalyze.known import load_known
+
+    return load_known(known_files)
+
+
+def _recognize_known(report, known) -> None:
+    """classification.known (and its advice first) from the known crashes."""
     from coreanalyze.known.onreport import recognize
 
-    warnings: list[str] = []
-    recognize(report, load_known(known_files, warnings))
-    for line in warnings:
-        click.echo(f"coreanalyze: warning: {line}", err=True)
+    recognize(report, known)
 
 
 @cli.command("triage")
@@ -205,8 +220,9 @@ def triage_command(source, output, fmt, rules_files, known_files):
             raise BadInput(f"{source}: no such file")
         text, name = path.read_text(encoding="utf-8", errors="replace"), path.name
     rules = load_rules([Path(p) for p in rules_files])
+    known = _known_crashes(known_files)
     report = triage_text(text, name, rules=rules)
-    _recognize_known(report, known_files)
+    _recognize_known(report, known)
     fmt = fmt or ("text" if output == "-" else _format_for(output, None))
     _write_report(render(report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout)), output)
 

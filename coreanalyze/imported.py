@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
-from importlib import resources
 from typing import Any, Iterator
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.memory import CoreMemory, Segment, searching
 from coreanalyze.packages import site_packages_of
+from coreanalyze.rulesdata.kinds import DISTRIBUTIONS, DISTRIBUTIONS_FILE
 
 DIST_INFO = b".dist-info"
 # name-version.dist-info, with the directory it is in when the string is a path.
@@ -53,8 +53,8 @@ def normalize(name: str) -> str:
 @cache
 def import_name_distributions() -> dict[str, tuple[str, ...]]:
     """Top-level import name -> distributions that may own it, most likely first (data)."""
-    text = resources.files("coreanalyze").joinpath("distributions.toml").read_text(encoding="utf-8")
-    return {name: tuple(dists) for name, dists in tomlfile.loads(text)["import_names"].items()}
+    data = rulesdata.shipped(DISTRIBUTIONS_FILE, DISTRIBUTIONS)
+    return {name: tuple(dists) for name, dists in data["import_names"].items()}
 
 
 def candidate_distributions(module: str) -> tuple[str, ...]:

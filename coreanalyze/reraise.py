@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.arch import architecture, fault_from_trap
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.corefile.sigframe import SignalFrame, find_signal_frame, siginfo_written
 from coreanalyze.model import Report, SignalInfo
+from coreanalyze.rulesdata.kinds import RERAISE
 from coreanalyze.signals import SENDER_CODES, SIGNAL_CODES, code_number, signal_name
 
 RULES_FILE = Path(__file__).resolve().parent / "reraise.toml"
@@ -56,7 +57,7 @@ class ReraiseRules:
 
 @functools.cache
 def reraise_rules() -> ReraiseRules:
-    data = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
+    data = rulesdata.shipped(RULES_FILE, RERAISE)
     handlers = tuple(
         HandlerRule(
             name=h["name"],

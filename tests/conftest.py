@@ -25,3 +25,23 @@ def private_cache_dir(tmp_path_factory):
     """Symbol indexes and library copies go to a per-session cache, not the user's."""
     os.environ["COREANALYZE_CACHE_DIR"] = str(tmp_path_factory.mktemp("coreanalyze-cache"))
     yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def reports_fit_the_schema():
+    """Every JSON report rendered in the tests' own process is checked against the shipped
+    JSON Schema, as support.clirun checks those of the command line."""
+    from support.contract import check_text
+
+    from coreanalyze.render import jsonout
+
+    plain = jsonout.render
+
+    def render_and_check(report, classification_extra=None):
+        text = plain(report, classification_extra)
+        check_text(text, "a JSON report rendered in-process")
+        return text
+
+    jsonout.render = render_and_check
+    yield
+    jsonout.render = plain

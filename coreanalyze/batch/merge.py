@@ -60,6 +60,7 @@ def _same_directory(a: BatchStore, b: BatchStore) -> bool:
 def merge_batches(sources: list[str], out: str, known_files: list[str] | tuple[str, ...] = ()) -> MergeResult:
     if not sources:
         raise BadInput("merge needs at least one batch output directory")
+    known = load_known(known_files)  # a file that cannot be used: one line, exit 2, before any work
     target = BatchStore(out)
     stores: list[BatchStore] = []
     seen: set[str] = set()
@@ -123,7 +124,7 @@ def merge_batches(sources: list[str], out: str, known_files: list[str] | tuple[s
 
     records = target.load(result.warnings)
     result.records = len(records)
-    result.summary = write_outputs(target, records, known=load_known(known_files, result.warnings))
+    result.summary = write_outputs(target, records, known=known)
     return result
 
 

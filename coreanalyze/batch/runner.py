@@ -307,6 +307,7 @@ def check_options(options: BatchOptions) -> None:
 def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[CoreRecord], None] | None = None) -> BatchResult:
     """Analyze every core under `paths` into `options.out`; see the module docstring."""
     check_options(options)
+    known = load_known(options.known_files)  # a file that cannot be used: one line, exit 2, before any work
     baseline = baseline_from_summary(options.since) if options.since is not None else None
     store = BatchStore(options.out)
     store.prepare(options.resume)
@@ -319,7 +320,6 @@ def run_batch(paths: list[str], options: BatchOptions, on_record: Callable[[Core
         inputs = [c for c in inputs if options.shard.owns(c.file_identity)]
 
     result = BatchResult(out=Path(options.out), found=len(inputs), skipped=0)
-    known = load_known(options.known_files, result.warnings)  # a damaged file: a warning, the batch goes on
     done = store.load(result.warnings)
     claimed = {r.identity: r.path for r in done if r.status != "duplicate"}
     batch = _engine(options, store, claimed, on_record)

@@ -118,7 +118,7 @@ def fill_from_report(record: CoreRecord, report: Report) -> None:
 
 @lru_cache(maxsize=4)
 def known_crashes(files: tuple[str, ...]) -> KnownCrashes:
-    """Loaded once per worker; the batch already warned about damaged files."""
+    """Loaded once per worker; the batch checked the files before it started."""
     return load_known(files)
 
 

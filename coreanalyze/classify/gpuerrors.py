@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.model import OomInfo
+from coreanalyze.rulesdata.kinds import GPU_ERRORS
 
 DATA_FILE = Path(__file__).with_name("gpu_errors.toml")
 MAX_TEXT = 4000  # characters of a message searched: the error names sit in its first line or two
@@ -54,7 +55,7 @@ class GpuErrorData:
 
 @functools.cache
 def data() -> GpuErrorData:
-    raw = tomlfile.loads(DATA_FILE.read_text(encoding="utf-8"))
+    raw = rulesdata.shipped(DATA_FILE, GPU_ERRORS)
     errors = tuple(
         GpuError(e["exception"], e["fault_kind"], tuple(re.compile(p) for p in e["patterns"]), label=e.get("label", ""))
         for e in raw["error"]

@@ -14,10 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.classify.lazyregex import LazyPattern
 from coreanalyze.errors import BadInput
 from coreanalyze.model import FAULT_KINDS
+from coreanalyze.rulesdata.kinds import CLASSIFY_RULES
 from coreanalyze.vocabulary import GpuCallRole
 
 HERE = Path(__file__).resolve().parent
@@ -404,7 +405,7 @@ def builtin_heap_messages() -> tuple[str, ...]:
     """The allocator's "the heap is damaged" messages of rules.toml ([fault_kind]
     heap_messages): the one list that the memory scanner, the text triage, the fault kind and
     the allocator rule all read."""
-    data = tomlfile.loads(BUILTIN_RULES.read_text(encoding="utf-8"))
+    data = rulesdata.shipped(BUILTIN_RULES, CLASSIFY_RULES)
     return tuple(data["fault_kind"]["heap_messages"])
 
 
@@ -782,20 +783,10 @@ MERGES = (
 
 def _load_file(rs: RuleSet, path: Path, origin: str) -> None:
     label = str(path)
-    try:
-        if not path.is_file():
-            raise BadInput(f"rules file {label}: no such file")
-        if path.stat().st_size > MAX_RULES_FILE:
-            raise BadInput(f"rules file {label}: larger than {MAX_RULES_FILE // 1024} KiB, not a rules file")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise BadInput(f"rules file {label}: not UTF-8 text") from None
-    except OSError as e:
-        raise BadInput(f"rules file {label}: cannot read it ({e.strerror or e})") from None
-    try:
-        data = tomlfile.loads(text)
-    except tomlfile.TOMLDecodeError as e:
-        raise BadInput(f"rules file {label}: invalid TOML: {e}") from None
+    if origin == "built-in":
+        data = rulesdata.shipped(path, CLASSIFY_RULES)
+    else:
+        data = rulesdata.load(path, CLASSIFY_RULES, max_bytes=MAX_RULES_FILE)
     try:
         _merge_document(rs, data, origin)
     except _Problem as e:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import DISTRIBUTIONS, DISTRIBUTIONS_FILE
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,7 @@ class FetchRules:
 
 @cache
 def fetch_rules() -> FetchRules:
-    text = resources.files("coreanalyze").joinpath("distributions.toml").read_text(encoding="utf-8")
-    data = tomlfile.loads(text)
+    data = rulesdata.shipped(DISTRIBUTIONS_FILE, DISTRIBUTIONS)
     return FetchRules(
         import_names={name: tuple(dists) for name, dists in data.get("import_names", {}).items()},
         prefer_when_loaded=tuple((p["library"], tuple(p["distributions"])) for p in data.get("prefer_when_loaded", [])),

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.gpu.libraries import RULES_FILE
 from coreanalyze.model import Frame, LaunchedFrom, Report, Thread
 from coreanalyze.pyfiles import is_library_file
+from coreanalyze.rulesdata.kinds import GPU_HOST_CALLS
 from coreanalyze.vocabulary import GpuCallRole
 
 ROLES = tuple(GpuCallRole)
@@ -69,7 +70,7 @@ def parse_host_call_rules(raw: dict[str, Any]) -> HostCallRules:
 
 @lru_cache(maxsize=1)
 def host_call_rules() -> HostCallRules:
-    return parse_host_call_rules(tomlfile.loads(RULES_FILE.read_text(encoding="utf-8")))
+    return parse_host_call_rules(rulesdata.shipped(RULES_FILE, GPU_HOST_CALLS))
 
 
 @dataclass(frozen=True)

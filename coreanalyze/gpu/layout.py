@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import GPU_COREDUMP_LAYOUT
 
 LAYOUT_FILE = Path(__file__).resolve().parent / "coredump_layout.toml"
 SHT_LOUSER = 0x80000000
@@ -71,8 +72,7 @@ def _table(name: str, spec: dict) -> TableLayout:
 
 @lru_cache(maxsize=1)
 def load_layout(path: Path = LAYOUT_FILE) -> Layout:
-    with open(path, "rb") as f:
-        data = tomlfile.load(f)
+    data = rulesdata.shipped(path, GPU_COREDUMP_LAYOUT)
     return Layout(
         section_types={name: SHT_LOUSER + int(value) for name, value in data["section_types"].items()},
         tables={name: _table(name, spec) for name, spec in data["tables"].items()},

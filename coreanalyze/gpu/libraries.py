@@ -8,14 +8,15 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import GPU_HOST_CALLS
 
 RULES_FILE = Path(__file__).resolve().parent / "host_calls.toml"
 
 
 @lru_cache(maxsize=1)
 def _exports_only() -> re.Pattern[str]:
-    raw = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
+    raw = rulesdata.shipped(RULES_FILE, GPU_HOST_CALLS)
     return re.compile(raw.get("libraries", {}).get("exports_only", r"$^"))
 
 

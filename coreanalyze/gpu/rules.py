@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import GPU_EXCEPTIONS
 
 RULES_FILE = Path(__file__).resolve().parent / "exception.toml"
 
@@ -46,8 +47,7 @@ class GpuRules:
 
 @lru_cache(maxsize=1)
 def gpu_rules(path: Path = RULES_FILE) -> GpuRules:
-    with open(path, "rb") as f:
-        data = tomlfile.load(f)
+    data = rulesdata.shipped(path, GPU_EXCEPTIONS)
     return GpuRules(
         default_category=data["default_category"],
         driver_modules=re.compile(data["driver_modules"]),

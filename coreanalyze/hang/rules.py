@@ -8,7 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import HANG_RULES
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.toml"
 
@@ -109,7 +110,7 @@ def _tensorflow_rule(raw: dict[str, Any]) -> TensorFlowHangRule:
 
 @lru_cache(maxsize=1)
 def hang_rules() -> HangRules:
-    raw = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
+    raw = rulesdata.shipped(RULES_FILE, HANG_RULES)
     snapshot = raw["snapshot"]
     return HangRules(
         stop_signals=frozenset(snapshot["stop_signals"]),

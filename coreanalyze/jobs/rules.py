@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import JOB_RULES
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.toml"
 
@@ -32,8 +33,7 @@ def _pattern(text: str | None) -> re.Pattern[str] | None:
 
 @lru_cache(maxsize=1)
 def job_rules(path: Path = RULES_FILE) -> JobRules:
-    with open(path, "rb") as f:
-        data = tomlfile.load(f)
+    data = rulesdata.shipped(path, JOB_RULES)
     collectives = tuple(
         CollectiveRule(name=c["name"], python=_pattern(c.get("python")), file=_pattern(c.get("file")), native=_pattern(c.get("native")))
         for c in data.get("collective", [])

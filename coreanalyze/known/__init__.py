@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.errors import BadInput
+from coreanalyze.rulesdata.kinds import KNOWN_CRASHES
 
 SHIPPED = Path(__file__).resolve().parent / "crashes.toml"
 MAX_FILE_BYTES = 4 << 20
 MAX_ENTRIES = 10_000
 _TEXT_FIELDS = ("signature", "abort_message", "summary", "gpu_exception")
-_MATCH_FIELDS = frozenset((*_TEXT_FIELDS, "frames", "fault_kind"))
-_ENTRY_FIELDS = frozenset(("id", "title", "url", "fixed_in", "advice", "match"))
 _VERSION_PART = re.compile(r"\d+")
 
 
@@ -96,7 +96,8 @@ def fixed_note(package: str, fixed: str, ran: str | None) -> str:
 
 
 class KnownProblem(ValueError):
-    """A known-crash file that cannot be used as a whole (one line, for a warning)."""
+    """An entry of a known-crash file whose values cannot be used (a pattern that does not
+    compile, an empty title): raised as BadInput naming the file and the entry."""
 
 
 class KnownCrashes:
@@ -119,41 +120,29 @@ class KnownCrashes:
         return len(self.entries)
 
 
-def load_known(files: Iterable[str | Path] = (), warnings: list[str] | None = None) -> KnownCrashes:
-    """`files` and the shipped database (see KnownCrashes for which wins). A damaged file or entry
-    is left out with one line in `warnings` (the rest is used): a typo in a fleet's own list must
-    not stop a batch."""
+def load_known(files: Iterable[str | Path] = ()) -> KnownCrashes:
+    """`files` and the shipped database (see KnownCrashes for which wins). A user's file that
+    cannot be used - unreadable, not TOML, a key or type its format does not have, a pattern
+    that does not compile - is BadInput naming the file and the entry: one line, exit 2, before
+    a batch starts, rather than a fleet's known crash silently going unrecognized."""
     entries: list[KnownCrash] = []
     for path in files:
-        try:
-            entries.extend(parse_file(Path(path), warnings))
-        except KnownProblem as e:
-            if warnings is not None:
-                warnings.append(f"--known {path}: {e}; its entries are not used")
+        entries.extend(parse_file(Path(path)))
     return KnownCrashes(entries, parse_file(SHIPPED, origin="shipped"))
 
 
-def parse_file(path: Path, warnings: list[str] | None = None, origin: str | None = None) -> list[KnownCrash]:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise KnownProblem(f"larger than {MAX_FILE_BYTES >> 20} MiB")
-        data = tomlfile.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise KnownProblem(e.strerror or str(e)) from None
-    except UnicodeDecodeError:
-        raise KnownProblem("not UTF-8 text") from None
-    except tomlfile.TOMLDecodeError as e:
-        raise KnownProblem(f"not valid TOML: {e}") from None
-    tables = data.get("crash", [])
-    if not isinstance(tables, list) or set(data) - {"crash"}:
-        raise KnownProblem("expected [[crash]] tables only")
+def parse_file(path: Path, origin: str | None = None) -> list[KnownCrash]:
+    label = f"--known {path}"
+    if origin == "shipped":
+        data = rulesdata.shipped(path, KNOWN_CRASHES)
+    else:
+        data = rulesdata.load(path, KNOWN_CRASHES, label=label, max_bytes=MAX_FILE_BYTES)
     entries = []
-    for i, table in enumerate(tables[:MAX_ENTRIES]):
+    for i, table in enumerate(data.get("crash", [])[:MAX_ENTRIES]):
         try:
             entries.append(_entry(table, origin or str(path)))
         except KnownProblem as e:
-            if warnings is not None:
-                warnings.append(f"--known {path}: crash #{i + 1}: {e}; left out")
+            raise BadInput(f"{label}: crash[{i + 1}]: {e}") from None
     return entries
 
 
@@ -175,30 +164,18 @@ def _regex(value: Any, name: str) -> re.Pattern:
         raise KnownProblem(f"match.{name}: bad regex: {e}") from None
 
 
-def _entry(table: Any, origin: str) -> KnownCrash:
-    if not isinstance(table, dict):
-        raise KnownProblem("not a table")
-    unknown = set(table) - _ENTRY_FIELDS
-    if unknown:
-        raise KnownProblem(f"unknown field(s) {', '.join(sorted(unknown))}")
-    match = table.get("match")
-    if not isinstance(match, dict) or not match:
+def _entry(table: dict[str, Any], origin: str) -> KnownCrash:
+    """One [[crash]] table, its keys and types already checked (rulesdata.kinds.KNOWN_CRASHES)."""
+    match = table["match"]
+    if not match:
         raise KnownProblem("needs a [crash.match] table with at least one pattern")
-    unknown = set(match) - _MATCH_FIELDS
-    if unknown:
-        raise KnownProblem(f"unknown match field(s) {', '.join(sorted(unknown))}")
-    fixed_in = table.get("fixed_in", {})
-    if not isinstance(fixed_in, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in fixed_in.items()):
-        raise KnownProblem('fixed_in must be a table of package = "version"')
     frames = match.get("frames", [])
-    if isinstance(frames, str):
-        frames = [frames]
-    if not isinstance(frames, list):
-        raise KnownProblem("match.frames must be a list of regexes")
+    frames = [frames] if isinstance(frames, str) else frames
     kinds = match.get("fault_kind", [])
     kinds = [kinds] if isinstance(kinds, str) else kinds
-    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-        raise KnownProblem("match.fault_kind must be a fault kind or a list of them")
+    fixed_in = table.get("fixed_in", {})
+    if not all(fixed_in.values()):
+        raise KnownProblem('fixed_in must be a table of package = "version"')
     return KnownCrash(
         id=_text(table, "id", required=True),
         title=_text(table, "title", required=True),

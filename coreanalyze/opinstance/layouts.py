@@ -14,7 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
+from coreanalyze.rulesdata.kinds import DTYPES, OP_LAYOUT, TFLITE_OPS
 
 LAYOUT_DIR = Path(__file__).resolve().parent / "layouts"
 DTYPES_FILE = Path(__file__).resolve().parent / "dtypes.toml"
@@ -48,7 +49,7 @@ class DType:
 def all_layouts() -> tuple[Layout, ...]:
     found = []
     for path in sorted(LAYOUT_DIR.glob("*.toml")):
-        data = tomlfile.loads(path.read_text(encoding="utf-8"))
+        data = rulesdata.shipped(path, OP_LAYOUT)
         found.append(
             Layout(
                 name=path.stem,
@@ -78,13 +79,13 @@ def layouts_for(framework: str, version: str | None) -> list[Layout]:
 
 @lru_cache(maxsize=1)
 def tflite_builtin_ops() -> dict[int, str]:
-    data = tomlfile.loads(TFLITE_OPS_FILE.read_text(encoding="utf-8"))
+    data = rulesdata.shipped(TFLITE_OPS_FILE, TFLITE_OPS)
     return {int(code): str(name) for code, name in data["builtin_ops"].items()}
 
 
 @lru_cache(maxsize=1)
 def dtypes() -> dict[int, DType]:
-    data = tomlfile.loads(DTYPES_FILE.read_text(encoding="utf-8"))
+    data = rulesdata.shipped(DTYPES_FILE, DTYPES)
     return {
         int(number): DType(int(number), str(entry["name"]), int(entry["size"]), entry.get("struct"))
         for number, entry in data.items()

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from .. import tomlfile
+from .. import rulesdata
 from ..model import Classification
+from ..rulesdata.kinds import TRIAGE_EVIDENCE
 from ..vocabulary import FaultKind
 from . import findings as fd
 from . import limits
@@ -70,7 +71,7 @@ def default_rules() -> EvidenceRules:
 
 
 def load_rules(text: str) -> EvidenceRules:
-    data = tomlfile.loads(text)
+    data = rulesdata.parse(text, TRIAGE_EVIDENCE, "evidence rules")
     strong = float(data.get("settings", {}).get("strong", 0.8))
     rules = []
     seen: set[str] = set()

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.store import CoreRecord
+from coreanalyze.rulesdata.kinds import WATCH_CONTAINERS
 from coreanalyze.safenames import without_controls
 
 CONTAINERS = Path(__file__).resolve().parent / "containers.toml"
@@ -57,7 +58,7 @@ class ContainerRule:
 
 @lru_cache(maxsize=1)
 def container_rules() -> tuple[ContainerRule, ...]:
-    data = tomlfile.loads(CONTAINERS.read_text(encoding="utf-8"))
+    data = rulesdata.shipped(CONTAINERS, WATCH_CONTAINERS)
     return tuple(ContainerRule(t["runtime"], re.compile(t["cgroup"])) for t in data["container"])
 
 

@@ -136,7 +136,7 @@ class Watcher:
         self.store.prepare(resume=True)  # a restart continues where the last run stopped
         limits.lower_priority(options.nice)
         limits.limit_memory(options.memory_limit)
-        self.known = load_known(options.batch.known_files, self.result.warnings)
+        self.known = load_known(options.batch.known_files)  # a file that cannot be used: one line, exit 2
         self.state = WatchState(self.store.out)
         records = self.store.load(self.result.warnings)
         self.records = {r.key: r for r in records}

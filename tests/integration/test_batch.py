@@ -464,19 +464,23 @@ def test_since_marks_new_steady_gone_and_back_and_known_crashes_show(corpus, ful
 
     known = tmp_path / "known.toml"
     known.write_text(KNOWN_STORE_RESULT)
+    # A damaged known-crash file stops the batch before it starts: one line, exit 2, nothing written.
     damaged = tmp_path / "damaged.toml"
     damaged.write_text("[[crash]\nid = \n")
+    refused = tmp_path / "refused"
+    run = run_cli("batch", str(corpus.double_free), "--out", str(refused), "--known", str(known), "--known", str(damaged))
+    assert run.code == 2 and run.stderr.count("\n") == 1 and f"--known {damaged}: invalid TOML" in run.stderr
+    assert not refused.exists()
     today = tmp_path / "day2"
     run = run_cli(
         "batch", str(corpus.plain_dir / "run0"), str(corpus.plain_dir / "run1"), str(corpus.plain_dir / "run2"),
         str(corpus.double_free), str(corpus.ud2), "--out", str(today), "--jobs", "2",
-        "--since", str(before), "--known", str(known), "--known", str(damaged),
+        "--since", str(before), "--known", str(known),
     )
     assert run.code == 0, run.stderr
     assert "Traceback" not in run.stderr
     assert "since the previous batch: 2 new, 0 growing, 0 back, 1 steady, 2 gone" in run.stdout
     assert "[new, known: store-result-null]" in run.stdout
-    assert f"--known {damaged}: not valid TOML" in run.stderr and "its entries are not used" in run.stderr
     summary = _summary(today)
     groups = _by_signature(summary)
     assert groups[null_sig]["trend"]["state"] == "new" and groups[null_sig]["trend"]["this_period"] == 3

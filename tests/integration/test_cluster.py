@@ -251,7 +251,7 @@ TIMINGS: dict[str, float] = {}
 
 @pytest.fixture(scope="module", autouse=True)
 def timings(tmp_path_factory):
-    """Wall-clock seconds of the batches below, for the README (printed with -s, and kept in
+    """Wall-clock seconds of the batches below, for docs/batch-and-fleet.md (printed with -s, and kept in
     cluster-timings.json); never asserted."""
     yield TIMINGS
     if TIMINGS:
@@ -394,7 +394,7 @@ def test_bad_cluster_options_are_one_line_and_exit_2(corpus, tmp_path):
 def test_throughput_of_a_cluster_and_of_a_local_batch(cores, dask_cluster, tmp_path):
     """A batch of distinct real cores, each way twice (the faster run counts, so that neither
     pays alone for cold caches): a local batch of 2 worker processes against the 2 running
-    workers of the cluster. Both must agree; the times go to the README, never asserted."""
+    workers of the cluster. Both must agree; the times go to docs/batch-and-fleet.md, never asserted."""
     inputs = tmp_path / "in"
     inputs.mkdir()
     for name, (_, args, sig) in C_CRASHERS.items():

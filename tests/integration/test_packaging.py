@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
+from support.contract import check_text
 from support.paths import REPO
 from support.pythons import SYSTEM_PYTHON
 
@@ -29,6 +31,7 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
     assert {"coreanalyze/opinstance/dtypes.toml", "coreanalyze/opinstance/tflite_ops.toml",
             "coreanalyze/opinstance/layouts/tflite.toml", "coreanalyze/opinstance/layouts/probe.cc"} <= set(names)
     assert any(n.startswith("coreanalyze/opinstance/layouts/tensorflow-") for n in names)
+    assert "coreanalyze/schema/report.schema.json" in names
 
     venv = tmp_path / "venv"
     # A clean environment with nothing but the wheel and what its metadata declares (from pip's
@@ -44,6 +47,9 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert '"store_result"' in run.stdout
+    check_text(run.stdout, "the installed wheel's JSON report")
+    schema = subprocess.run([venv / "bin/coreanalyze", "--schema"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert schema.returncode == 0 and json.loads(schema.stdout)["title"] == "coreanalyze report"
     located = subprocess.run(
         [venv / "bin/python", "-c", "import coreanalyze; print(coreanalyze.__file__)"],
         cwd=tmp_path, capture_output=True, text=True, check=True,

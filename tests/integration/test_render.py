@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.contract import waived
 from support.coregen import compile_c, run_to_core
 from support.paths import CRASHERS, REPO
 from support.require import require
@@ -308,7 +309,11 @@ def test_html_elides_deep_stacks_but_keeps_the_culprit():
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_partial_reports_render_in_every_format(fmt):
     for report in partial_reports():
-        out = render(report, fmt)
+        if report.classification.fault_kind == "":
+            with waived("empty vocabulary fields, which no stage writes: the renderers must still cope"):
+                out = render(report, fmt)
+        else:
+            out = render(report, fmt)
         assert out.endswith("\n") or fmt == "html"
         if fmt == "html":
             assert_safe_html(out)

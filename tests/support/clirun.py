@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.contract import check_files, check_text, output_files
 from support.paths import REPO
 
 
@@ -37,6 +38,9 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict
         input=stdin,
     )
     assert "Traceback (most recent call last)" not in proc.stderr, proc.stderr
+    # Every JSON report a command writes fits the shipped schema (support/contract.py).
+    check_text(proc.stdout, f"the JSON on stdout of coreanalyze {' '.join(args)}")
+    check_files(output_files(args, cwd))
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
 

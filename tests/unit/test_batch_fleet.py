@@ -12,6 +12,7 @@ from coreanalyze.batch import breakdown, since, timeline
 from coreanalyze.batch.facts import crash_facts
 from coreanalyze.batch.store import CoreRecord, record_from_dict
 from coreanalyze.batch.summary import build_summary, render_index, render_markdown
+from coreanalyze.errors import BadInput
 from coreanalyze.known import CrashFacts, fixed_note, load_known, version_key
 
 DAY = 86400.0
@@ -96,31 +97,29 @@ fault_kind = "check-failure"
     assert known.match(lrn).id == "any-check-failure"
 
 
-def test_damaged_known_files_warn_and_the_rest_is_used(tmp_path):
-    good_and_bad = write(tmp_path, "mixed.toml", """
-[[crash]]
-id = "ok"
-title = "fine"
-[crash.match]
-signature = 'abc'
-[[crash]]
-id = "bad-regex"
-title = "broken"
-[crash.match]
-frames = ['(']
-[[crash]]
-id = "no-match"
-title = "nothing to match"
-""")
-    not_toml = write(tmp_path, "broken.toml", "[[crash]\n")
-    warnings: list[str] = []
-    known = load_known([good_and_bad, not_toml, tmp_path / "missing.toml"], warnings)
-    assert "ok" in {e.id for e in known.entries}
-    assert len(warnings) == 4
-    assert any("crash #2: match.frames: bad regex" in w for w in warnings)
-    assert any("crash #3: needs a [crash.match]" in w for w in warnings)
-    assert any(f"--known {not_toml}: not valid TOML" in w for w in warnings)
-    assert any("missing.toml" in w and "its entries are not used" in w for w in warnings)
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("[[crash]]\nid = 'bad-regex'\ntitle = 'broken'\n[crash.match]\nframes = ['(']\n", "crash[1]: match.frames: bad regex"),
+        ("[[crash]]\nid = 'no-match'\ntitle = 'nothing to match'\n", "crash[1] ('no-match'): missing key 'match'"),
+        ("[[crash]]\nid = 'empty'\ntitle = 'x'\n[crash.match]\n", "crash[1]: needs a [crash.match] table with at least one pattern"),
+        ("[[crash]]\nid = 'x'\ntitle = 'x'\nfixd_in = {}\n[crash.match]\nsignature = 'a'\n", "crash[1] ('x'): unknown key 'fixd_in'"),
+        ("[[crash]]\nid = 'x'\ntitle = 'x'\n[crash.match]\nframes = [1]\n", "crash[1] ('x').match.frames[1]: expected a string, got an integer (1)"),
+        ("[[crash]]\nid = 'x'\ntitle = 'x'\nfixed_in = { tensorflow = 2 }\n[crash.match]\nsignature = 'a'\n", "fixed_in.tensorflow: expected a string"),
+        ("[[crash]\n", "invalid TOML"),
+        ("[crash]\nid = 'x'\n", "crash: expected an array of tables, got a table"),
+    ],
+)
+def test_a_known_file_that_cannot_be_used_is_one_line_of_bad_input(tmp_path, content, fragment):
+    """A fleet's own list with a typo stops the batch before it starts, naming the file and the
+    entry, rather than its crashes silently going unrecognized."""
+    path = write(tmp_path, "mine.toml", content)
+    with pytest.raises(BadInput) as info:
+        load_known([path])
+    message = str(info.value)
+    assert message.startswith(f"--known {path}: ") and fragment in message and "\n" not in message
+    with pytest.raises(BadInput, match="no such file"):
+        load_known([tmp_path / "missing.toml"])
 
 
 def test_a_record_carries_what_known_crashes_match_on():

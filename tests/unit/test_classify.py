@@ -712,8 +712,8 @@ def test_core_without_signal_name_uses_the_number():
 
 
 def documented_categories() -> list[str]:
-    """The categories the README's table lists, in its order."""
-    lines = (REPO / "README.md").read_text().splitlines()
+    """The categories docs/categories.md's table lists, in its order."""
+    lines = (REPO / "docs" / "categories.md").read_text().splitlines()
     start = lines.index("| category | sample summary |") + 2
     names: list[str] = []
     for line in lines[start:]:
@@ -779,12 +779,16 @@ def test_user_rules_add_and_override(tmp_path: Path):
         ("[[rule]]\nname = 'x'\ncategory = 'gpu'\nfunction = 'a'\n", "unknown category 'gpu'"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = '(unclosed'\n", "bad regex"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\n", "needs at least one of"),
-        ("[[rule]]\ncategory = 'xla'\nfunction = 'a'\n", "missing name"),
+        ("[[rule]]\ncategory = 'xla'\nfunction = 'a'\n", "rule[1]: missing key 'name'"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\npriority = 500\n", "priority must be"),
-        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfuncton = 'a'\n", "unknown field(s) funct"),
+        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfuncton = 'a'\n", "rule[1] ('x'): unknown key 'functon' (expected one of: name,"),
+        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\npriority = 'high'\n", "rule[1] ('x').priority: expected an integer, got a string ('high')"),
+        ("[[advice]]\ntext = [1]\n", "advice[1].text[1]: expected a string, got an integer (1)"),
+        ("[settings]\nsignature_templates = 1\n", "settings.signature_templates: expected true or false, got an integer (1)"),
+        ("rule = 3\n", "rule: expected an array of tables, got an integer (3)"),
         ("[[advice]]\nfault_kind = 'segfault'\ntext = ['x']\n", "unknown fault_kind 'segfault'"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\nfault_kind = 'sigill'\n", "unknown fault_kind 'sigill'"),
-        ("[rules]\n", "unknown table(s) rules"),
+        ("[rules]\n", "unknown key 'rules' (expected one of: category,"),
         ("this is = = not toml", "invalid TOML"),
     ],
 )
