@@ -22,11 +22,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from coreanalyze import tomlfile
+from coreanalyze import rulesdata
 from coreanalyze.arch import stack_pointer
 from coreanalyze.classify.names import basename, normalize_function, short_name
 from coreanalyze.classify.rules import RuleSet
 from coreanalyze.model import Frame, Report
+from coreanalyze.rulesdata.kinds import BEYOND_RULES
 from coreanalyze.stackscan import StackWord, return_addresses, stack_end, stack_start
 from coreanalyze.vocabulary import FaultKind
 
@@ -66,7 +67,7 @@ class BeyondRules:
 
 @lru_cache(maxsize=1)
 def beyond_rules() -> BeyondRules:
-    data = tomlfile.loads(RULES_FILE.read_text(encoding="utf-8"))
+    data = rulesdata.shipped(RULES_FILE, BEYOND_RULES)
     scan, throw, cats = data["scan"], data["throw"], dict(data["op_category"])
     generic = frozenset(cats.pop("generic", ()))
     return BeyondRules(

@@ -339,10 +339,30 @@ WATCH_CONTAINERS = FileKind(
     Table({"container": Tables(Table({"runtime": STR, "cgroup": STR}, required=("runtime", "cgroup")))}, required=("container",)),
 )
 
+# classify/beyond.toml: where the op of a crash outside the op's own frames is looked for.
+BEYOND_RULES = FileKind(
+    "op-beyond-frames rules",
+    "rules file",
+    Table(
+        {
+            "scan": Table({"dead_bytes": INT, "outermost_bytes": INT, "live_bytes": INT},
+                          required=("dead_bytes", "outermost_bytes", "live_bytes")),
+            "catcher": Tables(Table({"function": STR, "label": STR, "interpreter": BOOL}, required=("function", "label"))),
+            "throw": Table({"throw_function": STR, "machinery": STR, "machinery_modules": STR},
+                           required=("throw_function", "machinery", "machinery_modules")),
+            "jit_runtime": Tables(Table({"function": STR, "label": STR, "category": STR}, required=("function", "label", "category"))),
+            # op kind -> category; "generic": the categories an op found beyond the frames replaces
+            "op_category": map_of(AnyOf((STR, STRINGS))),
+        },
+        required=("scan", "throw", "op_category"),
+    ),
+)
+
 # Every shipped TOML file (relative to the package) and its kind; "*" as in a glob.
 SHIPPED: dict[str, FileKind] = {
     "classify/rules.toml": CLASSIFY_RULES,
     "classify/gpu_errors.toml": GPU_ERRORS,
+    "classify/beyond.toml": BEYOND_RULES,
     "known/crashes.toml": KNOWN_CRASHES,
     "distributions.toml": DISTRIBUTIONS,
     "reraise.toml": RERAISE,
