@@ -137,3 +137,26 @@ def test_the_evidence_rules_load_and_a_bad_one_is_refused():
         load_rules('[[evidence]]\nname = "x"\npattern = "y"\nneedles = ["y"]\nfault_kind = "explosion"\n')
     with pytest.raises(ValueError):
         load_rules('[[evidence]]\nname = "x"\npattern = "y"\n')  # no needles
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "#5 0x00007f69f8b9a3c0 in void tflite::optimized_ops::DepthwiseConv<float, float>(tflite::DepthwiseParams const&) ()",
+        "==4242==    at 0x1A2B3C4D: tflite::ops::builtin::gather::Gather<float, int>(TfLiteContext*) (gather.cc:132)",
+        "    #00 pc 0005efee  /data/app/lib/arm/libtensorflowlite_jni.so (tflite::Subgraph::Invoke()+122)",
+    ],
+)
+def test_a_frame_that_names_a_library_is_never_the_abort_message(frame):
+    # The library rule (tflite-named) matches the frame's own name: that is where the code ran, not what went wrong.
+    text = f"Program terminated with signal SIGSEGV, Segmentation fault.\n{frame}\n"
+    result = parse_text(text, "x")
+    assert result.evidence and result.abort_message is None
+
+
+def test_a_line_that_carries_a_frame_and_says_more_is_a_message_after_plain_lines():
+    vs = "Exception thrown at 0x00007FFAE2A925F0 (tensorflow.dll) in app.exe: 0xC0000005: Access violation reading location 0x0000000000000000."
+    assert parse_text(vs + "\n", "x").abort_message == vs
+    jni = "A/app: runtime.cc:638] JNI DETECTED ERROR IN APPLICATION: JNI NewStringUTF called with pending exception"
+    frame = "A/app: runtime.cc:630] native: #23 pc 0000000000192cf4 [anon:dalvik-classes3.dex extracted in memory] (org.tensorflow.lite.task.vision.detector.ObjectDetector.detect+16)"
+    assert parse_text(f"{frame}\n{jni}\n", "x").abort_message == jni
