@@ -25,6 +25,8 @@ MIN_WIDTH = 60
 # Terminals, e-mail and consoles wrap at a few hundred columns at most; longer lines of one length
 # are a text's own (a repeated record), not a wrap.
 MAX_WIDTH = 300
+# A capitalized word of prose: after a line that ended a sentence, a new sentence.
+_SENTENCE = re.compile(r"[A-Z][a-z]{0,30}[ ,]")
 # How many characters of a line's first word say what kind of record it is.
 _LEAD = 16
 # Terminal padding inside a line: a run of spaces this long between two non-blanks.
@@ -90,11 +92,14 @@ def wrap_width(lines: list[str]) -> int | None:
 
 def _starts_own_line(line: str, following: str) -> bool:
     """Whether the line after a line of the width long begins a line of its own rather than going
-    on with it: it is indented after a line that ended in a word (a cut inside a run of blanks
-    leaves blanks on both sides; one before a single blank leaves one), or it begins with a first
-    word of the line's own shape holding a digit or a sign (a date, a time, a pid marker, a
-    counter): the same kind of record as the line, not its rest."""
-    if following[:2].isspace() and not line[-1:].isspace():
+    on with it: it is indented (two blanks or a tab) after a line that ended in a word (a cut inside
+    a run of blanks leaves blanks on both sides; one before a single blank leaves one); it begins a
+    sentence after a line that ended one ("... failed." then "A problem internal to GDB ..."); or
+    it begins with a first word of the line's own shape holding a digit or a sign (a date, a time,
+    a pid marker, a counter): the same kind of record as the line, not its rest."""
+    if (following[:2].isspace() or following[:1] == "\t") and not line[-1:].isspace():
+        return True
+    if line[-1:] in ".!?" and _SENTENCE.match(following):
         return True
     first, second = _lead_shape(line), _lead_shape(following)
     return first == second and any(c != "a" for c in first)

@@ -99,6 +99,9 @@ def test_long_lines_of_one_length_that_do_not_go_on_are_not_a_wrap():
     records = [f"2021-08-10 20:36:02.53{k:04d}: I bfc_allocator.cc:1046] InUse at 70e41c{k:03d} of size 1024 next {k}" for k in range(200, 206)]
     valgrind = [f"==5463==    by 0xBFA45{k:02d}: ??? (in /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.460.106.00)" for k in range(10, 15)]
     assert wrap_width(records) is None and wrap_width(valgrind) is None
+    # A sentence that ended at the width, then the next one.
+    internal = ["cuda-gdb/14/gdb/cuda/cuda-state.c:182: internal-error: initialize: Assertion `m_instance.m_num_devices > 0' failed.", "A problem internal to GDB has been detected,"] * 3
+    assert wrap_width(internal) is None
     assert repair(gdb)[0] == gdb
 
 
