@@ -4,9 +4,10 @@ The rules are data (evidence.toml): each names, for the words a kernel log, stra
 a loader's error, a version banner or an allocator's dump uses, the signal it implies, the
 subsystem and the fault kind, with a confidence. The parser runs after every format parser and
 reads every line (a line a parser used still says what it says); its finding carries the
-signal (weakly, so a parser's own signal wins), a low-weight message so that such a text is a
-crash and not refused, and the rules that matched (a finding that only supports the others,
-like a shell's verdict: it is not listed among the text's formats). `apply` then settles the classification:
+signal (weakly, so a parser's own signal wins), the matched line as a low-weight message (unless
+the words matched are a frame's name: a frame says where, never what), and the rules that matched
+(a finding that only supports the others, like a shell's verdict: it is not listed among the
+text's formats). `apply` then settles the classification:
 a rule fills in what the classifier left `unknown`, and a strong rule replaces what the
 classifier read only from weak evidence.
 """
@@ -24,12 +25,15 @@ from ..rulesdata.kinds import TRIAGE_EVIDENCE
 from ..vocabulary import FaultKind
 from . import findings as fd
 from . import limits
+from .frame_shapes import frame_on
 from .signals import normalize_name
 
 FORMAT = "evidence"
 # A fault kind the classifier reads from a signal alone: a stronger rule says what the signal meant.
 _WEAK_KINDS = {FaultKind.UNKNOWN, FaultKind.ABORT, FaultKind.INVALID_ACCESS, FaultKind.CHECK_FAILURE, FaultKind.SENT_SIGNAL}
 # Source paths in a matched line ("tensorflow/core/common_runtime/dml/dml_command_recorder.cc").
+# The weight of a matched line as the crash's message: below every message a format parser reads.
+_LINE_MESSAGE = fd.MESSAGE_FROM_FRAME_ARGS - 1
 _SOURCE_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.+\\/-]{1,400}\.(?:cc|cpp|cu|h|hpp|c|mm)(?=[:\s\]\"')]|$)")
 
 
@@ -123,9 +127,28 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             if rule.signal is not None:
                 strength = fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_IMPLIED
                 finding.set_signal(rule.signal, strength, address=address)
-            finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS - 1, line.strip()[: limits.MAX_MESSAGE_CHARS])
+            weight = _message_weight(line, m.group(0))
+            if weight is not None:
+                finding.add_message(weight, line.strip()[: limits.MAX_MESSAGE_CHARS])
             finding.evidence.append(Hit(rule, " ".join(line.split())[:300]))
     return [finding] if finding is not None else []
+
+
+def _message_weight(line: str, matched: str) -> int | None:
+    """How much a matched line counts as the crash's message, or None when it is no message.
+
+    A line whose matched words are the function or library of the frame it carries ("#5 0x.. in
+    tflite::ops::...") says where the code ran, not what went wrong: it supports the verdict but is
+    never the message. A line that carries a frame and says more ("Exception thrown at 0x..
+    (tensorflow.dll): 0xC0000005: Access violation", "Could not load library libcudnn...: undefined
+    symbol: _ZN5cudnn...") is one, after any line that carries no frame."""
+    got = frame_on(line)
+    if got is None:
+        return _LINE_MESSAGE
+    frame = got[0]
+    if any(matched in part for part in (frame.function, frame.module) if part):
+        return None
+    return _LINE_MESSAGE - 1
 
 
 def path_category(line: str, rule_set) -> str | None:

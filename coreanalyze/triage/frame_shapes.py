@@ -48,12 +48,14 @@ _BACKTICK = re.compile(
     r"(?:^|\s)(?P<mod>[\w.+-]{1,200})`(?P<fn>[^\s`][^`]*?)(?P<off>\s*\+\s*\d{1,9})?"
     r"(?:\s+at\s+(?P<file>\S+?):(?P<line>\d{1,7})(?::\d{1,5})?)?\s*$"
 )
-_BRACKET = re.compile(r"\[(?P<mod>[^\]\s+]{1,300})\+0x[0-9a-fA-F]{1,16}\]\s+(?P<fn>[^\s+]{1,2000})(?:\+0x[0-9a-fA-F]{1,16})?")
-_SO_PAREN = re.compile(r"(?P<mod>[^\s()\[\]]{1,400}\.so(?:\.\d+)*)\((?P<fn>[^()\s+]{0,2000})\+0x[0-9a-fA-F]{1,16}\)")
+_BRACKET = re.compile(r"\[(?P<mod>[^\[\]\s+]{1,300})\+0x[0-9a-fA-F]{1,16}\]\s+(?P<fn>[^\s+]{1,2000})(?:\+0x[0-9a-fA-F]{1,16})?")
+# A match starts only where a module's path or a name can start (not inside a word or path): tried
+# from every character, a 16 KiB word would cost each pattern its bounded repeat per character.
+_SO_PAREN = re.compile(r"(?<![^\s()\[\]])(?P<mod>[^\s()\[\]]{1,400}\.so(?:\.\d+)*)\((?P<fn>[^()\s+]{0,2000})\+0x[0-9a-fA-F]{1,16}\)")
 _PC = re.compile(r"#\d{1,4}\s+pc\s+(?:0x)?[0-9a-fA-F]{4,16}\s+(?P<mod>\S{1,400})(?:\s+\(offset 0x[0-9a-fA-F]+\))?(?:\s+\((?P<fn>[^)]{1,2000}?)\+\d+\))?")
 _MANAGED = re.compile(r"^\s*at\s+(?:[\w.<>$\[\]`]+\s+)?(?P<fn>[A-Za-z_$][\w$<>`]*(?:\.[\w$<>`]+)+)\((?P<args>[^)]{0,400})\)")
 # A qualified C++ name with its argument list, or a mangled one, anywhere in the line.
-_QUALIFIED = re.compile(r"(?P<fn>(?:[A-Za-z_]\w{0,200}(?:<[^()]{0,400}?>)?::){1,12}~?[A-Za-z_]\w{0,200})\s*(?:<[^()]{0,400}>)?\s*\(")
+_QUALIFIED = re.compile(r"(?<!\w)(?P<fn>(?:[A-Za-z_]\w{0,200}(?:<[^()]{0,400}?>)?::){1,12}~?[A-Za-z_]\w{0,200})\s*(?:<[^()]{0,400}>)?\s*\(")
 _MANGLED = re.compile(r"(?<![\w$])(?P<fn>_Z[NZLS]?\w{4,2000})")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,16}\b")
 # Managed names that are a native entry point called through P/Invoke or JNI: the C API's name.

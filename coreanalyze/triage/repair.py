@@ -15,14 +15,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-# A fixed width is believed only when this many lines end exactly at it...
+# A fixed width is believed only when this many lines end exactly at it and go on in the next line...
 MIN_WRAPPED_LINES = 3
-# ...and the lines that long make at least this share of the lines at least that long.
+# ...the lines that long make at least this share of the lines at least that long...
 MIN_WRAPPED_SHARE = 0.5
+# ...and at least this share of them go on in the next line (the others are lines of their own).
+MIN_CONTINUED_SHARE = 0.75
 MIN_WIDTH = 60
 # Terminals, e-mail and consoles wrap at a few hundred columns at most; longer lines of one length
 # are a text's own (a repeated record), not a wrap.
 MAX_WIDTH = 300
+# A capitalized word of prose: after a line that ended a sentence, a new sentence.
+_SENTENCE = re.compile(r"[A-Z][a-z]{0,30}[ ,]")
+# How many characters of a line's first word say what kind of record it is.
+_LEAD = 16
 # Terminal padding inside a line: a run of spaces this long between two non-blanks.
 _PADDING = re.compile(r"(?<=\S) {60,}(?=\S)")
 # "[#12](https://github.com/owner/repo/issues/12)" -> "#12"; "owner/repo#12 " at a line's start -> "#12 ".
@@ -49,10 +55,14 @@ def _unlink(lines: list[str]) -> tuple[list[str], int]:
     count = 0
     out = []
     for line in lines:
-        if "#" in line:
+        # Test before substituting: a gdb backtrace has '#' on every line, and a substitution
+        # costs far more than a test (a million frames: 7 s against under 1).
+        if "[#" in line:
             line, n = _LINKED_NUMBER.subn(r"#\1", line)
-            line, m = _REPO_NUMBER.subn(r"\1#\2", line)
-            count += n + m
+            count += n
+        if "#" in line and _REPO_NUMBER.match(line) is not None:
+            line = _REPO_NUMBER.sub(r"\1#\2", line, count=1)
+            count += 1
         out.append(line)
     return out, count
 
@@ -70,7 +80,35 @@ def wrap_width(lines: list[str]) -> int | None:
     # A wrapped text has (almost) nothing longer than its width.
     if sum(1 for line in lines if len(line) > width) > count // 4:
         return None
+    # Lines of one length are also a text's own: the same frame in every thread followed by gdb's
+    # indented "at file:line", records of a fixed layout. A cut line goes on in the next line; a
+    # line of its own is followed by the text's next line.
+    cuts = [not _starts_own_line(line, following) for line, following in zip(lines, lines[1:]) if len(line) == width and following.strip()]
+    continued = sum(cuts)
+    if continued < MIN_WRAPPED_LINES or continued < MIN_CONTINUED_SHARE * len(cuts):
+        return None
     return width
+
+
+def _starts_own_line(line: str, following: str) -> bool:
+    """Whether the line after a line of the width long begins a line of its own rather than going
+    on with it: it is indented (two blanks or a tab) after a line that ended in a word (a cut inside
+    a run of blanks leaves blanks on both sides; one before a single blank leaves one); it begins a
+    sentence after a line that ended one ("... failed." then "A problem internal to GDB ..."); or
+    it begins with a first word of the line's own shape holding a digit or a sign (a date, a time,
+    a pid marker, a counter): the same kind of record as the line, not its rest."""
+    if (following[:2].isspace() or following[:1] == "\t") and not line[-1:].isspace():
+        return True
+    if line[-1:] in ".!?" and _SENTENCE.match(following):
+        return True
+    first, second = _lead_shape(line), _lead_shape(following)
+    return first == second and any(c != "a" for c in first)
+
+
+def _lead_shape(line: str) -> str:
+    """A line's first word as a shape: digits 0, letters a, other characters as they are."""
+    words = line.split(None, 1)
+    return "".join("0" if c.isdigit() else "a" if c.isalpha() else c for c in words[0][:_LEAD]) if words else ""
 
 
 def _unwrap(lines: list[str], width: int) -> tuple[list[str], int]:
@@ -79,8 +117,12 @@ def _unwrap(lines: list[str], width: int) -> tuple[list[str], int]:
     carry: str | None = None
     for line in lines:
         if carry is not None:
-            line = carry + line
-            joined += 1
+            # A blank line, or a line of its own, follows a line that was the width long by itself.
+            if line.strip() and not _starts_own_line(carry, line):
+                line = carry + line
+                joined += 1
+            else:
+                out.append(carry)
         # A line cut at the width continues on the next line (a run of cuts is one long line).
         if len(line) % width == 0 and line.strip():
             carry = line

@@ -33,6 +33,7 @@ DISAGREEMENTS = {
     "https://github.com/tensorflow/java/issues/349": "SIGILL in TensorFlow's own library reads as a wheel built for other CPUs (library-load); the thread blamed nsync's build",
     "https://github.com/tensorflow/tensorflow/issues/51483": "a crash in TFE_Py_Execute is the eager op's kernel by the rules; the label says runtime",
     "https://github.com/tensorflow/models/issues/1826": "glibc's heap message over frames whose only other clue is an unnamed ld.so frame",
+    "https://github.com/tensorflow/tensorflow/issues/53800": "the GPU driver's frames are on top (gpu-driver); the thread blamed TFLite's delegate that called it",
     # Round 3: what decided the label is in the thread, not in the pasted text.
     "https://github.com/thunlp/TensorFlow-TransX/issues/41": "only the user's own Python frames: the project's C library is named in the thread",
     "https://github.com/isl-org/Open3D-PointNet2-Semantic3D/issues/79": "the dump lost its `Fatal Python error` line: no signal, fault kind unknown",

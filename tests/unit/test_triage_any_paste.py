@@ -90,6 +90,29 @@ def test_lines_of_one_length_are_not_always_a_wrap():
     assert wrap_width(["short", "x" * 80, "y" * 120, "z" * 130]) is None
 
 
+def test_long_lines_of_one_length_that_do_not_go_on_are_not_a_wrap():
+    # The same frame in four threads, each followed by gdb's own indented "at file:line".
+    frame = "#{}  0x0000000000402dbb in QtConcurrent::MapKernel<QList<QString>::iterator>::runIteration (this=<value optimized out>, it=<value optimized out>)"
+    gdb = [line for k in range(4) for line in (frame.format(k), "    at /usr/include/qt4/QtCore/qtconcurrentmapkernel.h:73")]
+    assert wrap_width(gdb) is None
+    # Records of a fixed layout: each line after one of the width begins the way it began.
+    records = [f"2021-08-10 20:36:02.53{k:04d}: I bfc_allocator.cc:1046] InUse at 70e41c{k:03d} of size 1024 next {k}" for k in range(200, 206)]
+    valgrind = [f"==5463==    by 0xBFA45{k:02d}: ??? (in /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.460.106.00)" for k in range(10, 15)]
+    assert wrap_width(records) is None and wrap_width(valgrind) is None
+    # A sentence that ended at the width, then the next one.
+    internal = ["cuda-gdb/14/gdb/cuda/cuda-state.c:182: internal-error: initialize: Assertion `m_instance.m_num_devices > 0' failed.", "A problem internal to GDB has been detected,"] * 3
+    assert wrap_width(internal) is None
+    assert repair(gdb)[0] == gdb
+
+
+def test_a_wrap_that_cuts_in_padding_or_before_a_blank_is_still_a_wrap():
+    # Cuts inside a run of blanks (logcat's columns) leave blanks on both sides of the cut.
+    line = "2025-04-18 19:06:49.124  9584-9584  DEBUG" + " " * 40 + "A  #0{} pc 00000000004a006c  /data/app/base.apk!libtask_vision_jni.so (offset 0xe50c000)"
+    lines = [line.format(k) for k in range(4)]
+    wrapped = [piece for one in lines for piece in (one[:60], one[60:120], one[120:])]
+    assert wrap_width(wrapped) == 60 and repair(wrapped)[0] == lines
+
+
 def test_issue_links_become_frame_numbers_again():
     lines, warnings = repair(["[#12](https://github.com/o/r/issues/12) 0x1 in f () from /lib/x.so", "owner/repo#3 0x2 in g ()"])
     assert lines == ["#12 0x1 in f () from /lib/x.so", "#3 0x2 in g ()"] and warnings
@@ -137,3 +160,26 @@ def test_the_evidence_rules_load_and_a_bad_one_is_refused():
         load_rules('[[evidence]]\nname = "x"\npattern = "y"\nneedles = ["y"]\nfault_kind = "explosion"\n')
     with pytest.raises(ValueError):
         load_rules('[[evidence]]\nname = "x"\npattern = "y"\n')  # no needles
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "#5 0x00007f69f8b9a3c0 in void tflite::optimized_ops::DepthwiseConv<float, float>(tflite::DepthwiseParams const&) ()",
+        "==4242==    at 0x1A2B3C4D: tflite::ops::builtin::gather::Gather<float, int>(TfLiteContext*) (gather.cc:132)",
+        "    #00 pc 0005efee  /data/app/lib/arm/libtensorflowlite_jni.so (tflite::Subgraph::Invoke()+122)",
+    ],
+)
+def test_a_frame_that_names_a_library_is_never_the_abort_message(frame):
+    # The library rule (tflite-named) matches the frame's own name: that is where the code ran, not what went wrong.
+    text = f"Program terminated with signal SIGSEGV, Segmentation fault.\n{frame}\n"
+    result = parse_text(text, "x")
+    assert result.evidence and result.abort_message is None
+
+
+def test_a_line_that_carries_a_frame_and_says_more_is_a_message_after_plain_lines():
+    vs = "Exception thrown at 0x00007FFAE2A925F0 (tensorflow.dll) in app.exe: 0xC0000005: Access violation reading location 0x0000000000000000."
+    assert parse_text(vs + "\n", "x").abort_message == vs
+    jni = "A/app: runtime.cc:638] JNI DETECTED ERROR IN APPLICATION: JNI NewStringUTF called with pending exception"
+    frame = "A/app: runtime.cc:630] native: #23 pc 0000000000192cf4 [anon:dalvik-classes3.dex extracted in memory] (org.tensorflow.lite.task.vision.detector.ObjectDetector.detect+16)"
+    assert parse_text(f"{frame}\n{jni}\n", "x").abort_message == jni
