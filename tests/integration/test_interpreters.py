@@ -54,7 +54,7 @@ def wheel(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     tree = copy_tree(work / "tree")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", str(tree), "-w", str(work / "dist")],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", str(tree), "-w", str(work / "dist")],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     (built,) = (work / "dist").glob("coreanalyze-*.whl")
