@@ -28,8 +28,9 @@ from support.sidroot import NEWER, SidCrashes, in_root
 ON_THIS_MACHINE = ["3.10", "3.11", "3.12", "3.13", "system"]
 EVERY = [*ON_THIS_MACHINE, *NEWER]
 # What the unit tests need beside the package (the rest of the test extras is for the
-# integration tests: TensorFlow, pystack, a browser, ...).
-UNIT_TEST_NEEDS = ("pytest>=7", "ruff>=0.4")
+# integration tests: TensorFlow, pystack, a browser, ...; jsonschema checks every report a test
+# renders against the JSON contract).
+UNIT_TEST_NEEDS = ("pytest>=7", "ruff>=0.4", "jsonschema>=4")
 
 
 def _tree_files() -> list[str]:
