@@ -417,8 +417,9 @@ def test_markdown_frames_in_a_fence_and_long_parts_folded():
     assert any(f"Check failed: {SCRIPT}\n```\n{TICKS}\n{CLOSE_TEXTAREA}" in b for b in blocks)
     summaries = [s for s in re.findall(r"<summary>(.*?)</summary>", html, re.S)]
     assert [s.split(" (")[0] for s in summaries] == [
-        "Why this verdict", "Faulting instruction and registers", "Other threads", "Modules", "Environment", "Core"]
-    assert html.count("<details>") == html.count("</details>") == 6
+        "Why this verdict", "Faulting instruction and registers", "Other threads", "Modules", "Environment", "Core",
+        "Report it upstream: TensorFlow's issue form, filled in"]
+    assert html.count("<details>") == html.count("</details>") == 7
     # The module table keeps its five columns although a path holds a "|".
     rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)
     assert len(rows) == 4 and all(len(re.findall(r"<t[hd][ >]", row)) == 5 for row in rows)

@@ -15,6 +15,11 @@ from support.require import require
 from support.tfcores import SCENARIOS
 
 C_CASES = ["null_thread", "double_free", "assert_fail", "divzero", "ud2", "sigbus", "null_callback"]
+# Crashes whose verdict rests on memory a pasted `bt` does not show: the op found in the
+# crashing thread's stack memory past the unwound frames (a caught exception's thrower, a
+# dataset iterator, the far end of a 70,000-frame recursion) or in XLA's JIT objects. The
+# core's analysis of these is checked in test_tf_op_beyond.py and test_tf_corpus.py.
+BEYOND_THE_TEXT = {"caught_exception_no_gil", "dataset_exception_no_gil", "dataset_bad_alloc", "xla_jit_segv", "deep_recursion_overflow"}
 
 
 def gdb_backtrace_text(exe, core) -> str:
@@ -54,7 +59,7 @@ def test_c_crash_text_agrees_with_core(cores, tmp_path, name):
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(set(SCENARIOS) - BEYOND_THE_TEXT))
 def test_tensorflow_crash_text_agrees_with_core(tf_cores, tmp_path, name):
     case = tf_cores.get(name)
     core_report = analyze_json(case.core, "--python", str(case.exe))
