@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.paths import PYCRASHERS, REPO
+from support.paths import PYCRASHERS, REPO, SHARED_DATA
 from support.pycrash import crash, interpreter, marker_line
 from support.sidroot import NEWER, SidCrashes, in_root
 
@@ -46,6 +46,17 @@ def copy_tree(dest: Path) -> Path:
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
+    return dest
+
+
+def copy_shared_data(dest: Path, limit: int = 5 << 20) -> Path:
+    """The shared test data the unit tests read (crash texts), without the large GPU core and
+    sysroot archives only integration tests open."""
+    for path in SHARED_DATA.rglob("*"):
+        if path.is_file() and path.stat().st_size <= limit:
+            target = dest / path.relative_to(SHARED_DATA)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
     return dest
 
 
@@ -83,6 +94,10 @@ class Environment:
             self.python_here = f"/usr/bin/python{which}"
             self.venv = sid.base / f"venv-{which}"  # the same path inside and outside
             self.tree = copy_tree(sid.base / f"tree-{which}")
+            # Beside the tree, where the source tree finds it (as ../shared/data here).
+            self.shared = sid.base / "shared" / "data"
+            if not self.shared.exists():
+                copy_shared_data(self.shared)
         wheel_copy = self.venv.parent / wheel.name
         if not wheel_copy.exists():
             shutil.copy2(wheel, wheel_copy)
@@ -94,8 +109,10 @@ class Environment:
         if self.sid is not None:
             command = " ".join(_quoted(a) for a in argv)
             # CI=true reaches the tests inside too: a missing dependency there fails as here.
-            ci = {"CI": os.environ["CI"]} if "CI" in os.environ else None
-            return in_root("/bin/sh", "-c", f"cd {_quoted(str(cwd or '/'))} && exec {command}", timeout=timeout, env=ci)
+            env = {"COREANALYZE_SHARED_DATA": str(self.shared)}
+            if "CI" in os.environ:
+                env["CI"] = os.environ["CI"]
+            return in_root("/bin/sh", "-c", f"cd {_quoted(str(cwd or '/'))} && exec {command}", timeout=timeout, env=env)
         # A plain environment: nothing of this test run's own virtual environment leaks in.
         env = {"PATH": f"{self.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
         for name in ("PIP_CERT", "SSL_CERT_FILE", "PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "CI"):

@@ -66,7 +66,7 @@ def in_root(*argv: str, timeout: float = 900, env: dict[str, str] | None = None)
     """Run argv inside the root; its output as text, and an error when it fails."""
     proc = subprocess.run(["chroot", str(sid_root()), *chroot_env(env), *argv], capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} in {SID_ROOT} failed ({proc.returncode}): {proc.stderr[-3000:]}")
+        raise RuntimeError(f"{' '.join(argv)} in {SID_ROOT} failed ({proc.returncode}): {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
 
 
