@@ -850,10 +850,9 @@ def _implausible(offsets: dict[str, int]) -> str | None:
 
 
 def tabled_layout(minor: tuple[int, int], free_threaded: bool) -> tuple[tuple[int, int], dict[str, int]]:
-    """The tabled build nearest to (minor, free_threaded): itself, or the newest one before it."""
+    """The tabled 3.13+ build nearest to (minor, free_threaded): itself, or the newest one before
+    it (only interpreters with _Py_DebugOffsets, 3.13 and later, are asked for)."""
     known = sorted(v[:2] for v in BUILD_TABLES if v[2] == free_threaded)
-    if not free_threaded and minor < known[0]:
-        return minor, dict(TABLES[minor])
     chosen = max((v for v in known if v <= minor), default=known[0])
     return chosen, dict(BUILD_TABLES[(*chosen, free_threaded)])
 
@@ -1773,7 +1772,7 @@ def _choose_layout(
         version = (3, 10)
     minor = tuple(version[:2])
     if minor not in TABLES or minor not in SHAPES:
-        warnings.append(f"Python {'.'.join(map(str, version))} is not supported by the frame walker")
+        warnings.append(f"Python {_dotted(version)} is not supported by the frame walker")
         return None
     offsets = dict(TABLES[minor])
     source = "table"
