@@ -8,7 +8,7 @@
 #   2. The project's virtual environment `.venv`, because a distribution's Python is
 #      "externally managed" (PEP 668) and refuses `pip install`. With a virtual environment
 #      already active, that one is used and `.venv` becomes a link to it.
-#   3. coreanalyze itself (editable) with its test extras (pytest, pystack, tensorflow-cpu, ...).
+#   3. coreanalyze itself (editable) with its test extras (pytest, pystack, tensorflow-cpu, jax, ...).
 #
 # Afterwards: `.venv/bin/python -m pytest` runs the suite, `.venv/bin/coreanalyze` is the tool.
 # PYTHON=/path/to/python3.X picks the interpreter that creates `.venv` (default: python3).
@@ -123,7 +123,7 @@ fi
 # a minute to install) where pip's find-links offer it; the test extras only ask for torch>=2.1.
 say "installing torch 2.13 (CPU) into $VENV for the job tests"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu, ~600 MB)"
+say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu and jax, ~700 MB)"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
 # The op-instance tests build cores with an older TensorFlow too, in a virtual environment they

@@ -344,7 +344,7 @@ class JobInfo:
     master: str | None = None  # the address the ranks met at
     address: str | None = None  # this task's own address (TF_CONFIG)
     host: str | None = None
-    variables: list[str] = field(default_factory=list)  # the environment variables it was read from
+    variables: list[str] = field(default_factory=list)  # the environment variables (or JAX's flags) it was read from
     state: str | None = None  # this rank: one of RANK_STATES
     waited: JobWait | None = None  # state "waiting": what it was blocked in
     sent_by: str | None = None

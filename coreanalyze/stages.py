@@ -734,7 +734,7 @@ def job(ctx: Context) -> None:
     """Which job and rank of a multi-process run this was, and its part in the job's failure."""
     from coreanalyze.jobs.stage import add_job
 
-    add_job(ctx.report, getattr(ctx.process, "environ", None))
+    add_job(ctx.report, getattr(ctx.process, "environ", None), getattr(ctx.process, "argv", None) or ())
 
 
 STAGES: tuple[Stage, ...] = (

@@ -2,8 +2,8 @@
 
 Launchers tell each process who it is through its environment: torchrun (RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR/MASTER_PORT, TORCHELASTIC_RUN_ID, ROLE_NAME), TensorFlow's
-TF_CONFIG (the cluster's task lists and this task), JAX (JAX_COORDINATOR_ADDRESS,
-JAX_PROCESS_ID, JAX_NUM_PROCESSES), Open MPI and PMIx (OMPI_COMM_WORLD_*, PMIX_NAMESPACE),
+TF_CONFIG (the cluster's task lists and this task), JAX (the coordinator's address, the
+number of processes and this one's id: see _jax), Open MPI and PMIx (OMPI_COMM_WORLD_*, PMIX_NAMESPACE),
 MPICH/Intel MPI (PMI_RANK, PMI_SIZE), Horovod (HOROVOD_*), SLURM (SLURM_JOB_ID,
 SLURM_STEP_ID, SLURM_PROCID, SLURM_NTASKS). The job's id is the most specific one these give:
 the scheduler's job (and step), then the launcher's run, then the address every rank met at.
@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from coreanalyze.model import JobInfo
 
 MAX_VALUE_CHARS = 200
 MAX_TF_CONFIG_CHARS = 64 << 10
 MAX_RANK = 1 << 24
+MAX_ARGS_SCANNED = 256  # command-line arguments looked at for a JAX program's flags
 _TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,199}$")
 # TensorFlow's collective order: the chief is task 0 of the all-reduce, the workers follow.
 TF_COLLECTIVE_ROLES = ("chief", "worker")
@@ -53,10 +54,14 @@ def _first(env: Mapping[str, str], *names: str) -> tuple[str | None, str | None]
     return None, None
 
 
-def job_of_environment(env: Mapping[str, str], host: str | None = None) -> JobInfo | None:
-    """The process's job and rank, or None when nothing in its environment names one."""
+def job_of_environment(env: Mapping[str, str], host: str | None = None, argv: Sequence[str] = ()) -> JobInfo | None:
+    """The process's job and rank, or None when nothing in its environment (or, for JAX, its
+    command line) names one."""
     job = JobInfo(host=_token(host))
-    for reader in (_tf_config, _torchrun, _jax, _mpi, _horovod, _slurm):
+    _tf_config(env, job)
+    _torchrun(env, job)
+    _jax(env, argv, job)
+    for reader in (_mpi, _horovod, _slurm):
         reader(env, job)
     if job.rank is None and job.id is None:
         return None
@@ -135,12 +140,44 @@ def _torchrun(env: Mapping[str, str], job: JobInfo) -> None:
         _note(job, "MASTER_ADDR", "MASTER_PORT" if port is not None else None)
 
 
-def _jax(env: Mapping[str, str], job: JobInfo) -> None:
-    coordinator = _token(env.get("JAX_COORDINATOR_ADDRESS"))
-    rank, size = _int(env.get("JAX_PROCESS_ID")), _int(env.get("JAX_NUM_PROCESSES"))
-    if coordinator is None and rank is None:
+def _flags(argv: Sequence[str], names: tuple[str, ...]) -> dict[str, str]:
+    """`--name=value` or `--name value` (also spelled with dashes) -> {name: value}, the last one given."""
+    found: dict[str, str] = {}
+    args = list(argv[:MAX_ARGS_SCANNED])
+    for i, arg in enumerate(args):
+        if not arg.startswith("--"):
+            continue
+        key, has_value, value = arg[2:MAX_VALUE_CHARS].partition("=")
+        key = key.replace("-", "_")
+        if key not in names:
+            continue
+        if not has_value:
+            if i + 1 >= len(args):
+                continue
+            value = args[i + 1]
+        found[key] = value
+    return found
+
+
+# jax.distributed.initialize's keywords, as programs take them on their command line.
+JAX_FLAGS = ("coordinator_address", "num_processes", "process_id")
+
+
+def _jax(env: Mapping[str, str], argv: Sequence[str], job: JobInfo) -> None:
+    """jax.distributed.initialize(coordinator_address, num_processes, process_id): JAX itself
+    reads only the coordinator from the environment (JAX_COORDINATOR_ADDRESS; an argument
+    outranks it), and the process's id and count from a scheduler it recognizes (SLURM and Open MPI,
+    read above) or from its arguments, which programs take on their command line under the
+    keywords' names. JAX_PROCESS_ID/JAX_NUM_PROCESSES are read too, where a launcher sets them."""
+    flags = _flags(argv, JAX_FLAGS)
+    coordinator = _token(flags.get("coordinator_address")) or _token(env.get("JAX_COORDINATOR_ADDRESS"))
+    rank = _int(flags.get("process_id")) if "process_id" in flags else _int(env.get("JAX_PROCESS_ID"))
+    size = _int(flags.get("num_processes")) if "num_processes" in flags else _int(env.get("JAX_NUM_PROCESSES"))
+    if coordinator is None and (rank is None or not any(n in env for n in ("JAX_PROCESS_ID", "JAX_NUM_PROCESSES"))):
+        # A --process_id alone is any program's flag; with no coordinator, no JAX job.
         return
     _note(job, *(n for n in ("JAX_COORDINATOR_ADDRESS", "JAX_PROCESS_ID", "JAX_NUM_PROCESSES") if n in env))
+    _note(job, *(f"--{n}" for n in JAX_FLAGS if n in flags))
     job.launcher = job.launcher or "jax"
     job.rank = job.rank if job.rank is not None else rank
     job.world_size = job.world_size if job.world_size is not None else size

@@ -19,6 +19,7 @@ class CollectiveRule:
     python: re.Pattern[str] | None = None
     file: re.Pattern[str] | None = None
     native: re.Pattern[str] | None = None
+    fallback: bool = False  # a transport-level wait: names the wait only where nothing above it does
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ def _pattern(text: str | None) -> re.Pattern[str] | None:
 def job_rules(path: Path = RULES_FILE) -> JobRules:
     data = rulesdata.shipped(path, JOB_RULES)
     collectives = tuple(
-        CollectiveRule(name=c["name"], python=_pattern(c.get("python")), file=_pattern(c.get("file")), native=_pattern(c.get("native")))
+        CollectiveRule(name=c["name"], python=_pattern(c.get("python")), file=_pattern(c.get("file")), native=_pattern(c.get("native")),
+                       fallback=bool(c.get("fallback", False)))
         for c in data.get("collective", [])
     )
     peer = tuple(re.compile(p, re.IGNORECASE) for p in data.get("peer_failure", {}).get("patterns", []))

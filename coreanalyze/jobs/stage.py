@@ -3,7 +3,7 @@ the job's failure (crashed, waiting and in what, ended by whom), with one eviden
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from coreanalyze.jobs.identity import job_of_environment
 from coreanalyze.jobs.verdict import wait_text
@@ -11,10 +11,11 @@ from coreanalyze.jobs.waiting import rank_state, sender_of
 from coreanalyze.model import Report
 
 
-def add_job(report: Report, environ: Mapping[str, str] | None) -> None:
-    if not environ:
+def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[str] = ()) -> None:
+    if not environ and not argv:
         return
-    job = job_of_environment(environ, environ.get("HOSTNAME"))
+    environ = environ or {}
+    job = job_of_environment(environ, environ.get("HOSTNAME"), argv)
     if job is None:
         return
     job.state, job.waited = rank_state(report)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from coreanalyze.jobs.rules import JobRules, job_rules
+from coreanalyze.jobs.rules import CollectiveRule, JobRules, job_rules
 from coreanalyze.model import Frame, JobWait, Report, Thread
 from coreanalyze.vocabulary import FaultKind, FrameKind
 
@@ -28,11 +28,11 @@ def _own_name(function: str) -> str:
     return name.rsplit("::", 1)[-1] or function
 
 
-def _collective_of(frame: Frame, rules: JobRules) -> str | None:
+def _collective_of(frame: Frame, rules: tuple[CollectiveRule, ...]) -> str | None:
     function = frame.function or ""
     if not function:
         return None
-    for rule in rules.collectives:
+    for rule in rules:
         if frame.kind == FrameKind.PYTHON:
             if rule.python is None or not rule.python.search(function):
                 continue
@@ -47,12 +47,15 @@ def _collective_of(frame: Frame, rules: JobRules) -> str | None:
 def collective_in(threads: list[Thread], first: Thread | None, rules: JobRules) -> tuple[str | None, Thread | None]:
     """The collective named by the first matching frame: the waiting thread's first, then the others'."""
     ordered = ([first] if first is not None else []) + [t for t in threads if t is not first]
-    # Python frames name the call as the program made it: they go first on each thread.
-    for kinds in ((FrameKind.PYTHON,), (FrameKind.NATIVE,)):
+    main = tuple(r for r in rules.collectives if not r.fallback)
+    fallback = tuple(r for r in rules.collectives if r.fallback)
+    # Python frames name the call as the program made it: they go first on each thread; a
+    # transport's wait comes last, under whatever collective called it.
+    for kinds, tried in (((FrameKind.PYTHON,), main), ((FrameKind.NATIVE,), main), ((FrameKind.PYTHON, FrameKind.NATIVE), fallback)):
         for thread in ordered:
             for frame in thread.frames[:MAX_FRAMES]:
                 if frame.kind in kinds:
-                    name = _collective_of(frame, rules)
+                    name = _collective_of(frame, tried)
                     if name:
                         return name, thread
     return None, None

@@ -327,7 +327,7 @@ JOB_RULES = FileKind(
     "rules file",
     Table(
         {
-            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR}, required=("name",))),
+            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR, "fallback": BOOL}, required=("name",))),
             "peer_failure": Table({"patterns": STRINGS}),
         }
     ),

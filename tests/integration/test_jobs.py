@@ -3,7 +3,9 @@ the rank that crashed on its own as the root cause and every other rank as waiti
 what it waited in, and counts the job once; the job's console output pasted into triage names
 the same rank. TensorFlow MultiWorkerMirroredStrategy (a worker CHECK-fails in LRNGrad, the
 other waits in the all-reduce) and PyTorch gloo ranks under torchrun (one rank faults while the
-other waits in the all-reduce; both ranks fault the same way; both wait on each other)."""
+other waits in the all-reduce; both ranks fault the same way; both wait on each other), and JAX's
+multi-process CPU runtime (one process faults while the others wait in the all-reduce; each waits
+at a barrier the other never reaches)."""
 
 from __future__ import annotations
 
@@ -119,3 +121,79 @@ def test_the_jobs_pasted_output_gives_the_same_root_cause(job_cores, name):
         assert report.core.signal.name == "SIGSEGV"
     if name == "tf_one_crash":
         assert str(report.classification.fault_kind) == "check-failure"
+
+
+# JAX's multi-process CPU runtime: three processes, process 1 faults while 0 and 2 wait for it in
+# the all-reduce; two processes that each wait at a barrier the other never reaches.
+JAX_EXPECTED = {
+    "jax_one_crash": ([1], "gloo (allreduce)", 3),
+    "jax_deadlock": ([], "XLA WaitAtBarrier", 2),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_batch(job_cores, tmp_path_factory) -> tuple[dict, dict]:
+    runs = {name: job_cores.get(name) for name in JAX_EXPECTED}
+    out = tmp_path_factory.mktemp("jax-jobs-batch") / "out"
+    cores = [str(core) for run in runs.values() for core in run.cores.values()]
+    batch = run_cli("batch", *cores, "--out", str(out), "--jobs", "2", "--timeout", "300")
+    assert batch.code == 0, batch.stderr
+    assert "2 jobs of several processes (5 cores)" in batch.stdout
+    return runs, json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("name", list(JAX_EXPECTED))
+def test_jax_batch_names_the_crashing_process_and_the_waiting_ones(jax_batch, name):
+    runs, summary = jax_batch
+    run = runs[name]
+    job = _job_of(summary, run)
+    root, collective, size = JAX_EXPECTED[name]
+    assert job["root_cause"] == root and job["world_size"] == size and job["cores"] == size
+    assert job["id"].startswith("jax:127.0.0.1:")
+    ranks = {r["rank"]: r for r in job["ranks"]}
+    assert {r: ranks[r]["pid"] for r in ranks} == run.pids
+    if root:
+        assert ranks[1]["state"] == "crashed" and ranks[1]["signal"] == "SIGSEGV"
+        assert job["single"] and job["summary"].startswith("rank 1 crashed on its own") and "ranks 0 and 2 waited for it" in job["summary"]
+        assert ranks[1]["died"] == 1 and all(ranks[r]["died"] > 1 for r in run.waiting)
+    else:
+        assert not job["single"] and job["summary"].startswith("no single rank: all 2 ranks were waiting")
+    assert run.waiting == [r for r in range(size) if r not in root]
+    for rank in run.waiting:
+        waiting = ranks[rank]
+        assert waiting["state"] == "waiting" and waiting["signal"] == "SIGABRT"
+        assert waiting["waited"]["collective"] == collective
+        assert Path(waiting["waited"]["file"]).name == "jax_process.py" and waiting["waited"]["line"]
+        assert waiting["sent_by"] and "rank" not in waiting["sent_by"]
+
+
+def test_jax_batch_counts_each_job_once(jax_batch):
+    _, summary = jax_batch
+    groups = {g["fault_kind"]: g for g in summary["groups"]}
+    assert summary["totals"]["analyzed"] == 5 and summary["totals"]["groups"] == 2
+    assert groups["null-deref"]["count"] == 1 and groups["null-deref"]["job_cores"] == 3
+    assert groups["hang"]["count"] == 1 and len(groups["hang"]["cores"]) == 1
+
+
+def test_each_jax_core_names_its_job_from_the_command_line(job_cores):
+    run = job_cores.get("jax_one_crash")
+    ids = set()
+    for rank, core in run.cores.items():
+        job = analyze_json(core)["job"]
+        # jax.distributed.initialize's arguments, as the program took them on its command line.
+        assert (job["rank"], job["world_size"], job["launcher"]) == (rank, 3, "jax")
+        assert "--process_id" in job["variables"] and job["master"].startswith("127.0.0.1:")
+        assert job["state"] == ("crashed" if rank == 1 else "waiting")
+        ids.add(job["id"])
+    assert len(ids) == 1
+
+
+@pytest.mark.parametrize("name", list(JAX_EXPECTED))
+def test_the_jax_jobs_pasted_output_gives_the_same_root_cause(job_cores, name):
+    run = job_cores.get(name)
+    report = triage_text(run.log, name)
+    assert report.job is not None, run.log[-3000:]
+    root, _, _ = JAX_EXPECTED[name]
+    assert report.job.verdict.root_cause == root, report.job.verdict.summary
+    if root:
+        assert report.core.signal.name == "SIGSEGV"

@@ -2,7 +2,9 @@
 the kernel for every rank.
 
 Each job runs on this machine over loopback: a two-worker TensorFlow MultiWorkerMirroredStrategy
-(tests/jobs/tf_worker.py) and PyTorch's gloo backend under torchrun (tests/jobs/torch_rank.py).
+(tests/jobs/tf_worker.py), PyTorch's gloo backend under torchrun (tests/jobs/torch_rank.py) and
+JAX's multi-process CPU runtime (tests/jobs/jax_process.py: its coordination service, and gloo for
+the collectives).
 Each rank works in its own directory ROOT/rankN, where the kernel writes its core, and leaves
 there its pid and, right before its last call, a `waiting` mark. The test plays the cluster's
 watchdog: once the ranks meant to crash are dead (their cores written), it ends every rank still
@@ -40,7 +42,7 @@ SETTLE_SECONDS = 1.5  # after a rank is seen asleep in its wait, before the watc
 @dataclass(frozen=True)
 class JobScenario:
     name: str
-    framework: str  # "tensorflow" | "torch"
+    framework: str  # "tensorflow" | "torch" | "jax"
     world_size: int
     crashers: tuple[int, ...]  # the ranks that crash by themselves; the others wait
 
@@ -52,6 +54,8 @@ SCENARIOS = {
         JobScenario("torch_one_crash", "torch", 2, (1,)),
         JobScenario("torch_same_crash", "torch", 2, (0, 1)),
         JobScenario("torch_deadlock", "torch", 2, ()),
+        JobScenario("jax_one_crash", "jax", 3, (1,)),
+        JobScenario("jax_deadlock", "jax", 2, ()),
     )
 }
 
@@ -195,11 +199,27 @@ def run_tf_job(scenario: JobScenario, root: Path) -> JobRun:
     return _watch(scenario, root, procs)
 
 
+def run_jax_job(scenario: JobScenario, root: Path) -> JobRun:
+    """Processes started side by side, as srun starts a job's tasks: each told the coordinator's
+    address, the number of processes and its own id on its command line."""
+    coordinator = f"127.0.0.1:{_free_port()}"
+    procs = []
+    for rank in range(scenario.world_size):
+        cmd = [sys.executable, str(JOBS / "jax_process.py"), scenario.name.removeprefix("jax_"), str(root),
+               f"--coordinator_address={coordinator}", f"--num_processes={scenario.world_size}", f"--process_id={rank}"]
+        procs.append(subprocess.Popen(cmd, cwd=root, env={**_env(), "JAX_PLATFORMS": "cpu"}, preexec_fn=raise_core_limit,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return _watch(scenario, root, procs, exits=True)
+
+
 class _Console:
     """The job's console: every process's lines as they come, interleaved; with several
-    processes each line behind its rank, as `srun --label` shows them ("1: ...")."""
+    processes each line behind its rank, as `srun --label` shows them ("1: ..."). With `exits`,
+    also srun's own line for each task that a signal ended ("srun: error: HOST: task 1:
+    Segmentation fault (core dumped)"), from the process's real exit status."""
 
-    def __init__(self, procs: list[subprocess.Popen]) -> None:
+    def __init__(self, procs: list[subprocess.Popen], exits: bool = False) -> None:
+        self.procs, self.exits = procs, exits
         self.lines: list[str] = []
         self.lock = threading.Lock()
         label = len(procs) > 1
@@ -216,12 +236,17 @@ class _Console:
         for reader in self.readers:
             reader.join(timeout=30)
         with self.lock:
-            return "".join(self.lines)
+            return "".join(self.lines) + (self._exits() if self.exits else "")
+
+    def _exits(self) -> str:
+        host = socket.gethostname()
+        ended = [(i, p.returncode) for i, p in enumerate(self.procs) if p.returncode is not None and p.returncode < 0]
+        return "".join(f"srun: error: {host}: task {i}: {signal.strsignal(-code)} (core dumped)\n" for i, code in ended)
 
 
-def _watch(scenario: JobScenario, root: Path, procs: list[subprocess.Popen]) -> JobRun:
+def _watch(scenario: JobScenario, root: Path, procs: list[subprocess.Popen], exits: bool = False) -> JobRun:
     dog = _Watchdog(scenario, root, lambda: any(p.poll() is None for p in procs))
-    console = _Console(procs)
+    console = _Console(procs, exits)
     try:
         dog.run()
         cores = dog.cores()
@@ -252,7 +277,7 @@ class JobCores:
             require_framework(scenario.framework)
             root = self.root / name
             root.mkdir(parents=True)
-            runner = run_tf_job if scenario.framework == "tensorflow" else run_torch_job
+            runner = {"tensorflow": run_tf_job, "torch": run_torch_job, "jax": run_jax_job}[scenario.framework]
             self.runs[name] = runner(scenario, root)
         return self.runs[name]
 
@@ -260,7 +285,7 @@ class JobCores:
 def require_framework(framework: str) -> None:
     import importlib.util
 
-    module = "tensorflow" if framework == "tensorflow" else "torch"
+    module = framework
     if importlib.util.find_spec(module) is None:
         missing(f"{module} in the interpreter running the tests")
 

@@ -10,8 +10,10 @@ import pytest
 from coreanalyze.batch.jobs import job_events
 from coreanalyze.batch.store import CoreRecord, record_from_dict
 from coreanalyze.jobs.identity import job_of_environment
+from coreanalyze.jobs.rules import job_rules
 from coreanalyze.jobs.verdict import job_verdict
-from coreanalyze.model import JobWait, RankVerdict, report_from_dict
+from coreanalyze.jobs.waiting import collective_in
+from coreanalyze.model import Frame, JobWait, RankVerdict, Thread, report_from_dict
 from coreanalyze.triage import triage_text
 
 TF_CLUSTER = {"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"], "ps": ["p0:2222"]}
@@ -53,6 +55,32 @@ def test_mpi_horovod_slurm_and_jax():
     assert (both.id, both.rank, both.launcher) == ("slurm:991", 2, "torchrun")
     jax = job_of_environment({"JAX_COORDINATOR_ADDRESS": "h0:1234", "JAX_PROCESS_ID": "1", "JAX_NUM_PROCESSES": "2"})
     assert (jax.id, jax.rank, jax.world_size) == ("jax:h0:1234", 1, 2)
+
+
+def test_jax_from_the_arguments_it_took_on_its_command_line():
+    argv = ["python", "train.py", "--coordinator_address=10.0.0.1:8476", "--num_processes", "4", "--process-id=3"]
+    jax = job_of_environment({"PATH": "/bin"}, None, argv)
+    assert (jax.id, jax.rank, jax.world_size, jax.launcher, jax.master) == ("jax:10.0.0.1:8476", 3, 4, "jax", "10.0.0.1:8476")
+    assert jax.variables == ["--coordinator_address", "--num_processes", "--process_id"]
+    # An argument outranks the environment, as in jax.distributed.initialize.
+    both = job_of_environment({"JAX_COORDINATOR_ADDRESS": "h0:1"}, None, argv)
+    assert both.master == "10.0.0.1:8476" and both.id == jax.id
+    # The coordinator from the environment, the id and count from the arguments.
+    mixed = job_of_environment({"JAX_COORDINATOR_ADDRESS": "h0:1"}, None, ["prog", "--process_id", "1", "--num_processes=2"])
+    assert (mixed.id, mixed.rank, mixed.world_size) == ("jax:h0:1", 1, 2)
+    # Under SLURM, JAX takes the id and count from it: the scheduler's job names it.
+    slurm = job_of_environment({"SLURM_JOB_ID": "7", "SLURM_PROCID": "2", "SLURM_NTASKS": "4", "JAX_COORDINATOR_ADDRESS": "n0:1"})
+    assert (slurm.id, slurm.rank, slurm.world_size, slurm.launcher) == ("slurm:7", 2, 4, "jax")
+
+
+@pytest.mark.parametrize("argv", [
+    ["prog", "--process_id=1", "--num_processes=2"],  # any program's flags: no coordinator, no JAX job
+    ["prog", "--coordinator_address=<script>:1", "--process_id=1"],
+    ["prog", "--process_id"],
+    ["prog", "--coordinator_address"],
+])
+def test_no_jax_job_from_stray_flags(argv):
+    assert job_of_environment({}, None, argv) is None
 
 
 @pytest.mark.parametrize("env", [
@@ -218,3 +246,22 @@ def test_report_job_round_trips_through_json():
     report = triage_text(TORCHRUN_SUMMARY)
     again = report_from_dict(json.loads(json.dumps(report.to_dict())))
     assert again.job.verdict.root_cause == [1] and again.job.verdict.ranks[1].state == "crashed"
+
+
+def _native(*functions: str) -> Thread:
+    return Thread(tid=1, frames=[Frame(index=i, function=f) for i, f in enumerate(functions)])
+
+
+def test_a_transports_wait_names_the_collective_only_where_nothing_above_it_does():
+    wait = "gloo::transport::tcp::UnboundBuffer::waitRecv(int*, std::chrono::duration<long, std::ratio<1l, 1000l> >)"
+    # JAX's all-reduce on the CPU: XLA's thunk calls gloo's allreduce, which waits in the transport.
+    xla = _native("___pthread_cond_timedwait64", wait, "gloo::allreduce(gloo::AllreduceOptions const&)",
+                  "xla::cpu::GlooCommunicator::AllReduce(stream_executor::DeviceAddressBase)", "xla::cpu::AllReduceThunk::Execute()")
+    assert collective_in([xla], xla, job_rules())[0] == "gloo (allreduce)"
+    bare = _native("___pthread_cond_timedwait64", wait, "some::caller()")
+    assert collective_in([bare], bare, job_rules())[0] == "gloo (waitRecv)"
+    # Another thread's collective outranks the waiting thread's transport wait.
+    other = _native("c10d::ProcessGroupGloo::recv(std::vector<at::Tensor>&, int, int)")
+    assert collective_in([bare, other], bare, job_rules())[0] == "torch.distributed (recv)"
+    barrier = _native("absl::Notification::WaitForNotification() const", "xla::CoordinationServiceAgent::WaitAtBarrier(std::string_view)")
+    assert collective_in([barrier], barrier, job_rules())[0] == "XLA WaitAtBarrier"
