@@ -26,17 +26,21 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def jobs_batch(job_cores, tmp_path_factory) -> tuple[dict, dict]:
-    runs = {name: job_cores.get(name) for name in EXPECTED}
-    out = tmp_path_factory.mktemp("jobs-batch") / "out"
+def _batch(job_cores, out: Path, names, counted: str) -> tuple[dict, dict]:
+    """One batch over the cores of the named jobs; `counted` is the line it must print."""
+    runs = {name: job_cores.get(name) for name in names}
     cores = [str(core) for run in runs.values() for core in run.cores.values()]
     batch = run_cli("batch", *cores, "--out", str(out), "--jobs", "2", "--timeout", "300")
     assert batch.code == 0, batch.stderr
-    assert "4 jobs of several processes (8 cores)" in batch.stdout
+    assert counted in batch.stdout
     summary = json.loads((out / "summary.json").read_text())
     summary["_out"] = str(out)
     return runs, summary
+
+
+@pytest.fixture(scope="module")
+def jobs_batch(job_cores, tmp_path_factory) -> tuple[dict, dict]:
+    return _batch(job_cores, tmp_path_factory.mktemp("jobs-batch") / "out", EXPECTED, "4 jobs of several processes (8 cores)")
 
 
 def _job_of(summary: dict, run) -> dict:
@@ -133,13 +137,7 @@ JAX_EXPECTED = {
 
 @pytest.fixture(scope="module")
 def jax_batch(job_cores, tmp_path_factory) -> tuple[dict, dict]:
-    runs = {name: job_cores.get(name) for name in JAX_EXPECTED}
-    out = tmp_path_factory.mktemp("jax-jobs-batch") / "out"
-    cores = [str(core) for run in runs.values() for core in run.cores.values()]
-    batch = run_cli("batch", *cores, "--out", str(out), "--jobs", "2", "--timeout", "300")
-    assert batch.code == 0, batch.stderr
-    assert "2 jobs of several processes (5 cores)" in batch.stdout
-    return runs, json.loads((out / "summary.json").read_text())
+    return _batch(job_cores, tmp_path_factory.mktemp("jax-jobs-batch") / "out", JAX_EXPECTED, "2 jobs of several processes (5 cores)")
 
 
 @pytest.mark.parametrize("name", list(JAX_EXPECTED))
@@ -175,11 +173,13 @@ def test_jax_batch_counts_each_job_once(jax_batch):
     assert groups["hang"]["count"] == 1 and len(groups["hang"]["cores"]) == 1
 
 
-def test_each_jax_core_names_its_job_from_the_command_line(job_cores):
-    run = job_cores.get("jax_one_crash")
+def test_each_jax_core_names_its_job_from_the_command_line(jax_batch):
+    runs, summary = jax_batch
     ids = set()
-    for rank, core in run.cores.items():
-        job = analyze_json(core)["job"]
+    # Each core's own report, as the batch wrote it beside its HTML.
+    for entry in _job_of(summary, runs["jax_one_crash"])["ranks"]:
+        report = Path(summary["_out"]) / Path(entry["report_html"]).with_suffix(".json")
+        job, rank = json.loads(report.read_text())["job"], entry["rank"]
         # jax.distributed.initialize's arguments, as the program took them on its command line.
         assert (job["rank"], job["world_size"], job["launcher"]) == (rank, 3, "jax")
         assert "--process_id" in job["variables"] and job["master"].startswith("127.0.0.1:")

@@ -19,11 +19,11 @@ Each process works in ROOT/rankI (its core is written there) and leaves `pid` th
 """
 
 import argparse
-import ctypes
 import os
 import sys
 import time
-import warnings
+
+from rank_actions import crash, data_worker
 
 parser = argparse.ArgumentParser()
 parser.add_argument("scenario")
@@ -67,22 +67,6 @@ def train_step(step: int) -> np.ndarray:
 
 
 print(f"process {rank}: step 0 done: {train_step(0)}", flush=True)
-
-
-def data_worker() -> None:
-    """A forked data-loading worker stuck in its I/O: it holds the process's sockets until the
-    test ends it (or its time is up)."""
-    warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)  # the child only sleeps
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(300)
-        os._exit(0)
-    with open("helper", "w") as f:
-        f.write(str(pid))
-
-
-def crash() -> None:
-    ctypes.string_at(0)  # SIGSEGV in the process's own code
 
 
 if args.scenario == "one_crash":

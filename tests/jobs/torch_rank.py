@@ -15,10 +15,11 @@ Each rank works in ROOT/rankN (its core is written there) and leaves `pid` there
 `helper` with the worker's pid, and `waiting` right before its last call.
 """
 
-import ctypes
 import os
 import sys
 import time
+
+from rank_actions import crash, data_worker
 
 scenario, root = sys.argv[1], sys.argv[2]
 rank = int(os.environ["RANK"])
@@ -35,21 +36,6 @@ dist.init_process_group("gloo")
 tensor = torch.ones(4)
 dist.all_reduce(tensor)
 print(f"rank {rank}: step 0 done", flush=True)
-
-
-def data_worker() -> None:
-    """A forked data-loading worker stuck in its I/O: it holds the rank's sockets until the
-    test ends it (or its time is up)."""
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(300)
-        os._exit(0)
-    with open("helper", "w") as f:
-        f.write(str(pid))
-
-
-def crash() -> None:
-    ctypes.string_at(0)  # SIGSEGV in the rank's own code
 
 
 if scenario == "one_crash":
