@@ -254,8 +254,10 @@ def with_job(text: str, source_name: str, rules, triage) -> Report:
     if report is None:  # no crash in the text: ranks that waited (a timeout), nothing else
         report = Report(source="triage")
         report.classification.summary = f"Job: {verdict.summary}"
-        if not verdict.single:
-            report.classification.fault_kind = FaultKind.HANG
+    if found.root_text is None and not verdict.single:
+        # Every rank waited: the signals the text shows are the watchdog's or the launcher's, not
+        # the cause. The job hung, as a batch of its cores says.
+        report.classification.fault_kind = FaultKind.HANG
     report.job = found.info
     report.classification.evidence.insert(0, f"Job: {verdict.summary}")
     return report

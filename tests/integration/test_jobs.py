@@ -125,6 +125,8 @@ def test_the_jobs_pasted_output_gives_the_same_root_cause(job_cores, name):
         assert report.core.signal.name == "SIGSEGV"
     if name == "tf_one_crash":
         assert str(report.classification.fault_kind) == "check-failure"
+    if not root:  # every rank waited: the job hung, as the batch of its cores says
+        assert str(report.classification.fault_kind) == "hang"
 
 
 # JAX's multi-process CPU runtime: three processes, process 1 faults while 0 and 2 wait for it in
@@ -197,3 +199,5 @@ def test_the_jax_jobs_pasted_output_gives_the_same_root_cause(job_cores, name):
     assert report.job.verdict.root_cause == root, report.job.verdict.summary
     if root:
         assert report.core.signal.name == "SIGSEGV"
+    else:  # the watchdog's SIGABRT is not the cause: the job hung, as the batch of its cores says
+        assert str(report.classification.fault_kind) == "hang"
