@@ -12,6 +12,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from coreanalyze.corefile import read_core
 from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput
@@ -55,12 +56,18 @@ class AnalysisResult:
 
 
 def analyze_core(
-    core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None, debugger: OpenDebugger | None = None
+    core_path: str,
+    options: AnalyzeOptions | None = None,
+    *,
+    gdb_pool=None,
+    debugger: OpenDebugger | None = None,
+    record: Callable[[int, int], None] | None = None,
 ) -> AnalysisResult:
     """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
     read) serve one core after another; without one, a gdb is started for this core.
-    debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger)."""
-    return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger).finish()
+    debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger).
+    record: hears every read of the core's memory (Process.record; coreanalyze.shrink)."""
+    return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger, record=record).finish()
 
 
 class Analysis:
@@ -93,6 +100,7 @@ def begin_analysis(
     *,
     gdb_pool=None,
     debugger: OpenDebugger | None = None,
+    record: Callable[[int, int], None] | None = None,
 ) -> Analysis:
     """The analysis up to and including the debugger's stage (see analyze_core)."""
     from coreanalyze.classify import load_rules
@@ -115,6 +123,8 @@ def begin_analysis(
     held = ExitStack()  # what the Analysis releases; here when a stage raises
     try:
         held.callback(process.close)  # closed last
+        if record is not None:
+            held.enter_context(process.record(record))
         if debugger is None:
             options, gdb_pool = _gdb_for_architecture(process.arch, options, gdb_pool)
         own_gdb = None

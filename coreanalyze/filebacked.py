@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.process import Process
 from coreanalyze.rootpaths import file_in_root
 
 PAGE = 4096
@@ -36,8 +36,8 @@ class BackingFile:
 class FileBackedMemory:
     """read(address, size) of file-backed memory from the mapped file, verified once per file."""
 
-    def __init__(self, notes: CoreNotes, *, sysroot: str | None = None, core_path: str | None = None):
-        self._notes = notes
+    def __init__(self, process: Process, *, sysroot: str | None = None, core_path: str | None = None):
+        self._notes = process
         self._sysroot = sysroot
         self._beside = os.path.dirname(os.path.abspath(core_path)) if core_path else None
         self._files: dict[str, BackingFile] = {}
@@ -104,7 +104,7 @@ class FileBackedMemory:
         return BackingFile(None, f"{path} is not here (nor under the sysroot or beside the core)")
 
 
-def _identity(notes: CoreNotes, mappings, place: str) -> BackingFile:
+def _identity(process: Process, mappings, place: str) -> BackingFile:
     try:
         size = os.path.getsize(place)
     except OSError as e:
@@ -121,7 +121,7 @@ def _identity(notes: CoreNotes, mappings, place: str) -> BackingFile:
                 for start in range(m.start, m.end, PAGE):
                     if compared >= CONTENT_PAGES:
                         break
-                    held = notes.memory.read(start, min(PAGE, m.end - start))
+                    held = process.memory.read(start, min(PAGE, m.end - start))
                     if held is None:
                         continue
                     on_disk = os.pread(f.fileno(), len(held), m.file_offset + (start - m.start))

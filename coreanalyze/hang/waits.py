@@ -19,6 +19,7 @@ from coreanalyze.classify.names import normalize_function
 from coreanalyze.gpu.host import HostCall, thread_call
 from coreanalyze.hang.rules import HangRules, SyscallTable
 from coreanalyze.model import Frame, Thread, ThreadWait
+from coreanalyze.process import Process
 
 RUNNING = -1
 # glibc's pthread_mutex_t (struct __pthread_mutex_s), the same on x86_64 and aarch64:
@@ -167,15 +168,15 @@ def thread_wait(
     return wait
 
 
-def thread_waits(threads: list[Thread], notes, rules: HangRules) -> list[ThreadWait]:
+def thread_waits(threads: list[Thread], process: Process, rules: HangRules) -> list[ThreadWait]:
     """Every thread's wait state; notes (corefile.CoreNotes) give registers and memory."""
-    arch = getattr(notes, "arch", None)
-    memory = getattr(notes, "memory", None)
+    arch = getattr(process, "arch", None)
+    memory = getattr(process, "memory", None)
     gil_holder = next((t.tid for t in threads if t.holds_gil), None)
-    gil_range = getattr(notes, "gil_range", None)
+    gil_range = getattr(process, "gil_range", None)
     out = []
     for thread in threads:
-        noted = notes.thread(thread.tid) if notes is not None else None
+        noted = process.thread(thread.tid) if process is not None else None
         registers = dict(noted.registers) if noted is not None else dict(thread.registers)
         out.append(thread_wait(thread, registers, rules, arch, memory, gil_holder, gil_range))
     return out
