@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
-from coreanalyze.process import Process
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coreanalyze.process import Process
 
 
-def lock_symbol(address: int | None, process: Process) -> str | None:
+
+def lock_symbol(address: int | None, process: Process | None) -> str | None:
     """The variable at address ('accounts_lock', 'table+0x10'), when a module's symbol table
     names it."""
-    if address is None:
+    if address is None or process is None:
         return None
     found = process.symbol_at(address, kind="object")
     if found is None or found.start is None:
