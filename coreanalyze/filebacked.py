@@ -21,6 +21,8 @@ from coreanalyze.modules import DELETED_SUFFIX
 from coreanalyze.process import Process
 from coreanalyze.rootpaths import file_in_root
 
+# The name of this tier among the Process's memory tiers (coreanalyze.process.Process.tier).
+DATA_FILES = "data files"
 PAGE = 4096
 CONTENT_PAGES = 64
 MAX_READ = 1 << 20
@@ -102,6 +104,16 @@ class FileBackedMemory:
         if reasons:
             return BackingFile(None, "; ".join(reasons))
         return BackingFile(None, f"{path} is not here (nor under the sysroot or beside the core)")
+
+
+def data_files(process: Process, *, sysroot: str | None = None, core_path: str | None = None) -> FileBackedMemory:
+    """The Process's tier of content-verified data files, registered on first use; it is read
+    only by the readers that ask for it (a TFLite model's tensors), never by Process.read."""
+    tier = process.tier(DATA_FILES)
+    if not isinstance(tier, FileBackedMemory):
+        tier = FileBackedMemory(process, sysroot=sysroot, core_path=core_path)
+        process.add_memory_tier(DATA_FILES, tier, default=False)
+    return tier
 
 
 def _identity(process: Process, mappings, place: str) -> BackingFile:

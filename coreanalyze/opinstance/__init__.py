@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from coreanalyze.filebacked import FileBackedMemory
 from coreanalyze.model import Frame, OpInput, OpInstance, Report
 from coreanalyze.opinstance.layouts import layouts_for
 from coreanalyze.process import Process
 
-__all__ = ["add_op_instance", "data_files", "describe_inputs", "node_sentence"]
-DATA_FILES = "data files"
+__all__ = ["add_op_instance", "describe_inputs", "node_sentence"]
 
 
 def shape_text(item: OpInput) -> str:
@@ -32,16 +30,6 @@ def node_sentence(instance: OpInstance) -> str:
     return f"In node `{instance.node}` ({what}, inputs {describe_inputs(instance)})."
 
 
-def data_files(process: Process, sysroot: str | None, core_path: str | None) -> FileBackedMemory:
-    """The Process's tier of content-verified data files (a TFLite model the process mapped),
-    registered on first use; read only by the readers that ask for it."""
-    tier = process.tier(DATA_FILES)
-    if not isinstance(tier, FileBackedMemory):
-        tier = FileBackedMemory(process, sysroot=sysroot, core_path=core_path)
-        process.add_memory_tier(DATA_FILES, tier, default=False)
-    return tier
-
-
 def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None, kernel: Frame | None = None,
                     kernel_at: int | None = None) -> None:
     """Read the op instance of the crashing thread's kernel frame into report.classification.
@@ -50,6 +38,7 @@ def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[st
 
     Nothing happens when no kernel was running; a kernel whose instance does not validate
     leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
+    from coreanalyze.filebacked import data_files
     from coreanalyze.opinstance.codenames import CodeNames
     from coreanalyze.opinstance.tensorflow import read_tensorflow_op
     from coreanalyze.opinstance.tflite import read_tflite_node
@@ -60,12 +49,12 @@ def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[st
         return
     symbolizer = Symbolizer(debug_dirs, sysroot)
     try:
-        names = CodeNames(report.modules, process, symbolizer)
+        CodeNames(report.modules, process, symbolizer)  # the process names code through it
         version = report.environment.get("tensorflow_version")
-        reading = read_tensorflow_op(process.memory, thread, layouts_for("tensorflow", version), names, kernel, kernel_at)
+        reading = read_tensorflow_op(process, thread, layouts_for("tensorflow", version), kernel, kernel_at)
         if reading is None:
-            files = data_files(process, sysroot, report.core.path if report.core else None)
-            reading = read_tflite_node(process.memory, thread, layouts_for("tflite", version), names, files)
+            data_files(process, sysroot=sysroot, core_path=report.core.path if report.core else None)
+            reading = read_tflite_node(process, thread, layouts_for("tflite", version))
     except Exception as e:  # noqa: BLE001 — an optional stage: whatever a broken core does, the report stands
         report.warnings.append(f"the op instance could not be read: {type(e).__name__}: {e}")
         return
