@@ -39,14 +39,14 @@ class FileBackedMemory:
     """read(address, size) of file-backed memory from the mapped file, verified once per file."""
 
     def __init__(self, process: Process, *, sysroot: str | None = None, core_path: str | None = None):
-        self._notes = process
+        self._process = process
         self._sysroot = sysroot
         self._beside = os.path.dirname(os.path.abspath(core_path)) if core_path else None
         self._files: dict[str, BackingFile] = {}
 
     def backing(self, address: int) -> tuple[str, BackingFile] | None:
         """(the mapped path, its file here or why there is none) for a file-backed address."""
-        mapping = self._notes.mapping_containing(address)
+        mapping = self._process.mapping_containing(address)
         if mapping is None:
             return None
         if mapping.path not in self._files:
@@ -70,7 +70,7 @@ class FileBackedMemory:
         found = self.backing(address)
         if found is None or found[1].path is None:
             return None
-        mapping = self._notes.mapping_containing(address)
+        mapping = self._process.mapping_containing(address)
         size = max(0, min(size, MAX_READ, mapping.end - address))
         try:
             with open(found[1].path, "rb") as f:
@@ -92,12 +92,12 @@ class FileBackedMemory:
     def _find(self, path: str) -> BackingFile:
         if path.endswith(DELETED_SUFFIX) or not path.startswith("/"):
             return BackingFile(None, "the file was deleted or replaced after the process mapped it")
-        mappings = [m for m in self._notes.mappings if m.path == path]
+        mappings = [m for m in self._process.mappings if m.path == path]
         reasons = []
         for place in self._places(path):
             if not os.path.isfile(place):
                 continue
-            checked = _identity(self._notes, mappings, place)
+            checked = _identity(self._process, mappings, place)
             if checked.path is not None:
                 return checked
             reasons.append(f"{place}: {checked.why_not}")

@@ -14,12 +14,13 @@ files that stand for the crashed build. It answers:
 - per-core facts costly to find (the dist-info names in writable memory), read once (in the
   background while a debugger loads the core) and kept.
 
-Every reader of the process takes the Process (one per core): the notes' fields it needs are
-its properties below or `process.notes.X`. Memory is a stack of registered tiers (as drgn's
-Program.add_memory_segment): the core, the crashed build's files, the content-verified data files
-(coreanalyze.filebacked, registered by the readers that want them), and a recording wrapper that `coreanalyze shrink` installs
-(record). Symbols go through the one symbolizer (coreanalyze.symbols): symbol_at,
-symbol_address. Process.in_memory builds one from bytes and symbols a test gives.
+Every reader of the process takes the Process (one per core; a new module table updates it in
+place): the notes' fields it needs are its properties below or `process.notes.X`. Memory is a
+stack of registered tiers (as drgn's Program.add_memory_segment): the core, the crashed build's
+files, the content-verified data files (coreanalyze.filebacked, registered by the readers that
+want them), and a recording wrapper on the core that `coreanalyze shrink` installs (record).
+Symbols go through the one symbolizer (coreanalyze.symbols.process): symbol_at, symbol_address.
+Process.in_memory makes one of the bytes and symbols a test gives.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from coreanalyze import arch as _arch
 from coreanalyze import background, forked
 from coreanalyze.corefile.loader import libraries_of
 from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
-from coreanalyze.memory import CoreMemory
+from coreanalyze.memory import BytesMemory, CoreMemory
 from coreanalyze.stackscan import stack_start
 
 if TYPE_CHECKING:
@@ -101,8 +102,8 @@ class Process:
         **fields: Any,
     ) -> Process:
         """A Process of the bytes and symbols given (address -> bytes; name -> address or
-        (address, size)), with no core file: for the readers' tests. fields: further CoreNotes fields (auxv, signal, ...)."""
-        from coreanalyze.memory import BytesMemory
+        (address, size)), with no core file: for the readers' tests. fields: further CoreNotes
+        fields (auxv, signal, environ, ...)."""
         from coreanalyze.symbols.process import SymbolTable
 
         memory = BytesMemory(segments, little_endian=little_endian)
