@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from coreanalyze import model
-from coreanalyze.corefile import PARSE_ERRORS
+from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, defined_symbols
 from coreanalyze.filecache import PerFileCache
 from coreanalyze.symbols.bias import load_bias
@@ -40,7 +40,7 @@ class ProcessSymbols:
     """Symbols of a core's process, from the module table it was given (set_modules). Functions
     are named through the symbolizer the process uses (use_symbolizer; none: unnamed)."""
 
-    def __init__(self, notes: Any, modules: Sequence[model.Module] = ()) -> None:
+    def __init__(self, notes: CoreNotes, modules: Sequence[model.Module] = ()) -> None:
         self._notes = notes
         self._symbolizer: Any = None
         self.set_modules(modules)
