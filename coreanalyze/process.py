@@ -198,7 +198,7 @@ class Process:
     def read_mapped_file(self, address: int, size: int, *, whole: bool = False) -> bytes | None:
         """Bytes at address from the file mapped there when it is the crashed build (never from
         the core). whole: all size bytes or None; else up to the mapping's end."""
-        return self._build_files.read(address, size) if whole else self._build_files.read_upto(address, size)
+        return self._build_files.read(address, size, whole)
 
     @contextmanager
     def record(self, observe: Callable[[int, int], None]) -> Iterator[None]:
@@ -403,15 +403,8 @@ class BuildFiles:
             self.close()
             self._trusted = trusted
 
-    def read(self, address: int, size: int) -> bytes | None:
-        """All size bytes at address, or None."""
-        return self._read(address, size, True)
-
-    def read_upto(self, address: int, size: int) -> bytes | None:
-        """Up to size bytes at address, to the mapping's end."""
-        return self._read(address, size, False)
-
-    def _read(self, address: int, size: int, whole: bool) -> bytes | None:
+    def read(self, address: int, size: int, whole: bool = True) -> bytes | None:
+        """All size bytes at address, or None; whole=False: up to size bytes, to the mapping's end."""
         if not self._trusted:
             return None
         mapping = self._notes.mapping_containing(address)
