@@ -532,7 +532,7 @@ def threads(ctx: Context) -> None:
     mark_unreliable(report)
 
 
-def modules_of_frames(report: Report, process) -> None:
+def modules_of_frames(report: Report, process: Process) -> None:
     """Frames' modules from the placed files: gdb, given them as symbol files rather than
     shared libraries, names none."""
     placed = []
