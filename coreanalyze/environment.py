@@ -160,7 +160,7 @@ def describe_environment(process: Process, report: Report, *, include_env: bool 
         env["cpu"] = _cpu_from_auxv(report.auxv, report.core.arch)
     env["analysis_machine_cpu"] = _analysis_machine_cpu()
     env["packages"] = packages
-    environ = getattr(process, "environ", None)
+    environ = process.environ
     if environ:
         if include_env:
             env["environment_variables"] = dict(environ)

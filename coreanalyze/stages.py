@@ -727,14 +727,14 @@ def gpu_exception(ctx: Context) -> None:
     from coreanalyze.gpu.stage import add_gpu_exception
 
     options = ctx.options
-    add_gpu_exception(ctx.report, getattr(ctx.process, "environ", None), options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
+    add_gpu_exception(ctx.report, ctx.process.environ, options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
 
 
 def job(ctx: Context) -> None:
     """Which job and rank of a multi-process run this was, and its part in the job's failure."""
     from coreanalyze.jobs.stage import add_job
 
-    add_job(ctx.report, getattr(ctx.process, "environ", None), getattr(ctx.process, "argv", None) or ())
+    add_job(ctx.report, ctx.process.environ, ctx.process.notes.argv or ())
 
 
 STAGES: tuple[Stage, ...] = (
