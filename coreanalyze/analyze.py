@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from coreanalyze.corefile import read_core
 from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput
 from coreanalyze.model import Report
 from coreanalyze.process import Process
@@ -66,7 +65,7 @@ def analyze_core(
     """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
     read) serve one core after another; without one, a gdb is started for this core.
     debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger).
-    record: hears every read of the core's memory (Process.record; coreanalyze.shrink)."""
+    record: hears every read of the core's memory, from the first (Process.open; coreanalyze.shrink)."""
     return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger, record=record).finish()
 
 
@@ -119,12 +118,10 @@ def begin_analysis(
     # rules cannot be bad; they are read while the debugger works (see stages.Rules).
     rules = Rules(load_rules(options.rules_files) if options.rules_files else None)
     started = time.perf_counter()
-    process = Process(read_core(core_path))
+    process = Process.open(core_path, record=record)
     held = ExitStack()  # what the Analysis releases; here when a stage raises
     try:
         held.callback(process.close)  # closed last
-        if record is not None:
-            held.enter_context(process.record(record))
         if debugger is None:
             options, gdb_pool = _gdb_for_architecture(process.arch, options, gdb_pool)
         own_gdb = None

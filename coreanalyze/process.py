@@ -89,6 +89,15 @@ class Process:
         self.set_modules(modules)
 
     @classmethod
+    def open(cls, core_path: str, modules: Sequence[Any] = (), *, record: Callable[[int, int], None] | None = None) -> Process:
+        """The Process of the core at core_path. record: a recorder installed on it from the first
+        read of the core's memory, the notes' own reads included (coreanalyze.shrink keeps what
+        an analysis read); see also record()."""
+        from coreanalyze.corefile.reader import read_core
+
+        return cls(read_core(core_path, observer=record), modules)
+
+    @classmethod
     def in_memory(
         cls,
         segments: dict[int, bytes],

@@ -66,7 +66,6 @@ def shrink_core(
 
 def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes: int, redact: bool) -> ShrinkResult:
     from coreanalyze.analyze import analyze_core
-    from coreanalyze.corefile import read_core
 
     layout = elfcore.read_layout(plain)
     earlier = marker.find_marker(layout, plain)
@@ -77,7 +76,7 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
         result = analyze_core(plain, options)  # its modules and program; what it read is not kept
     else:
         result = analyze_core(plain, options, record=recorder(kept, searches=searches))
-    with Process(read_core(plain)) as process, process.record(recorder(kept, "gdb: stacks, objects, link map", searches)):
+    with Process.open(plain, record=recorder(kept, "gdb: stacks, objects, link map", searches)) as process:
         keep.keep_stacks(process, kept, stack_bytes)
         keep.keep_thread_descriptors(process, kept)
         keep.keep_loader_data(process, kept)
@@ -130,20 +129,17 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
 
 
 def _blanks(plain: str, kept: PageSet) -> dict[int, bytes]:
-    from coreanalyze.corefile import read_core
-
-    with Process(read_core(plain)) as process:
+    with Process.open(plain) as process:
         return redact_.blanks(process, kept)
 
 
 def _walk_python(plain: str, report: model.Report, observe: Callable[[int, int], None], imports: bool = True) -> None:
     """Run the Python-frame walker in-process over the core, as gdb ran it: what it reads
     (heard by observe) is what the report's Python frames need."""
-    from coreanalyze.corefile import read_core
     from coreanalyze.coretarget import ReadError, walk_core
     from coreanalyze.pyruntime import runtime_unless_symbols
 
-    with Process(read_core(plain), report.modules) as process, process.record(observe):
+    with Process.open(plain, report.modules, record=observe) as process:
         runtime = runtime_unless_symbols(process, report.modules)
         try:
             walk_core(process, report.modules, {"imports": imports, **(runtime.walker_options() if runtime else {})})
@@ -220,9 +216,7 @@ def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
 def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> list[str]:
     """Keep, from the full core, the memory gdb missed; returns the addresses the full core
     has (gdb misses the others in the full core too)."""
-    from coreanalyze.corefile import read_core
-
-    with Process(read_core(plain)) as process:
+    with Process.open(plain) as process:
         present = [text for text in missing if process.memory.is_present(int(text, 16))]
         for text in present:
             keep.keep_stack_from(process, kept, int(text, 16), MISSED_STACK_BYTES, "gdb: memory it missed")
