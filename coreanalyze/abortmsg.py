@@ -698,11 +698,3 @@ _TERMINATE_FRAME = re.compile(r"(^|::)(terminate|__terminate|__cxa_throw|__cxa_r
 def dying_of_terminate(function_names: Sequence[str | None], depth: int = 40) -> bool:
     """True when the crashed thread's top frames show std::terminate / __cxa_throw."""
     return any(name and _TERMINATE_FRAME.search(name) for name in function_names[:depth])
-
-
-def mapped_file_reader(notes: Any, modules: Sequence[Any]):
-    """read(address, size) from the file mapped at address, for the libraries whose local copy
-    is the crashed build (coreanalyze.process.Process.read_mapped_file); None where there is none."""
-    from coreanalyze.process import as_process
-
-    return as_process(notes, modules).read_mapped_file

@@ -12,8 +12,8 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from coreanalyze.corefile import read_core
 from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput
 from coreanalyze.model import Report
 from coreanalyze.process import Process
@@ -55,12 +55,18 @@ class AnalysisResult:
 
 
 def analyze_core(
-    core_path: str, options: AnalyzeOptions | None = None, *, gdb_pool=None, debugger: OpenDebugger | None = None
+    core_path: str,
+    options: AnalyzeOptions | None = None,
+    *,
+    gdb_pool=None,
+    debugger: OpenDebugger | None = None,
+    record: Callable[[int, int], None] | None = None,
 ) -> AnalysisResult:
     """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
     read) serve one core after another; without one, a gdb is started for this core.
-    debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger)."""
-    return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger).finish()
+    debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger).
+    record: hears every read of the core's memory, from the first (Process.open; coreanalyze.shrink)."""
+    return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger, record=record).finish()
 
 
 class Analysis:
@@ -93,6 +99,7 @@ def begin_analysis(
     *,
     gdb_pool=None,
     debugger: OpenDebugger | None = None,
+    record: Callable[[int, int], None] | None = None,
 ) -> Analysis:
     """The analysis up to and including the debugger's stage (see analyze_core)."""
     from coreanalyze.classify import load_rules
@@ -111,7 +118,7 @@ def begin_analysis(
     # rules cannot be bad; they are read while the debugger works (see stages.Rules).
     rules = Rules(load_rules(options.rules_files) if options.rules_files else None)
     started = time.perf_counter()
-    process = Process(read_core(core_path))
+    process = Process.open(core_path, record=record)
     held = ExitStack()  # what the Analysis releases; here when a stage raises
     try:
         held.callback(process.close)  # closed last

@@ -13,73 +13,33 @@ are not read here: the walker falls back to its tables and to 3.13+'s own `_Py_D
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass, field
 
-from coreanalyze import background, memory, model
-from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
-from coreanalyze.elfheaders import ElfHeaderError, defined_symbols
-from coreanalyze.filecache import PerFileCache
-from coreanalyze.process import Process, as_process
+from coreanalyze import background, model
+from coreanalyze.process import Process
 from coreanalyze.pywalk import WalkResult, parse_walk_document
 from coreanalyze.resources import gdb_script_module
 from coreanalyze.shrink.pages import GRAIN
-from coreanalyze.symbols.bias import load_bias
 
 # The walker is one of the files loaded into gdb; here it runs in-process.
 pywalker = gdb_script_module("pywalker")
 ReadError, walk = pywalker.ReadError, pywalker.walk
 
-# Objects whose symbol tables may hold _PyRuntime / Py_Version: the executable (a static
-# interpreter) and libpython (a shared one). Other libraries are never searched: a
-# TensorFlow process maps gigabytes of them.
-INTERPRETER_PREFIXES = ("libpython",)
-
-
-# Symbol tables in the order they are searched: the exported names the walker needs are in
-# .dynsym, which is small; .symtab is read only for a name .dynsym does not have.
-SYMBOL_TABLES = (".dynsym", ".symtab")
-
-
-@dataclass
-class _SymbolSource:
-    module: model.Module
-    bias: int | None
-    tables: dict[str, dict[str, int]] = field(default_factory=dict)  # section -> name -> file address
-
-    def lookup(self, name: str) -> int | None:
-        for section in SYMBOL_TABLES:
-            if section not in self.tables:
-                self.tables[section] = _defined_symbols(self.module.local_path or "", section)
-            value = self.tables[section].get(name)
-            if value is not None:
-                return value
-        return None
-
-
 class CoreTarget:
     """Memory, symbols and threads of a core, read in-process (see pywalker.Target)."""
 
-    def __init__(self, notes: CoreNotes | Process, modules: list[model.Module], *, shrunk: bool | None = None) -> None:
+    def __init__(self, process: Process, modules: list[model.Module], *, shrunk: bool | None = None) -> None:
         """shrunk: whether the core is one coreanalyze shrank (None: its marker is looked for)."""
-        self._notes = notes
+        self._notes = process.notes
         if shrunk is None:
             from coreanalyze.shrink.marker import marker_of_core
 
-            shrunk = marker_of_core(notes.path) is not None
+            shrunk = marker_of_core(process.notes.path) is not None
         self._shrunk = shrunk
-        # Memory: the core, then the crashed build's files mapped where it has no bytes.
-        self._process = as_process(notes, modules)
-        executable = notes.executable
-        interpreter = [m for m in modules if m.path == executable]
-        interpreter += [m for m in modules if os.path.basename(m.path).startswith(INTERPRETER_PREFIXES)]
-        # Only the crashed build's own files: another build's _PyRuntime is somewhere else (the
-        # runtime is then located in the core, coreanalyze.pyruntime).
-        self._sources = [
-            _SymbolSource(m, load_bias(m, notes, [m.local_path]))
-            for m in interpreter
-            if m.local_path and m.status.trusted_image
-        ]
+        # Memory: the core, then the crashed build's files mapped where it has no bytes; symbols:
+        # the Process's (its interpreter files).
+        if list(modules) != process.modules:
+            process.set_modules(modules)
+        self._process = process
         self._paths = [m.path for m in modules]
 
     # -- Target -----------------------------------------------------------------------------
@@ -90,7 +50,7 @@ class CoreTarget:
         recorded (coreanalyze.shrink keeps what was read, and a page per object followed would
         keep several times what the objects hold) and in a shrunk core (which holds grains of a
         page: a page read across them would come from the mapped file, where no byte was kept)."""
-        return GRAIN if self._shrunk or memory.read_observer is not None else pywalker.CACHE_BLOCK
+        return GRAIN if self._shrunk or self._process.recording else pywalker.CACHE_BLOCK
 
     def read(self, address: int, size: int) -> bytes:
         data = self._process.read(address, size)
@@ -99,13 +59,7 @@ class CoreTarget:
         return data
 
     def symbol_address(self, name: str) -> int | None:
-        for source in self._sources:
-            if source.bias is None:
-                continue
-            value = source.lookup(name)
-            if value is not None:
-                return source.bias + value
-        return None
+        return self._process.symbol_address(name)
 
     def object_files(self) -> list[str]:
         return list(self._paths)
@@ -120,32 +74,15 @@ class CoreTarget:
         return self._notes.pid
 
 
-def _defined_symbols(path: str, section_name: str) -> dict[str, int]:
-    """Name -> value of the symbols a file's symbol table defines (the first of a name wins),
-    read once per version of the file: the cores of a batch share their interpreter."""
-    return _SYMBOLS[section_name].get(path, lambda p: _read_symbols(p, section_name)) or {}
-
-
-def _read_symbols(path: str, section_name: str) -> dict[str, int]:
-    try:
-        with open(path, "rb") as f:
-            return defined_symbols(f, os.fstat(f.fileno()).st_size, section_name)
-    except (OSError, ElfHeaderError, *PARSE_ERRORS):
-        return {}
-
-
-_SYMBOLS: dict[str, PerFileCache[dict[str, int]]] = {name: PerFileCache() for name in SYMBOL_TABLES}
-
-
-def walk_core(notes: CoreNotes, modules: list[model.Module], options: dict | None = None) -> dict:
+def walk_core(process: Process, modules: list[model.Module], options: dict | None = None) -> dict:
     """The walker's document for a core, read without a debugger. options may carry a runtime
     located in the core ("runtime", "version_hint": see coreanalyze.pyruntime)."""
-    return walk(CoreTarget(notes, modules), options or {})
+    return walk(CoreTarget(process, modules), options or {})
 
 
-def has_runtime_symbol(notes: CoreNotes, modules: list[model.Module]) -> bool:
+def has_runtime_symbol(process: Process, modules: list[model.Module]) -> bool:
     """Whether the crashed build's own interpreter files here name _PyRuntime."""
-    return CoreTarget(notes, modules).symbol_address("_PyRuntime") is not None
+    return CoreTarget(process, modules).symbol_address("_PyRuntime") is not None
 
 
 class InProcessWalker:

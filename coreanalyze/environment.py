@@ -20,6 +20,7 @@ from coreanalyze.filefacts import optional_str
 from coreanalyze.imported import normalize
 from coreanalyze.model import Report
 from coreanalyze.packages import owner_of, site_packages_of
+from coreanalyze.process import Process
 
 CUDA_LIBRARY = re.compile(r"^lib(cuda|cudart|cudnn|cublas|cublasLt|cufft|curand|cusolver|cusparse|nccl|nvrtc|nvJitLink)\.so(\.[\d.]+)?$")
 GIT_VERSION = re.compile(rb"v\d+\.\d+\.\d+[-\w.]*-g[0-9a-f]{7,40}")
@@ -132,7 +133,7 @@ def _analysis_machine_cpu() -> dict[str, Any]:
     return info
 
 
-def describe_environment(notes, report: Report, *, include_env: bool = False) -> dict[str, Any]:
+def describe_environment(process: Process, report: Report, *, include_env: bool = False) -> dict[str, Any]:
     env: dict[str, Any] = {}
     packages = _packages(report)
     by_name = {p["name"].lower(): p for p in packages}
@@ -159,7 +160,7 @@ def describe_environment(notes, report: Report, *, include_env: bool = False) ->
         env["cpu"] = _cpu_from_auxv(report.auxv, report.core.arch)
     env["analysis_machine_cpu"] = _analysis_machine_cpu()
     env["packages"] = packages
-    environ = getattr(notes, "environ", None)
+    environ = process.environ
     if environ:
         if include_env:
             env["environment_variables"] = dict(environ)

@@ -17,10 +17,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.process import Process
 from coreanalyze.rootpaths import file_in_root
 
+# The name of this tier among the Process's memory tiers (coreanalyze.process.Process.tier).
+DATA_FILES = "data files"
 PAGE = 4096
 CONTENT_PAGES = 64
 MAX_READ = 1 << 20
@@ -36,15 +38,15 @@ class BackingFile:
 class FileBackedMemory:
     """read(address, size) of file-backed memory from the mapped file, verified once per file."""
 
-    def __init__(self, notes: CoreNotes, *, sysroot: str | None = None, core_path: str | None = None):
-        self._notes = notes
+    def __init__(self, process: Process, *, sysroot: str | None = None, core_path: str | None = None):
+        self._process = process
         self._sysroot = sysroot
         self._beside = os.path.dirname(os.path.abspath(core_path)) if core_path else None
         self._files: dict[str, BackingFile] = {}
 
     def backing(self, address: int) -> tuple[str, BackingFile] | None:
         """(the mapped path, its file here or why there is none) for a file-backed address."""
-        mapping = self._notes.mapping_containing(address)
+        mapping = self._process.mapping_containing(address)
         if mapping is None:
             return None
         if mapping.path not in self._files:
@@ -68,7 +70,7 @@ class FileBackedMemory:
         found = self.backing(address)
         if found is None or found[1].path is None:
             return None
-        mapping = self._notes.mapping_containing(address)
+        mapping = self._process.mapping_containing(address)
         size = max(0, min(size, MAX_READ, mapping.end - address))
         try:
             with open(found[1].path, "rb") as f:
@@ -90,12 +92,12 @@ class FileBackedMemory:
     def _find(self, path: str) -> BackingFile:
         if path.endswith(DELETED_SUFFIX) or not path.startswith("/"):
             return BackingFile(None, "the file was deleted or replaced after the process mapped it")
-        mappings = [m for m in self._notes.mappings if m.path == path]
+        mappings = [m for m in self._process.mappings if m.path == path]
         reasons = []
         for place in self._places(path):
             if not os.path.isfile(place):
                 continue
-            checked = _identity(self._notes, mappings, place)
+            checked = _identity(self._process, mappings, place)
             if checked.path is not None:
                 return checked
             reasons.append(f"{place}: {checked.why_not}")
@@ -104,7 +106,17 @@ class FileBackedMemory:
         return BackingFile(None, f"{path} is not here (nor under the sysroot or beside the core)")
 
 
-def _identity(notes: CoreNotes, mappings, place: str) -> BackingFile:
+def data_files(process: Process, *, sysroot: str | None = None, core_path: str | None = None) -> FileBackedMemory:
+    """The Process's tier of content-verified data files, registered on first use; it is read
+    only by the readers that ask for it (a TFLite model's tensors), never by Process.read."""
+    tier = process.tier(DATA_FILES)
+    if not isinstance(tier, FileBackedMemory):
+        tier = FileBackedMemory(process, sysroot=sysroot, core_path=core_path)
+        process.add_memory_tier(DATA_FILES, tier, default=False)
+    return tier
+
+
+def _identity(process: Process, mappings, place: str) -> BackingFile:
     try:
         size = os.path.getsize(place)
     except OSError as e:
@@ -121,7 +133,7 @@ def _identity(notes: CoreNotes, mappings, place: str) -> BackingFile:
                 for start in range(m.start, m.end, PAGE):
                     if compared >= CONTENT_PAGES:
                         break
-                    held = notes.memory.read(start, min(PAGE, m.end - start))
+                    held = process.memory.read(start, min(PAGE, m.end - start))
                     if held is None:
                         continue
                     on_disk = os.pread(f.fileno(), len(held), m.file_offset + (start - m.start))

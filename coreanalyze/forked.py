@@ -17,7 +17,7 @@ import pickle
 import threading
 from typing import Any, Callable, Generic, TypeVar
 
-from coreanalyze import background, memory
+from coreanalyze import background
 
 T = TypeVar("T")
 
@@ -84,7 +84,9 @@ def start(name: str, work: Callable[..., T], *args: Any) -> ForkedJob[T] | backg
 def fork(work: Callable[..., T], *args: Any, before: Callable[[], None] = lower_priority) -> ForkedJob[T] | None:
     """work(*args) in a forked child, None where forking is not safe here (the caller then does
     the work itself). before: run first in the child."""
-    if not hasattr(os, "fork") or threading.active_count() > 1 or memory.read_observer is not None:
+    # An argument whose reads are heard (a core's memory that `coreanalyze shrink` records:
+    # coreanalyze.process.Process.record) must be read here, where the recorder is.
+    if not hasattr(os, "fork") or threading.active_count() > 1 or any(getattr(a, "observer", None) is not None for a in args):
         return None
     read_end, write_end = os.pipe()
     try:

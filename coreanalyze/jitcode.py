@@ -17,6 +17,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from coreanalyze.process import Process
+
 ELF_REL_HEADER = b"\x7fELF\x02\x01\x01"  # 64-bit, little-endian, version 1 (x86-64, aarch64)
 ET_REL = 1
 SHF_EXECINSTR = 0x4
@@ -46,7 +48,7 @@ class JitFunction:
         return self.entry is not None
 
 
-def is_anonymous_code(process, pc: int | None) -> bool:
+def is_anonymous_code(process: Process, pc: int | None) -> bool:
     """True when pc lies in executable memory that no file is mapped at."""
     if pc is None or process.notes.mapping_containing(pc) is not None:
         return False
@@ -111,7 +113,7 @@ def object_size(header: bytes) -> int | None:
     return size if 64 <= size <= MAX_OBJECT else None
 
 
-def find_jit_function(process, pc: int) -> JitFunction | None:
+def find_jit_function(process: Process, pc: int) -> JitFunction | None:
     """The JIT-compiled function whose code holds pc, from the objects in the core's writable
     memory; None when no object there holds it."""
     memory = process.memory
@@ -133,7 +135,7 @@ def find_jit_function(process, pc: int) -> JitFunction | None:
     return None
 
 
-def _registration(process, address: int, size: int) -> int | None:
+def _registration(process: Process, address: int, size: int) -> int | None:
     """The jit_code_entry {next, prev, symfile_addr, symfile_size} that points at the object."""
     memory = process.memory
     pair = struct.pack("<QQ", address, size)

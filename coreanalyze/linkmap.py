@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from coreanalyze.corefile import CoreNotes, Mapping
-from coreanalyze.process import Process, as_process
+from coreanalyze.corefile import Mapping
+from coreanalyze.process import Process
 from coreanalyze.rootpaths import file_in_root
 
 DT_NULL, DT_DEBUG = 0, 21
@@ -58,17 +58,17 @@ class LinkMap:
         return sorted((m for o in self.objects for m in o.mappings), key=lambda m: m.start)
 
 
-def needs_link_map(notes: CoreNotes) -> bool:
+def needs_link_map(process: Process) -> bool:
     """True for a core that says neither where its files were mapped (no NT_FILE) nor, by
     keeping the program's headers, lets gdb find out for itself."""
-    if notes.mappings or not notes.threads:
+    if process.mappings or not process.threads:
         return False
-    phdr = notes.auxv.get("AT_PHDR")
-    headers = notes.memory.read(phdr, 56) if isinstance(phdr, int) else None
+    phdr = process.auxv.get("AT_PHDR")
+    headers = process.memory.read(phdr, 56) if isinstance(phdr, int) else None
     return headers is None or not any(headers)
 
 
-def read_link_map(notes: CoreNotes | Process, executable: str | None, sysroot: str | None) -> LinkMap:
+def read_link_map(process: Process, executable: str | None, sysroot: str | None) -> LinkMap:
     """The objects the dynamic linker had loaded, placed by their load bias.
 
     executable: the local copy of the program (needed: its program headers are not in the core).
@@ -78,26 +78,26 @@ def read_link_map(notes: CoreNotes | Process, executable: str | None, sysroot: s
         result.warnings.append("the core has no file list and the program is not here, so its libraries cannot be placed")
         return result
     program = _load_segments(executable)
-    entry = notes.auxv.get("AT_ENTRY")
+    entry = process.auxv.get("AT_ENTRY")
     if program is None or not isinstance(entry, int):
         result.warnings.append("the core has no file list and its program's load address is unknown")
         return result
     e_entry, is_pie, loads, dynamic = program
     bias = entry - e_entry if is_pie else 0
-    core_path = notes.executable or executable
+    core_path = process.executable or executable
     result.objects.append(PlacedObject(core_path, executable, bias, _mappings(core_path, bias, loads)))
     if dynamic is None:
         return result  # a static program: nothing else was loaded
-    fmt = "<" if notes.little_endian else ">"
-    r_debug = _dynamic_value(notes, bias + dynamic, DT_DEBUG, fmt)
-    entries, broken_at = as_process(notes).link_map(r_debug)
+    fmt = "<" if process.little_endian else ">"
+    r_debug = _dynamic_value(process, bias + dynamic, DT_DEBUG, fmt)
+    entries, broken_at = process.link_map(r_debug)
     if not entries and broken_at is None:
         result.warnings.append("the dynamic linker's list of libraries is not in the core; frames in libraries stay unnamed")
         return result
     for entry in entries:
-        name = notes.memory.read_cstring(entry.name_address, MAX_NAME_BYTES) if entry.name_address else None
+        name = process.memory.read_cstring(entry.name_address, MAX_NAME_BYTES) if entry.name_address else None
         path = name.decode("utf-8", "backslashreplace") if name else ""
-        if name is None and entry.base == notes.auxv.get("AT_BASE"):
+        if name is None and entry.base == process.auxv.get("AT_BASE"):
             # The loader's own name points into the program's .interp, a read-only page the
             # core may lack; the local program names the same loader.
             path = _interpreter(executable) or ""
@@ -105,7 +105,7 @@ def read_link_map(notes: CoreNotes | Process, executable: str | None, sysroot: s
             continue  # the program itself ("") and the vDSO ("linux-vdso.so.1")
         local = _local(path, sysroot)
         segments = _load_segments(local) if local else None
-        loads = segments[2] if segments else _loads_in_memory(notes, entry.base, fmt)
+        loads = segments[2] if segments else _loads_in_memory(process, entry.base, fmt)
         if segments is None:
             result.warnings.append(f"{path} (loaded at 0x{entry.base:x}) is not here{' under the sysroot' if sysroot else ''}")
             local = None
@@ -163,15 +163,15 @@ def _load_segments(path: str) -> tuple[int, bool, list[tuple[int, int, int]], in
         return None
 
 
-def _loads_in_memory(notes: CoreNotes, base: int, fmt: str) -> list[tuple[int, int, int]]:
+def _loads_in_memory(process: Process, base: int, fmt: str) -> list[tuple[int, int, int]]:
     """[(p_vaddr, p_memsz, p_offset)] of PT_LOAD from the ELF headers the core kept at base."""
-    header = notes.memory.read(base, 64)
+    header = process.memory.read(base, 64)
     if header is None or not header.startswith(b"\x7fELF\x02"):
         return []
     e_phoff, e_phentsize, e_phnum = struct.unpack_from(fmt + "Q", header, 32)[0], *struct.unpack_from(fmt + "HH", header, 54)
     if e_phentsize != 56 or not 0 < e_phnum <= MAX_PROGRAM_HEADERS or e_phoff > PAGE:
         return []
-    table = notes.memory.read(base + e_phoff, e_phnum * e_phentsize)
+    table = process.memory.read(base + e_phoff, e_phnum * e_phentsize)
     if table is None:
         return []
     loads = []
@@ -191,10 +191,10 @@ def _mappings(path: str, bias: int, loads: list[tuple[int, int, int]]) -> list[M
     return mappings
 
 
-def _dynamic_value(notes: CoreNotes, address: int, tag: int, fmt: str) -> int | None:
+def _dynamic_value(process: Process, address: int, tag: int, fmt: str) -> int | None:
     pair = struct.Struct(fmt + "qQ")
     for i in range(MAX_DYNAMIC_ENTRIES):
-        raw = notes.memory.read(address + i * pair.size, pair.size)
+        raw = process.memory.read(address + i * pair.size, pair.size)
         if raw is None:
             return None
         d_tag, d_val = pair.unpack(raw)

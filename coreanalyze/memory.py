@@ -25,9 +25,6 @@ MAX_READ = 16 * 1024 * 1024
 # A search (CoreMemory.find) maps this much of the core at a time.
 SEARCH_WINDOW = 16 * 1024 * 1024
 
-# Optional observer of every read: called with (core path, address, size). `coreanalyze shrink`
-# sets it (coreanalyze.shrink.recorder) to learn which memory an analysis needs.
-read_observer: Callable[[str, int, int], None] | None = None
 _this_thread = threading.local()
 
 
@@ -35,7 +32,7 @@ _this_thread = threading.local()
 def searching() -> Iterator[None]:
     """Reads made inside look through memory for something (a message) instead of following a
     structure; the observer can ask (in_search): a shrunk core keeps what a search found, not
-    all it looked through. Per thread: searches run beside the rest of an analysis."""
+    all it looked through (coreanalyze.process.Process.record). Per thread: searches run beside the rest of an analysis."""
     depth = getattr(_this_thread, "searches", 0)
     _this_thread.searches = depth + 1
     try:
@@ -85,6 +82,10 @@ class Segment:
 class CoreMemory:
     """Reads process memory out of an open core file; close() (or `with`) releases it."""
 
+    # Hears every read, (address, size), where one is installed: the recording wrapper that
+    # `coreanalyze shrink` puts on the Process (coreanalyze.process.Process.record).
+    observer: Callable[[int, int], None] | None = None
+
     def __init__(self, path: str, segments: list[Segment], little_endian: bool = True):
         self.path = path
         # Overlapping or empty segments only come from corrupt headers; keep the first of each.
@@ -98,7 +99,10 @@ class CoreMemory:
         self.segments: list[Segment] = ordered
         self._starts = [s.start for s in ordered]
         self._u64 = struct.Struct("<Q" if little_endian else ">Q")
-        self._file = open(path, "rb")
+        self._file = self._open(path)
+
+    def _open(self, path: str):
+        return open(path, "rb")
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -131,8 +135,8 @@ class CoreMemory:
         """size bytes at address, or None unless every byte is present in the file."""
         if size < 0 or size > MAX_READ or address < 0 or self._file.closed:
             return None
-        if read_observer is not None:
-            read_observer(self.path, address, size)
+        if self.observer is not None:
+            self.observer(address, size)
         if size == 0:
             return b"" if self.segment_containing(address) else None
         chunks: list[bytes] = []
@@ -170,8 +174,8 @@ class CoreMemory:
                 break
             cursor += take
             remaining -= take
-        if read_observer is not None and chunks:
-            read_observer(self.path, address, sum(map(len, chunks)))  # only what was there
+        if self.observer is not None and chunks:
+            self.observer(address, sum(map(len, chunks)))  # only what was there
         return b"".join(chunks)
 
     def find(self, needle: bytes, segment: Segment, limit: int) -> Iterator[int]:
@@ -182,8 +186,8 @@ class CoreMemory:
         size = min(limit, segment.present_end - segment.start)
         if size <= 0 or self._file.closed:
             return
-        if read_observer is not None:
-            read_observer(self.path, segment.start, size)
+        if self.observer is not None:
+            self.observer(segment.start, size)
         fd, begin = self._file.fileno(), segment.file_offset
         try:
             end = min(begin + size, os.fstat(fd).st_size)
@@ -260,6 +264,40 @@ class CoreMemory:
         except (OSError, OverflowError, ValueError):
             return None
         return data if len(data) == size else (data or None)
+
+
+class BytesMemory(CoreMemory):
+    """A process's memory given as bytes (address -> bytes) instead of a core file: the memory of
+    coreanalyze.process.Process.in_memory, for the readers' tests. Segments are readable and
+    writable; none is executable."""
+
+    def __init__(self, segments: dict[int, bytes], little_endian: bool = True):
+        self._blob = b"".join(segments[start] for start in sorted(segments))
+        placed, offset = [], 0
+        for start in sorted(segments):
+            size = len(segments[start])
+            placed.append(Segment(start, start + size, offset, size, PF_R | PF_W))
+            offset += size
+        super().__init__("<memory>", placed, little_endian)
+
+    def _open(self, path: str):
+        import io
+
+        return io.BytesIO(self._blob)
+
+    def _pread(self, offset: int, size: int) -> bytes | None:
+        data = self._blob[offset : offset + size]
+        return data if len(data) == size else (data or None)
+
+    def find(self, needle: bytes, segment: Segment, limit: int) -> Iterator[int]:
+        size = min(limit, segment.present_end - segment.start)
+        if self.observer is not None and size > 0:
+            self.observer(segment.start, size)
+        data = self._blob[segment.file_offset : segment.file_offset + max(0, size)]
+        at = data.find(needle)
+        while at >= 0:
+            yield segment.start + at
+            at = data.find(needle, at + 1)
 
 
 def _search_window(fd: int, offset: int, length: int, needle: bytes, start: int) -> Iterator[int]:

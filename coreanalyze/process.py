@@ -14,8 +14,13 @@ files that stand for the crashed build. It answers:
 - per-core facts costly to find (the dist-info names in writable memory), read once (in the
   background while a debugger loads the core) and kept.
 
-Readers that took the raw notes keep working with a Process: it answers the notes' own
-attributes (auxv, mappings, executable, ...) by delegating to them.
+Every reader of the process takes the Process (one per core; a new module table updates it in
+place): the notes' fields it needs are its properties below or `process.notes.X`. Memory is a
+stack of registered tiers (as drgn's Program.add_memory_segment): the core, the crashed build's
+files, the content-verified data files (coreanalyze.filebacked, registered by the readers that
+want them), and a recording wrapper on the core that `coreanalyze shrink` installs (record).
+Symbols go through the one symbolizer (coreanalyze.symbols.process): symbol_at, symbol_address.
+Process.in_memory makes one of the bytes and symbols a test gives.
 """
 
 from __future__ import annotations
@@ -24,16 +29,20 @@ import os
 import struct
 import sys
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from coreanalyze import arch as _arch
 from coreanalyze import background, forked
 from coreanalyze.corefile.loader import libraries_of
 from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
-from coreanalyze.memory import CoreMemory
+from coreanalyze.memory import BytesMemory, CoreMemory
 from coreanalyze.stackscan import stack_start
+
+if TYPE_CHECKING:
+    from coreanalyze.symbols.process import ProcessSymbols, Symbol, SymbolTable
 
 # struct link_map { ElfW(Addr) l_addr; char *l_name; ElfW(Dyn) *l_ld; link_map *l_next, *l_prev; }
 # on the 64-bit targets the tool reads (x86_64, aarch64).
@@ -54,14 +63,24 @@ class LinkMapEntry:
     name_address: int  # l_name
 
 
+class MemoryTier(Protocol):
+    """One registered source of the process's memory: size bytes at address, or None."""
+
+    def read(self, address: int, size: int) -> bytes | None: ...
+
+
 class Process:
-    """Memory, threads, modules and cached facts of one core's process."""
+    """Memory, threads, modules, symbols and cached facts of one core's process."""
 
     def __init__(self, notes: CoreNotes, modules: Sequence[Any] = ()) -> None:
         self.notes = notes
-        self._trusted: dict[str, str] = {}
-        self._open_files: dict[str, int] = {}
         self.modules: list[Any] = []
+        self._tiers: dict[str, MemoryTier] = {}
+        self._reads: tuple[Callable[[int, int], bytes | None], ...] = ()
+        self._build_files = BuildFiles(notes)
+        self.add_memory_tier("core", notes.memory)
+        self.add_memory_tier("build files", self._build_files)
+        self._symbols: ProcessSymbols | SymbolTable | None = None  # made on first use
         self._distributions: list | None = None
         self._scanning: background.Job | forked.ForkedJob | None = None
         # [start, end) of the interpreter's GIL, once the Python walker read it: a thread that
@@ -69,14 +88,44 @@ class Process:
         self.gil_range: tuple[int, int] | None = None
         self.set_modules(modules)
 
-    # -- what the notes say ---------------------------------------------------------------
+    @classmethod
+    def open(cls, core_path: str, modules: Sequence[Any] = (), *, record: Callable[[int, int], None] | None = None) -> Process:
+        """The Process of the core at core_path. record: a recorder installed on it from the first
+        read of the core's memory, the notes' own reads included (coreanalyze.shrink keeps what
+        an analysis read); see also record()."""
+        from coreanalyze.corefile.reader import read_core
 
-    def __getattr__(self, name: str) -> Any:
-        # The notes' own fields (auxv, mappings, executable, signal, ...) for the readers that
-        # were written against them.
-        if name == "notes":
-            raise AttributeError(name)
-        return getattr(self.notes, name)
+        return cls(read_core(core_path, observer=record), modules)
+
+    @classmethod
+    def in_memory(
+        cls,
+        segments: dict[int, bytes],
+        *,
+        symbols: dict[str, int | tuple[int, int]] | None = None,
+        arch: str = "x86_64",
+        threads: Sequence[ThreadNotes] = (),
+        crashing_tid: int | None = None,
+        mappings: Sequence[Mapping] = (),
+        little_endian: bool = True,
+        **fields: Any,
+    ) -> Process:
+        """A Process of the bytes and symbols given (address -> bytes; name -> address or
+        (address, size)), with no core file: for the readers' tests. fields: further CoreNotes
+        fields (auxv, signal, environ, ...)."""
+        from coreanalyze.symbols.process import SymbolTable
+
+        memory = BytesMemory(segments, little_endian=little_endian)
+        notes = CoreNotes(
+            path="<memory>", size=0, arch=arch, memory=memory, threads=list(threads),
+            crashing_tid=crashing_tid if crashing_tid is not None else (threads[0].tid if threads else None),
+            mappings=list(mappings), little_endian=little_endian, **fields,
+        )  # fmt: skip
+        process = cls(notes)
+        process._symbols = SymbolTable(symbols or {})
+        return process
+
+    # -- what the notes say ---------------------------------------------------------------
 
     @property
     def memory(self) -> CoreMemory:
@@ -87,64 +136,100 @@ class Process:
     def arch(self) -> str:
         return self.notes.arch
 
+    @property
+    def little_endian(self) -> bool:
+        return self.notes.little_endian
+
+    @property
+    def executable(self) -> str | None:
+        return self.notes.executable
+
+    @property
+    def mappings(self) -> list[Mapping]:
+        return self.notes.mappings
+
+    def mapping_containing(self, address: int | None) -> Mapping | None:
+        return self.notes.mapping_containing(address)
+
+    @property
+    def auxv(self) -> dict[str, Any]:
+        return self.notes.auxv
+
+    @property
+    def build_ids(self) -> dict[str, str]:
+        return self.notes.build_ids
+
+    @property
+    def environ(self) -> dict[str, str]:
+        return self.notes.environ
+
+    @property
+    def signal(self) -> Any:
+        return self.notes.signal
+
+    @property
+    def crashing_tid(self) -> int | None:
+        return self.notes.crashing_tid
+
     # -- modules ---------------------------------------------------------------------------
 
     def set_modules(self, modules: Sequence[Any]) -> None:
         """The module table (again, after a fetch replaced files): which mapped files stand for
-        the crashed build and may be read where the core has no bytes."""
+        the crashed build and may be read where the core has no bytes. The one Process of the
+        core is updated in place."""
         self.modules = list(modules)
-        trusted = {m.path: m.local_path for m in self.modules if getattr(m, "local_path", None) and _trusted(m)}
-        if trusted != self._trusted:
-            self._close_files()
-            self._trusted = trusted
+        self._build_files.set_modules(self.modules)
+        if self._symbols is not None:
+            self._symbols.set_modules(self.modules)
 
     # -- memory ----------------------------------------------------------------------------
 
+    def add_memory_tier(self, name: str, tier: MemoryTier, *, default: bool = True) -> MemoryTier:
+        """Register a source of memory. read() asks the default tiers in the order they were
+        registered, the first answer wins; a tier that is not default is read by the readers
+        that ask for it by name (tier)."""
+        self._tiers[name] = tier
+        if default:
+            self._reads = (*self._reads, tier.read)
+        return tier
+
+    def tier(self, name: str) -> MemoryTier | None:
+        return self._tiers.get(name)
+
     def read(self, address: int, size: int) -> bytes | None:
         """size bytes at address: from the core, else from the crashed build's file mapped there."""
-        data = self.notes.memory.read(address, size)
-        if data is None:
-            data = self.read_mapped_file(address, size, whole=True)
-        return data
+        for read in self._reads:
+            data = read(address, size)
+            if data is not None:
+                return data
+        return None
 
     def read_mapped_file(self, address: int, size: int, *, whole: bool = False) -> bytes | None:
         """Bytes at address from the file mapped there when it is the crashed build (never from
         the core). whole: all size bytes or None; else up to the mapping's end."""
-        mapping = self.notes.mapping_containing(address)
-        local = self._trusted.get(mapping.path) if mapping is not None else None
-        if local is None:
-            return None
-        if whole and address + size > mapping.end:
-            return None
-        want = size if whole else max(0, min(size, mapping.end - address))
-        fd = self._file(local)
-        if fd is None:
-            return None
+        return self._build_files.read(address, size, whole)
+
+    @contextmanager
+    def record(self, observe: Callable[[int, int], None]) -> Iterator[None]:
+        """While active, observe(address, size) hears every read of the core's own memory, on
+        any thread (coreanalyze.shrink keeps what an analysis read)."""
+        memory = self.notes.memory
+        previous = memory.observer
+
+        def both(address: int, size: int) -> None:
+            observe(address, size)
+            previous(address, size)
+
+        memory.observer = observe if previous is None else both
         try:
-            data = os.pread(fd, want, mapping.file_offset + (address - mapping.start))
-        except (OSError, OverflowError, ValueError):
-            return None
-        if whole:
-            return data if len(data) == size else None
-        return data or None
+            yield
+        finally:
+            memory.observer = previous
 
-    def _file(self, path: str) -> int | None:
-        fd = self._open_files.get(path)
-        if fd is None:
-            try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            except OSError:
-                return None
-            self._open_files[path] = fd
-        return fd
-
-    def _close_files(self) -> None:
-        for fd in self._open_files.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._open_files.clear()
+    @property
+    def recording(self) -> bool:
+        """Whether a recorder hears this core's reads (record)."""
+        return self.notes.memory.observer is not None
 
     def read_u64(self, address: int) -> int | None:
         data = self.read(address, 8)
@@ -153,6 +238,31 @@ class Process:
     @property
     def _fmt(self) -> str:
         return "<" if self.notes.little_endian else ">"
+
+    # -- symbols ---------------------------------------------------------------------------
+
+    @property
+    def symbols(self) -> ProcessSymbols | SymbolTable:
+        """The one place the process's symbols are looked up (coreanalyze.symbols.process)."""
+        if self._symbols is None:
+            from coreanalyze.symbols.process import ProcessSymbols
+
+            self._symbols = ProcessSymbols(self.notes, self.modules)
+        return self._symbols
+
+    def use_symbolizer(self, symbolizer: Any) -> None:
+        """Name functions through this symbolizer (coreanalyze.symbols.Symbolizer) from now on."""
+        self.symbols.use_symbolizer(symbolizer)
+
+    def symbol_at(self, address: int, *, kind: str = "function") -> Symbol | None:
+        """The symbol of the crashed build holding address: a function (kind "function"), or a
+        global or static variable (kind "object"); None where no file of that build names it."""
+        return self.symbols.symbol_at(address, kind)
+
+    def symbol_address(self, name: str) -> int | None:
+        """Where the crashed build's interpreter files (the executable, libpython) put the
+        symbol name in this process; None where they do not define it."""
+        return self.symbols.symbol_address(name)
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -273,13 +383,8 @@ class Process:
 
     def close(self) -> None:
         self.wait()
-        self._close_files()
+        self._build_files.close()
         self.notes.close()
-
-    def __del__(self) -> None:
-        # A Process made for one reader is dropped without close(): its files, not the notes.
-        if "_open_files" in self.__dict__:
-            self._close_files()
 
     def __enter__(self) -> Process:
         return self
@@ -288,20 +393,75 @@ class Process:
         self.close()
 
 
+
+
+class BuildFiles:
+    """The memory tier of the files mapped in the process that are the crashed build (status ok
+    / no-build-id: the local file, the sysroot's, the image's or a fetched copy, as the module
+    table placed it): what the kernel did not dump (read-only file pages), never from a file of
+    another build."""
+
+    def __init__(self, notes: CoreNotes) -> None:
+        self._notes = notes
+        self._trusted: dict[str, str] = {}
+        self._open_files: dict[str, int] = {}
+
+    def set_modules(self, modules: Sequence[Any]) -> None:
+        trusted = {m.path: m.local_path for m in modules if getattr(m, "local_path", None) and _trusted(m)}
+        if trusted != self._trusted:
+            self.close()
+            self._trusted = trusted
+
+    def read(self, address: int, size: int, whole: bool = True) -> bytes | None:
+        """All size bytes at address, or None; whole=False: up to size bytes, to the mapping's end."""
+        if not self._trusted:
+            return None
+        mapping = self._notes.mapping_containing(address)
+        local = self._trusted.get(mapping.path) if mapping is not None else None
+        if local is None:
+            return None
+        if whole and address + size > mapping.end:
+            return None
+        want = size if whole else max(0, min(size, mapping.end - address))
+        fd = self._file(local)
+        if fd is None:
+            return None
+        try:
+            data = os.pread(fd, want, mapping.file_offset + (address - mapping.start))
+        except (OSError, OverflowError, ValueError):
+            return None
+        if whole:
+            return data if len(data) == size else None
+        return data or None
+
+    def _file(self, path: str) -> int | None:
+        fd = self._open_files.get(path)
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                return None
+            self._open_files[path] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in self._open_files.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._open_files.clear()
+
+    def __del__(self) -> None:
+        # Dropped without close(): its files.
+        if "_open_files" in self.__dict__:
+            self.close()
+
+
 def _trusted(module: Any) -> bool:
     status = module.status
     trusted = getattr(status, "trusted_image", None)
     return bool(trusted) if trusted is not None else status in ("ok", "no-build-id")
 
 
-def as_process(notes: CoreNotes | Process, modules: Sequence[Any] | None = None) -> Process:
-    """The Process of notes: a Process as it is (when it has these modules, if given), else
-    a new one over the same notes."""
-    if isinstance(notes, Process):
-        if modules is None or list(modules) == notes.modules:
-            return notes
-        return Process(notes.notes, modules)
-    return Process(notes, modules or ())
-
-
-__all__ = ["LinkMapEntry", "Mapping", "Process", "as_process"]
+__all__ = ["BuildFiles", "LinkMapEntry", "Mapping", "MemoryTier", "Process"]

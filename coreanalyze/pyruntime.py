@@ -21,10 +21,11 @@ import os
 import struct
 from dataclasses import dataclass
 
-from coreanalyze.corefile import CoreNotes
-from coreanalyze.coretarget import INTERPRETER_PREFIXES, has_runtime_symbol
+from coreanalyze.coretarget import has_runtime_symbol
 from coreanalyze.memory import Segment
+from coreanalyze.process import Process
 from coreanalyze.resources import gdb_script_module
+from coreanalyze.symbols.process import INTERPRETER_PREFIXES
 
 pywalker = gdb_script_module("pywalker")
 
@@ -65,20 +66,20 @@ class FoundRuntime:
         )
 
 
-def runtime_unless_symbols(notes: CoreNotes, modules) -> FoundRuntime | None:
+def runtime_unless_symbols(process: Process, modules) -> FoundRuntime | None:
     """The runtime located in the core when no interpreter file of the crashed build here
     names `_PyRuntime` (missing, or another build); None when the symbol serves, or when the
     core holds no runtime (not a Python process)."""
-    if has_runtime_symbol(notes, modules):
+    if has_runtime_symbol(process, modules):
         return None
-    return locate_runtime(notes)
+    return locate_runtime(process)
 
 
-def interpreter_files(notes: CoreNotes) -> dict[str, tuple[int, int] | None]:
+def interpreter_files(process: Process) -> dict[str, tuple[int, int] | None]:
     """Path -> (3, X) from the name, of the executable and any mapped libpython."""
     out: dict[str, tuple[int, int] | None] = {}
-    paths = [notes.executable] if notes.executable else []
-    paths += [m.path for m in notes.mappings if os.path.basename(m.path).startswith(INTERPRETER_PREFIXES)]
+    paths = [process.executable] if process.executable else []
+    paths += [m.path for m in process.mappings if os.path.basename(m.path).startswith(INTERPRETER_PREFIXES)]
     for path in paths:
         if path in out:
             continue
@@ -89,16 +90,16 @@ def interpreter_files(notes: CoreNotes) -> dict[str, tuple[int, int] | None]:
 version_from_name = pywalker.version_from_name
 
 
-def writable_data(notes: CoreNotes, path: str) -> list[Segment]:
+def writable_data(process: Process, path: str) -> list[Segment]:
     """The core's writable segments of one mapped file, and the anonymous one right after its
     last mapping (its .bss, where a zero-initialised _PyRuntime of 3.10 lives)."""
-    spans = [(m.start, m.end) for m in notes.mappings if m.path == path]
+    spans = [(m.start, m.end) for m in process.mappings if m.path == path]
     if not spans:
         return []
     low, high = min(s for s, _ in spans), max(e for _, e in spans)
-    mapped_elsewhere = {(m.start, m.end) for m in notes.mappings if m.path != path}
+    mapped_elsewhere = {(m.start, m.end) for m in process.mappings if m.path != path}
     out = []
-    for seg in notes.memory.segments:
+    for seg in process.memory.segments:
         if not seg.writable or seg.present_end <= seg.start:
             continue
         inside = low <= seg.start < high
@@ -108,34 +109,34 @@ def writable_data(notes: CoreNotes, path: str) -> list[Segment]:
     return out
 
 
-def locate_runtime(notes: CoreNotes) -> FoundRuntime | None:
+def locate_runtime(process: Process) -> FoundRuntime | None:
     """The interpreter's `_PyRuntime`, found and validated in the core's memory; None if none."""
-    for path, version in interpreter_files(notes).items():
-        segments = writable_data(notes, path)
+    for path, version in interpreter_files(process).items():
+        segments = writable_data(process, path)
         if not segments:
             continue
-        found = _by_debug_offsets(notes, segments, path)
+        found = _by_debug_offsets(process, segments, path)
         if found is not None:
             return found
         if version is None and sum(s.present_end - s.start for s in segments) > MAX_UNVERSIONED_SCAN_BYTES:
             continue
         versions = (version,) if version in CROSS_POINTER_VERSIONS else () if version else CROSS_POINTER_VERSIONS
         for candidate in versions:
-            found = _by_cross_pointers(notes, segments, path, candidate)
+            found = _by_cross_pointers(process, segments, path, candidate)
             if found is not None:
                 return found
     return None
 
 
-def _segment_bytes(notes: CoreNotes, seg: Segment) -> bytes:
+def _segment_bytes(process: Process, seg: Segment) -> bytes:
     size = min(seg.present_end - seg.start, MAX_SCAN_BYTES)
-    return notes.memory.read_available(seg.start, size)
+    return process.memory.read_available(seg.start, size)
 
 
-def _by_debug_offsets(notes: CoreNotes, segments: list[Segment], path: str) -> FoundRuntime | None:
+def _by_debug_offsets(process: Process, segments: list[Segment], path: str) -> FoundRuntime | None:
     cookie = pywalker.DEBUG_OFFSETS_COOKIE
     for seg in segments:
-        data = _segment_bytes(notes, seg)
+        data = _segment_bytes(process, seg)
         at = data.find(cookie)
         while at >= 0:
             if at % 8 == 0 and at + 16 <= len(data):
@@ -147,18 +148,18 @@ def _by_debug_offsets(notes: CoreNotes, segments: list[Segment], path: str) -> F
 
 
 def _by_cross_pointers(
-    notes: CoreNotes, segments: list[Segment], path: str, version: tuple[int, int]
+    process: Process, segments: list[Segment], path: str, version: tuple[int, int]
 ) -> FoundRuntime | None:
     table = pywalker.TABLES[version]
     head_at = table["runtime.interpreters_head"]
     main_at = head_at + 8  # interpreters {mutex, head, main, next_id} in every version tabled
-    u64 = notes.memory.read_u64
+    u64 = process.memory.read_u64
 
     def points_back(interp: int, runtime: int) -> bool:
         return interp % 8 == 0 and u64(interp + table["interp.runtime"]) == runtime
 
     for seg in segments:
-        data = _segment_bytes(notes, seg)
+        data = _segment_bytes(process, seg)
         for index, (head,) in enumerate(struct.iter_unpack("<Q", data[: len(data) // 8 * 8])):
             if head < 4096 or head % 8:
                 continue

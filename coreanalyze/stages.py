@@ -112,13 +112,13 @@ def image_sysroot(ctx: Context) -> None:
 
 
 def executable(ctx: Context) -> None:
-    ctx.executable = resolve_executable(ctx.notes, ctx.options, ctx.report)
+    ctx.executable = resolve_executable(ctx.process, ctx.options, ctx.report)
     ctx.report.core.executable_used = ctx.executable
 
 
-def resolve_executable(notes, options, report: Report) -> str | None:
+def resolve_executable(process: Process, options, report: Report) -> str | None:
     """The binary to give the debugger: --python when given, else the core's own executable."""
-    core_exe = notes.executable
+    core_exe = process.executable
     if options.python:
         given = Path(options.python)
         if not given.exists():
@@ -128,7 +128,7 @@ def resolve_executable(notes, options, report: Report) -> str | None:
         with open(given, "rb") as f:
             if f.read(4) != b"\x7fELF":
                 raise BadInput(f"--python {options.python} is not an ELF executable (a script or wrapper?)")
-        core_id = notes.build_ids.get(core_exe) if core_exe else None
+        core_id = process.build_ids.get(core_exe) if core_exe else None
         given_id = elf_build_id(str(given))
         if core_id and given_id and core_id != given_id:
             report.warnings.append(
@@ -160,7 +160,7 @@ def link_map(ctx: Context) -> None:
     from coreanalyze.linkmap import needs_link_map, read_link_map
 
     notes, report = ctx.notes, ctx.report
-    if not needs_link_map(notes):
+    if not needs_link_map(ctx.process):
         return
     placed = read_link_map(ctx.process, ctx.executable, ctx.options.sysroot)
     report.warnings.extend(placed.warnings)
@@ -176,7 +176,7 @@ def link_map(ctx: Context) -> None:
 
 def modules(ctx: Context) -> None:
     """The module table; from here on the Process reads the crashed build's files it names."""
-    ctx.report.modules = module_table(ctx.notes, executable=ctx.options.python, sysroot=ctx.options.sysroot)
+    ctx.report.modules = module_table(ctx.process.notes, executable=ctx.options.python, sysroot=ctx.options.sysroot)
     ctx.process.set_modules(ctx.report.modules)
 
 
@@ -267,7 +267,7 @@ def fetch_libraries(process: Process, report: Report, options, overlay: str, run
     if not result.files:
         return options, result
     build_overlay(overlay, process, report.modules, result.files, options.sysroot if options.sysroot != overlay else None)
-    report.modules = module_table(process, executable=options.python, sysroot=overlay)
+    report.modules = module_table(process.notes, executable=options.python, sysroot=overlay)
     for module in report.modules:
         if module.path in result.files:
             module.status = ModuleStatus.OK  # verified against the core (fetch/verify.py)
@@ -526,20 +526,20 @@ def threads(ctx: Context) -> None:
     if not report.threads:
         report.threads = threads_from_notes(ctx.notes)
     if ctx.link_map is not None:
-        modules_of_frames(report, ctx.notes)
+        modules_of_frames(report, ctx.process)
     for thread in report.threads:
         thread.crashed = thread.tid == report.crashing_thread
     mark_unreliable(report)
 
 
-def modules_of_frames(report: Report, notes) -> None:
+def modules_of_frames(report: Report, process: Process) -> None:
     """Frames' modules from the placed files: gdb, given them as symbol files rather than
     shared libraries, names none."""
     placed = []
     for thread in report.threads:
         for frame in thread.frames:
             if frame.module is None and frame.pc is not None and frame.kind == "native":
-                mapping = notes.mapping_containing(frame.pc)
+                mapping = process.mapping_containing(frame.pc)
                 frame.module = mapping.path if mapping else None
                 if mapping is not None:
                     placed.append(f"thread {thread.tid}: frame #{frame.index} ")
@@ -564,7 +564,7 @@ def symbols(ctx: Context) -> None:
     report, options = ctx.report, ctx.options
     report.warnings.extend(
         improve_frames(
-            report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process,
+            report, debug_dirs=options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer, notes=ctx.process.notes,
             lines_known=ctx.lines_from_debugger,
         )  # fmt: skip
     )
@@ -727,14 +727,14 @@ def gpu_exception(ctx: Context) -> None:
     from coreanalyze.gpu.stage import add_gpu_exception
 
     options = ctx.options
-    add_gpu_exception(ctx.report, getattr(ctx.process, "environ", None), options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
+    add_gpu_exception(ctx.report, ctx.process.environ, options.gpu_core_beside or ctx.core_path, options.gpu_core, ctx.rules.get())
 
 
 def job(ctx: Context) -> None:
     """Which job and rank of a multi-process run this was, and its part in the job's failure."""
     from coreanalyze.jobs.stage import add_job
 
-    add_job(ctx.report, getattr(ctx.process, "environ", None), getattr(ctx.process, "argv", None) or ())
+    add_job(ctx.report, ctx.process.environ, ctx.process.notes.argv or ())
 
 
 STAGES: tuple[Stage, ...] = (

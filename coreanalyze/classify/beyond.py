@@ -27,6 +27,7 @@ from coreanalyze.arch import stack_pointer
 from coreanalyze.classify.names import basename, normalize_function, short_name
 from coreanalyze.classify.rules import RuleSet
 from coreanalyze.model import Frame, Report
+from coreanalyze.process import Process
 from coreanalyze.rulesdata.kinds import BEYOND_RULES
 from coreanalyze.stackscan import StackWord, return_addresses, stack_end, stack_start
 from coreanalyze.vocabulary import FaultKind
@@ -170,7 +171,7 @@ def _is_machinery(word: StackWord, beyond: BeyondRules, rules: RuleSet) -> bool:
     return (not name) or bool(beyond.machinery.search(name)) or bool(word.module and beyond.machinery_modules.search(word.module))
 
 
-def _caught(report: Report, process, names, rules: RuleSet, beyond: BeyondRules) -> OpBeyond | None:
+def _caught(report: Report, process: Process, names, rules: RuleSet, beyond: BeyondRules) -> OpBeyond | None:
     from coreanalyze.abortmsg import find_handled_exception
 
     found = _catcher(report, beyond, rules)
@@ -217,7 +218,7 @@ def _caught(report: Report, process, names, rules: RuleSet, beyond: BeyondRules)
 # --------------------------------------------------------------------------- a stack overflow
 
 
-def _outermost(report: Report, process, names, rules: RuleSet, beyond: BeyondRules) -> OpBeyond | None:
+def _outermost(report: Report, process: Process, names, rules: RuleSet, beyond: BeyondRules) -> OpBeyond | None:
     thread = report.crashed_thread
     start = stack_start(process.memory, stack_pointer(thread.registers)) if thread else None
     end = stack_end(process.memory, start) if start is not None else None
@@ -248,7 +249,7 @@ def _outermost(report: Report, process, names, rules: RuleSet, beyond: BeyondRul
 # --------------------------------------------------------------------------- code compiled at run time
 
 
-def _jit(report: Report, process, names, rules: RuleSet, beyond: BeyondRules, jit) -> OpBeyond | None:
+def _jit(report: Report, process: Process, names, rules: RuleSet, beyond: BeyondRules, jit) -> OpBeyond | None:
     thread = report.crashed_thread
     sp = stack_pointer(thread.registers) if thread else None
     if sp is None:
@@ -281,7 +282,7 @@ def may_find(report: Report, rules: RuleSet, jit=None) -> bool:
     return jit is not None or report.classification.fault_kind == FaultKind.STACK_OVERFLOW or _catcher(report, beyond_rules(), rules) is not None
 
 
-def find_op_beyond(report: Report, process, names, rules: RuleSet, jit=None) -> OpBeyond | None:
+def find_op_beyond(report: Report, process: Process, names, rules: RuleSet, jit=None) -> OpBeyond | None:
     """The op, when the report's frames name none and the thread's memory does. jit: the
     coreanalyze.jitcode.JitFunction the crashing pc lies in, if any."""
     classification = report.classification

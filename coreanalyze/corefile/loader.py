@@ -47,7 +47,7 @@ def libraries_of(process: Any) -> list[LoadedLibrary]:
     the loader ran, a damaged core).
     """
     fmt = "<" if process.little_endian else ">"
-    entries, _broken_at = process.link_map(_r_debug_address(process, fmt))
+    entries, _broken_at = process.link_map(_r_debug_address(process.notes, fmt))
     out: list[LoadedLibrary] = []
     for entry in entries:
         if entry.name_address:

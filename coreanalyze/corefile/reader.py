@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from elftools.elf.elffile import ELFFile
 
@@ -19,8 +20,9 @@ from coreanalyze.memory import CoreMemory, Segment
 # ---------------------------------------------------------------------------------------------
 
 
-def read_core(path: str | os.PathLike[str]) -> CoreNotes:
-    """Parse the notes of a core file; raise BadInput when it is not a usable core."""
+def read_core(path: str | os.PathLike[str], *, observer: Callable[[int, int], None] | None = None) -> CoreNotes:
+    """Parse the notes of a core file; raise BadInput when it is not a usable core. observer:
+    hears every read of the core's memory from the first (coreanalyze.process.Process.open)."""
     path = os.fspath(path)
     size = check_is_core_candidate(path)
     try:
@@ -67,6 +69,7 @@ def read_core(path: str | os.PathLike[str]) -> CoreNotes:
         memory = CoreMemory(path, segments, little_endian=little_endian)
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+    memory.observer = observer
     dropped = sum(1 for seg in segments if seg.end > seg.start) - len(memory.segments)
     if dropped:
         warnings.append(f"{dropped} memory segment(s) overlap others and are left out (corrupt program headers)")

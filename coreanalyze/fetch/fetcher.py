@@ -9,13 +9,13 @@ from typing import Any
 
 from coreanalyze import model
 from coreanalyze.atomicfile import write_atomically
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.fetch.resolve import Candidate, Resolution, resolve
 from coreanalyze.fetch.target import ProcessTarget, process_target
 from coreanalyze.fetch.verify import identity, mismatch
 from coreanalyze.fetch.wheels import WheelError, download, extract
 from coreanalyze.imported import InMemoryDistribution
 from coreanalyze.packages import site_packages_of
+from coreanalyze.process import Process
 from coreanalyze.symbols.paths import cache_dir
 from coreanalyze.vocabulary import ModuleStatus
 
@@ -64,7 +64,7 @@ REASON_ORDER = ("build-id", "not-in-wheel", "network", "no-wheel", "no-version",
 
 
 def fetch_missing(
-    notes: CoreNotes,
+    process: Process,
     modules: list[model.Module],
     packages: list[dict[str, Any]],
     *,
@@ -86,13 +86,13 @@ def fetch_missing(
         site = site_packages_of(module.path)
         if module.status not in WANTED or site is None:
             continue
-        key = identity(notes, module.path)
+        key = identity(process, module.path)
         member = os.path.relpath(module.path, site)
         if key is None or member.startswith(".."):
             result.unfetched[module.path] = "the core has neither its build-id nor its first page to check a wheel against"
             continue
         cached = cache / "fetched" / key / os.path.basename(module.path)
-        if cached.is_file() and mismatch(notes, module.path, str(cached)) is None:
+        if cached.is_file() and mismatch(process, module.path, str(cached)) is None:
             result.files[module.path] = str(cached)
             result.wheels[module.path] = _cached_wheel_name(cached)
             continue
@@ -108,7 +108,7 @@ def fetch_missing(
         for candidate in resolution.candidates:
             if not wanted:
                 break
-            wanted = _try_wheel(notes, candidate, wanted, target, cache, result, reasons)
+            wanted = _try_wheel(process, candidate, wanted, target, cache, result, reasons)
         result.unfetched.update((w.path, _reason(reasons, w.path, resolution)) for w in wanted)
     return result
 
@@ -133,7 +133,7 @@ def _reason(reasons: list[tuple[str, str]], path: str, resolution: Resolution) -
 
 
 def _try_wheel(
-    notes: CoreNotes, candidate: Candidate, wanted: list[_Wanted], target: ProcessTarget, cache: Path,
+    process: Process, candidate: Candidate, wanted: list[_Wanted], target: ProcessTarget, cache: Path,
     result: FetchResult, reasons: list[tuple[str, str]],
 ) -> list[_Wanted]:  # fmt: skip
     """Take what matches from one wheel; returns what is still wanted."""
@@ -154,7 +154,7 @@ def _try_wheel(
 
     for w in wanted:
         kept = cache / "fetched" / w.identity / os.path.basename(w.path)
-        if kept.is_file() and mismatch(notes, w.path, str(kept)) is None:
+        if kept.is_file() and mismatch(process, w.path, str(kept)) is None:
             use(w, kept)  # another worker of the batch took it out of the same wheel meanwhile
             continue
         # Per process: workers of a batch may take the same file out of the same wheel at once.
@@ -166,7 +166,7 @@ def _try_wheel(
             reasons.append(("not-in-wheel", refusals[-1]))
             left.append(w)
             continue
-        why = mismatch(notes, w.path, str(staging))
+        why = mismatch(process, w.path, str(staging))
         if why is not None:
             staging.unlink(missing_ok=True)  # a wheel that does not match is never used
             refusals.append(f"{os.path.basename(w.path)}: {why}")

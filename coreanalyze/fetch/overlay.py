@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 
 from coreanalyze import model
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.process import Process
 from coreanalyze.rootpaths import file_in_root
 from coreanalyze.symbols.paths import under
 
 
-def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str]) -> dict[str, str]:
+def _targets(process: Process, modules: list[model.Module], fetched: dict[str, str]) -> dict[str, str]:
     """Every name of the core (mapped path, loader's name) -> the file here that stands for it."""
     targets: dict[str, str] = {}
     by_start: dict[int, str] = {}
@@ -38,7 +38,7 @@ def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, s
             targets[module.path] = os.path.abspath(target)
             if module.start is not None:
                 by_start[module.start] = targets[module.path]
-    for library in read_link_map(notes):
+    for library in read_link_map(process):
         # l_addr is the load bias: the start of the library's first mapping for a shared object.
         target = by_start.get(library.base)
         if target is not None:
@@ -47,13 +47,13 @@ def _targets(notes: CoreNotes, modules: list[model.Module], fetched: dict[str, s
 
 
 def build_overlay(
-    root: str, notes: CoreNotes, modules: list[model.Module], fetched: dict[str, str], sysroot: str | None = None
+    root: str, process: Process, modules: list[model.Module], fetched: dict[str, str], sysroot: str | None = None
 ) -> None:
     """sysroot: the user's --sysroot directory, whose other mapped files (a memory-mapped model,
     a vocabulary: no modules) are linked too, so that what reads them finds them in the overlay."""
-    targets = _targets(notes, modules, fetched)
+    targets = _targets(process, modules, fetched)
     if sysroot:
-        for mapping in notes.mappings:
+        for mapping in process.mappings:
             if mapping.path.startswith("/") and not mapping.path.endswith(DELETED_SUFFIX) and mapping.path not in targets:
                 found = file_in_root(sysroot, mapping.path)
                 if found is not None:
@@ -66,12 +66,12 @@ def build_overlay(
         os.symlink(target, link)
 
 
-def gdb_would_miss(root: str, notes: CoreNotes, modules: list[model.Module]) -> bool:
+def gdb_would_miss(root: str, process: Process, modules: list[model.Module]) -> bool:
     """True when gdb, which only joins its sysroot and a name, would not find under `root` the
     file that stands for one of the core's names: a loader's name that is a link on the machine
     (`libz.so.1`, `/lib64/ld-linux-x86-64.so.2`) and not in the copy, merged-/usr links the copy
     lacks, links from the machine's root (the module table finds those files: rootpaths.py)."""
-    for name, target in _targets(notes, modules, {}).items():
+    for name, target in _targets(process, modules, {}).items():
         plain = under(root, name)
         if plain is None or not _same_file(plain, target):
             return True

@@ -10,36 +10,36 @@ from __future__ import annotations
 
 import hashlib
 
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.modules import elf_build_id
+from coreanalyze.process import Process
 
 PAGE = 4096
 
 
-def first_page_in_core(notes: CoreNotes, path: str) -> bytes | None:
-    first = next((m for m in notes.mappings if m.path == path and m.file_offset == 0), None)
+def first_page_in_core(process: Process, path: str) -> bytes | None:
+    first = next((m for m in process.mappings if m.path == path and m.file_offset == 0), None)
     if first is None:
         return None
-    data = notes.memory.read(first.start, min(PAGE, first.end - first.start))
+    data = process.memory.read(first.start, min(PAGE, first.end - first.start))
     return data if data and data.startswith(b"\x7fELF") else None
 
 
-def identity(notes: CoreNotes, path: str) -> str | None:
+def identity(process: Process, path: str) -> str | None:
     """What names this library in the cache: its build-id, else a digest of its first page."""
-    build_id = notes.build_ids.get(path)
+    build_id = process.build_ids.get(path)
     if build_id:
         return build_id
-    page = first_page_in_core(notes, path)
+    page = first_page_in_core(process, path)
     return "page-" + hashlib.sha256(page).hexdigest()[:40] if page else None
 
 
-def mismatch(notes: CoreNotes, path: str, candidate: str) -> str | None:
+def mismatch(process: Process, path: str, candidate: str) -> str | None:
     """None when `candidate` is the file mapped at `path`; else why it is not."""
-    build_id = notes.build_ids.get(path)
+    build_id = process.build_ids.get(path)
     if build_id:
         found = elf_build_id(candidate)
         return None if found == build_id else f"build-id {found or 'none'} is not the core's {build_id}"
-    page = first_page_in_core(notes, path)
+    page = first_page_in_core(process, path)
     if page is None:
         return "the core has neither a build-id nor the first page of this library to check against"
     try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from coreanalyze.gdb.session import GdbSession
+from coreanalyze.process import Process
 
 # Read whatever the stacks hold: symbols gdb is asked for by name live there, and gdb's thread
 # support (libthread_db) looks for them.
@@ -43,7 +44,7 @@ class LibraryChoice:
     extents: list[tuple[int, int, str]] = field(default_factory=list)  # each library's code, sorted
 
     @classmethod
-    def for_process(cls, process, reached: list[int] | None = None) -> LibraryChoice:
+    def for_process(cls, process: Process, reached: list[int] | None = None) -> LibraryChoice:
         return cls(process.code_addresses_on_stacks() if reached is None else reached, process.memory)
 
     def load(self, session: GdbSession) -> None:

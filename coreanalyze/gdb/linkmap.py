@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from coreanalyze.corefile.loader import LoadedLibrary
-from coreanalyze.corefile.structures import CoreNotes
-from coreanalyze.process import Process, as_process
+from coreanalyze.process import Process
 
 __all__ = ["LoadedLibrary", "read_link_map"]
 
 
-def read_link_map(notes: CoreNotes | Process) -> list[LoadedLibrary]:
+def read_link_map(process: Process) -> list[LoadedLibrary]:
     """The loader's libraries in load order (the executable and nameless entries left out)."""
-    return as_process(notes).loaded_libraries
+    return process.loaded_libraries

@@ -8,12 +8,17 @@ The rules are data: hang/rules.toml.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coreanalyze.hang.detect import snapshot_reason
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.model import Classification, Report
 
+if TYPE_CHECKING:
+    from coreanalyze.process import Process
 
-def classify_hang(report: Report, notes, classify_rules=None, reason: str | None = None) -> Classification | None:
+
+def classify_hang(report: Report, process: Process | None, classify_rules=None, reason: str | None = None) -> Classification | None:
     """The hang verdict when the core is a snapshot, else None (a crash: classify as one).
     reason: why the report is a snapshot, when the caller knows (a pasted text says so).
 
@@ -25,7 +30,7 @@ def classify_hang(report: Report, notes, classify_rules=None, reason: str | None
     reason = reason or snapshot_reason(report, rules)
     if reason is None:
         return None
-    classification = hang_classification(report, notes, reason, rules, classify_rules)
+    classification = hang_classification(report, process, reason, rules, classify_rules)
     tid = classification.hang.thread if classification.hang is not None else None
     if tid is not None:
         report.crashing_thread = tid

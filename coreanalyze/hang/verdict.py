@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from coreanalyze.classify import classify, default_rules
 from coreanalyze.hang.describe import STATE_WORDS, describe_step, describe_wait
@@ -14,6 +15,9 @@ from coreanalyze.hang.rules import HangRules
 from coreanalyze.hang.tensorflow import TensorFlowHang, match_tensorflow_hang
 from coreanalyze.hang.waits import thread_waits
 from coreanalyze.model import Classification, Culprit, HangInfo, Report, ThreadWait
+
+if TYPE_CHECKING:
+    from coreanalyze.process import Process
 
 SIGNATURE_THREADS = 6
 
@@ -83,13 +87,13 @@ def _summary(info: HangInfo, waits: list[ThreadWait], tf: TensorFlowHang | None,
     return text
 
 
-def hang_classification(report: Report, notes, reason: str, rules: HangRules, classify_rules=None) -> Classification:
-    waits = thread_waits(report.threads, notes, rules)
+def hang_classification(report: Report, process: Process | None, reason: str, rules: HangRules, classify_rules=None) -> Classification:
+    waits = thread_waits(report.threads, process, rules)
     names: dict[int, str | None] = {}
     for w in waits:
         if w.object is not None and w.state in ("mutex", "futex", "condition"):
             if w.object not in names:
-                names[w.object] = lock_symbol(w.object, report.modules)
+                names[w.object] = lock_symbol(w.object, process)
             w.object_name = names[w.object]
     info = HangInfo(reason=reason, threads=waits)
     info.gil_holder = next((t.tid for t in report.threads if t.holds_gil), None)

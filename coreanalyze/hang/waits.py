@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import TYPE_CHECKING
 
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.gpu.host import HostCall, thread_call
 from coreanalyze.hang.rules import HangRules, SyscallTable
 from coreanalyze.model import Frame, Thread, ThreadWait
+
+if TYPE_CHECKING:
+    from coreanalyze.process import Process
 
 RUNNING = -1
 # glibc's pthread_mutex_t (struct __pthread_mutex_s), the same on x86_64 and aarch64:
@@ -167,15 +171,15 @@ def thread_wait(
     return wait
 
 
-def thread_waits(threads: list[Thread], notes, rules: HangRules) -> list[ThreadWait]:
-    """Every thread's wait state; notes (corefile.CoreNotes) give registers and memory."""
-    arch = getattr(notes, "arch", None)
-    memory = getattr(notes, "memory", None)
+def thread_waits(threads: list[Thread], process: Process | None, rules: HangRules) -> list[ThreadWait]:
+    """Every thread's wait state; the process (None for a pasted text) gives registers and memory."""
+    arch = process.arch if process is not None else None
+    memory = process.memory if process is not None else None
     gil_holder = next((t.tid for t in threads if t.holds_gil), None)
-    gil_range = getattr(notes, "gil_range", None)
+    gil_range = process.gil_range if process is not None else None
     out = []
     for thread in threads:
-        noted = notes.thread(thread.tid) if notes is not None else None
+        noted = process.thread(thread.tid) if process is not None else None
         registers = dict(noted.registers) if noted is not None else dict(thread.registers)
         out.append(thread_wait(thread, registers, rules, arch, memory, gil_holder, gil_range))
     return out

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coreanalyze.atomicfile import write_atomically
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.image.errors import AmbiguousImage, ImageError
 from coreanalyze.image.extract import extract
 from coreanalyze.image.index import ImageIndex
 from coreanalyze.image.manifest import ImageManifest, read_manifest
 from coreanalyze.image.store import DirStore, TarStore
 from coreanalyze.modules import DELETED_SUFFIX
+from coreanalyze.process import Process
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, cache_dir, valid_build_id
 
 INDEX_VERSION = 1
@@ -120,40 +120,40 @@ def prepare_image(path: str, arch: str | None = None) -> ImageManifest | None:
         return manifest
 
 
-def image_sysroot(path: str, notes: CoreNotes) -> ImageSysroot:
+def image_sysroot(path: str, process: Process) -> ImageSysroot:
     """The image at path as a sysroot directory holding what this core needs."""
     with _opened(path) as store:
-        manifest = read_manifest(store, notes.arch)
+        manifest = read_manifest(store, process.arch)
         directory = image_cache() / manifest.image_id.replace(":", "-")
         rootfs = str(directory / "rootfs")
         with _locked(directory):
             index = _index(store, manifest, directory)
-            mapped = _mapped_paths(notes)
-            extract(store, index, mapped + _build_id_debug_files(notes), rootfs)
+            mapped = _mapped_paths(process)
+            extract(store, index, mapped + _build_id_debug_files(process), rootfs)
             extract(store, index, _debuglink_files(mapped, rootfs), rootfs)
     if not os.path.isdir(rootfs):
         os.makedirs(rootfs, exist_ok=True)  # nothing of the core is in the image: all missing
     return ImageSysroot(rootfs, manifest, index)
 
 
-def _mapped_paths(notes: CoreNotes) -> list[str]:
+def _mapped_paths(process: Process) -> list[str]:
     """Every name the process had for its files: the kernel's paths of its mappings, and the
     dynamic loader's names (gdb looks libraries up by those)."""
     from coreanalyze.gdb.linkmap import read_link_map
 
-    paths = [m.path for m in notes.mappings if m.path.startswith("/") and not m.path.endswith(DELETED_SUFFIX)]
-    if notes.executable:
-        paths.append(notes.executable)
+    paths = [m.path for m in process.mappings if m.path.startswith("/") and not m.path.endswith(DELETED_SUFFIX)]
+    if process.executable:
+        paths.append(process.executable)
     try:
-        paths += [library.name for library in read_link_map(notes)]
+        paths += [library.name for library in read_link_map(process)]
     except (OSError, ValueError):
         pass
     return list(dict.fromkeys(paths))
 
 
-def _build_id_debug_files(notes: CoreNotes) -> list[str]:
+def _build_id_debug_files(process: Process) -> list[str]:
     out = []
-    for build_id in notes.build_ids.values():
+    for build_id in process.build_ids.values():
         valid = valid_build_id(build_id)
         if valid:
             out.append(os.path.join(SYSTEM_DEBUG_DIR, build_id_relpath(valid)))

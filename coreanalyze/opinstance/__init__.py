@@ -7,6 +7,7 @@ from typing import Sequence
 
 from coreanalyze.model import Frame, OpInput, OpInstance, Report
 from coreanalyze.opinstance.layouts import layouts_for
+from coreanalyze.process import Process
 
 __all__ = ["add_op_instance", "describe_inputs", "node_sentence"]
 
@@ -29,7 +30,7 @@ def node_sentence(instance: OpInstance) -> str:
     return f"In node `{instance.node}` ({what}, inputs {describe_inputs(instance)})."
 
 
-def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None, kernel: Frame | None = None,
+def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None, kernel: Frame | None = None,
                     kernel_at: int | None = None) -> None:
     """Read the op instance of the crashing thread's kernel frame into report.classification.
     kernel, kernel_at: the op's frame read from the stack (classify.beyond) where the frames
@@ -37,23 +38,23 @@ def add_op_instance(report: Report, notes, *, debug_dirs: Sequence[str] = (), sy
 
     Nothing happens when no kernel was running; a kernel whose instance does not validate
     leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
-    from coreanalyze.filebacked import FileBackedMemory
+    from coreanalyze.filebacked import data_files
     from coreanalyze.opinstance.codenames import CodeNames
     from coreanalyze.opinstance.tensorflow import read_tensorflow_op
     from coreanalyze.opinstance.tflite import read_tflite_node
     from coreanalyze.symbols import Symbolizer
 
     thread = report.crashed_thread
-    if thread is None or notes is None or getattr(notes, "memory", None) is None:
+    if thread is None or process is None:
         return
     symbolizer = Symbolizer(debug_dirs, sysroot)
     try:
-        names = CodeNames(report.modules, notes, symbolizer)
+        CodeNames(report.modules, process, symbolizer)  # the process names code through it
         version = report.environment.get("tensorflow_version")
-        reading = read_tensorflow_op(notes.memory, thread, layouts_for("tensorflow", version), names, kernel, kernel_at)
+        reading = read_tensorflow_op(process, thread, layouts_for("tensorflow", version), kernel, kernel_at)
         if reading is None:
-            files = FileBackedMemory(notes, sysroot=sysroot, core_path=report.core.path if report.core else None)
-            reading = read_tflite_node(notes.memory, thread, layouts_for("tflite", version), names, files)
+            data_files(process, sysroot=sysroot, core_path=report.core.path if report.core else None)
+            reading = read_tflite_node(process, thread, layouts_for("tflite", version))
     except Exception as e:  # noqa: BLE001 — an optional stage: whatever a broken core does, the report stands
         report.warnings.append(f"the op instance could not be read: {type(e).__name__}: {e}")
         return

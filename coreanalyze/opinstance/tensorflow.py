@@ -30,6 +30,7 @@ from coreanalyze.opinstance.layouts import DType, Layout, dtypes
 from coreanalyze.opinstance.nodedef import NodeDefReader, Unreadable
 from coreanalyze.opinstance.reproducer import NoReproducer, reproducer
 from coreanalyze.opinstance.stackwords import pointer_words, words_near
+from coreanalyze.process import Process
 
 MAX_TEXT = 4096
 MAX_INPUTS = 1024
@@ -349,12 +350,13 @@ def _reproducer(reader: _Reader, kernel: int, instance: OpInstance, found: Kerne
         return None
 
 
-def read_tensorflow_op(memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames, kernel: Frame | None = None,
+def read_tensorflow_op(process: Process, thread: Thread, layouts: list[Layout], kernel: Frame | None = None,
                        kernel_at: int | None = None) -> Reading | None:
     """The op instance of the thread's kernel frame; None when no kernel was running.
     kernel, kernel_at: the op's frame read from the stack's memory, and where its return address
     lies (its OpKernelContext is looked for in the words around it), when the thread's frames
     hold no kernel frame."""
+    memory, names = process.memory, CodeNames(process.modules, process)
     found = kernel_frame(thread)
     near = None
     if found is None and kernel is not None:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import struct
 
-from coreanalyze.filebacked import FileBackedMemory
+from coreanalyze.filebacked import DATA_FILES, FileBackedMemory
 from coreanalyze.memory import CoreMemory
 from coreanalyze.model import OpInput, OpInstance, Thread
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import Layout, tflite_builtin_ops
 from coreanalyze.opinstance.stackwords import pointer_words
 from coreanalyze.opinstance.tensorflow import VALUE_ELEMENTS, NotValid, Reading
+from coreanalyze.process import Process
 
 INTERPRETER_FRAME = "tflite::Subgraph::"
 MAX_TENSORS = 1 << 20
@@ -254,11 +255,13 @@ def _delegate(reader: _Reader, node: int, custom_name: str | None, names: CodeNa
     return f"custom ({custom_name})" if custom_name else "custom"
 
 
-def read_tflite_node(
-    memory: CoreMemory, thread: Thread, layouts: list[Layout], names: CodeNames, files: FileBackedMemory | None = None
-) -> Reading | None:
-    """The TFLite node of the crashing thread; None when no TFLite kernel was running. files:
-    file-backed memory the core left out (the model file, for a model loaded from a path)."""
+def read_tflite_node(process: Process, thread: Thread, layouts: list[Layout]) -> Reading | None:
+    """The TFLite node of the crashing thread; None when no TFLite kernel was running. What the
+    core left out of a model loaded from a path is read from the process's data files tier
+    (coreanalyze.filebacked.data_files), where one is registered."""
+    memory, names = process.memory, CodeNames(process.modules, process)
+    files = process.tier(DATA_FILES)
+    files = files if isinstance(files, FileBackedMemory) else None
     kernels = _kernel_functions(thread, names)
     if not kernels:
         return None

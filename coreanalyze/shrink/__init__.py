@@ -2,9 +2,9 @@
 
 The shrunk core is a valid ELF core with the same program headers (split where only part of a
 segment is kept) that holds all the notes, each thread's stack, every object's ELF header page,
-the dynamic linker's link map, and the pages the analysis itself read (recorded through the
-memory reader's observer); `coreanalyze SMALL` gives the report of the full core and
-`gdb PROGRAM SMALL` its backtraces.
+the dynamic linker's link map, and the pages the analysis itself read (heard by the recorder
+the shrink installs on the core's Process); `coreanalyze SMALL` gives the report of the full
+core and `gdb PROGRAM SMALL` its backtraces.
 
     recorder.py  records the pages an analysis reads      keep.py    what gdb needs besides
     elfcore.py   the core's ELF header and notes           writer.py  writes the shrunk core

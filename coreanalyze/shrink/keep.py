@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import struct
 
-from coreanalyze.corefile.structures import CoreNotes
 from coreanalyze.corefile.tables import SP_REGISTER
+from coreanalyze.process import Process
 from coreanalyze.shrink.elfcore import ELF_MAGIC
 from coreanalyze.shrink.pages import PAGE, PageSet, page_floor
 
@@ -36,42 +36,42 @@ PT_DYNAMIC, PT_PHDR = 2, 6
 DT_NULL, DT_DEBUG = 0, 21
 
 
-def keep_stacks(notes: CoreNotes, kept: PageSet, per_thread: int = STACK_PER_THREAD) -> None:
-    register = SP_REGISTER.get(notes.arch)
-    for thread in notes.threads:
+def keep_stacks(process: Process, kept: PageSet, per_thread: int = STACK_PER_THREAD) -> None:
+    register = SP_REGISTER.get(process.arch)
+    for thread in process.threads:
         sp = thread.registers.get(register) if register else None
         if isinstance(sp, int):
-            whole = thread.tid == notes.crashing_tid
-            keep_stack_from(notes, kept, sp, CRASHING_STACK if whole else per_thread)
+            whole = thread.tid == process.crashing_tid
+            keep_stack_from(process, kept, sp, CRASHING_STACK if whole else per_thread)
 
 
-def keep_thread_descriptors(notes: CoreNotes, kept: PageSet) -> None:
+def keep_thread_descriptors(process: Process, kept: PageSet) -> None:
     """glibc's struct pthread at each thread's thread pointer (x86-64's fs_base): gdb's
     libthread_db reads it to name a thread (`Thread 0x7f.. (LWP n)`)."""
-    for thread in notes.threads:
+    for thread in process.threads:
         pointer = thread.registers.get("fs_base")
-        if isinstance(pointer, int) and notes.memory.is_present(pointer):
+        if isinstance(pointer, int) and process.memory.is_present(pointer):
             kept.add(pointer, THREAD_DESCRIPTOR, "thread descriptors")
 
 
-def keep_loader_data(notes: CoreNotes, kept: PageSet) -> None:
+def keep_loader_data(process: Process, kept: PageSet) -> None:
     """The dynamic linker's writable data (`_rtld_global`: the lists of threads' descriptors
     that libthread_db walks to list the threads, `_r_debug`)."""
-    base = notes.auxv.get("AT_BASE")
-    loader = next((m.path for m in notes.mappings if isinstance(base, int) and m.start <= base < m.end), None)
+    base = process.auxv.get("AT_BASE")
+    loader = next((m.path for m in process.mappings if isinstance(base, int) and m.start <= base < m.end), None)
     if loader is None:
         return
-    spans = [(m.start, m.end) for m in notes.mappings if m.path == loader]
+    spans = [(m.start, m.end) for m in process.mappings if m.path == loader]
     last_end = max(end for _start, end in spans)
-    for segment in notes.memory.segments:
+    for segment in process.memory.segments:
         ours = any(start <= segment.start < end for start, end in spans) or segment.start == last_end  # + its .bss
         if ours and segment.writable and segment.present_end > segment.start:
             kept.add(segment.start, min(LOADER_DATA_MAX, segment.present_end - segment.start), "dynamic linker's data")
 
 
-def keep_stack_from(notes: CoreNotes, kept: PageSet, sp: int, limit: int, why: str = "stacks") -> None:
+def keep_stack_from(process: Process, kept: PageSet, sp: int, limit: int, why: str = "stacks") -> None:
     """From just below sp to the top of its mapping (at most `limit` bytes)."""
-    segment = notes.memory.segment_containing(sp)
+    segment = process.memory.segment_containing(sp)
     if segment is None:
         return
     start = max(segment.start, sp - BELOW_STACK_POINTER)
@@ -79,22 +79,22 @@ def keep_stack_from(notes: CoreNotes, kept: PageSet, sp: int, limit: int, why: s
     kept.add(start, end - start, why)
 
 
-def keep_object_headers(notes: CoreNotes, kept: PageSet) -> None:
-    memory = notes.memory
+def keep_object_headers(process: Process, kept: PageSet) -> None:
+    memory = process.memory
     for segment in memory.segments:
         if segment.present_end > segment.start and memory.read(segment.start, 4) == ELF_MAGIC:
             kept.add(segment.start, min(PAGE, segment.present_end - segment.start), "object headers")
-    vdso = notes.auxv.get("AT_SYSINFO_EHDR")
+    vdso = process.auxv.get("AT_SYSINFO_EHDR")
     segment = memory.segment_containing(vdso) if isinstance(vdso, int) else None
     if segment is not None:
         kept.add(segment.start, min(VDSO_MAX, segment.present_end - segment.start), "object headers")
 
 
-def keep_link_map(notes: CoreNotes, kept: PageSet) -> None:
+def keep_link_map(process: Process, kept: PageSet) -> None:
     """Walk r_debug and the link map as gdb does; the recorder keeps what is read."""
-    memory = notes.memory
-    fmt = "<" if notes.little_endian else ">"
-    phdr, phnum = notes.auxv.get("AT_PHDR"), notes.auxv.get("AT_PHNUM")
+    memory = process.memory
+    fmt = "<" if process.little_endian else ">"
+    phdr, phnum = process.auxv.get("AT_PHDR"), process.auxv.get("AT_PHNUM")
     if not isinstance(phdr, int) or not isinstance(phnum, int):
         return
     raw = memory.read(phdr, 56 * min(phnum, MAX_PHDRS))
@@ -105,7 +105,7 @@ def keep_link_map(notes: CoreNotes, kept: PageSet) -> None:
     dynamic = next((h for h in headers if h[0] == PT_DYNAMIC), None)
     if bias is None or dynamic is None:
         return  # a static program
-    r_debug = _dynamic_value(notes, bias + dynamic[3], DT_DEBUG, fmt)
+    r_debug = _dynamic_value(process, bias + dynamic[3], DT_DEBUG, fmt)
     namespaces = 0
     seen: set[int] = set()
     while r_debug and namespaces < 16:
@@ -123,15 +123,15 @@ def keep_link_map(notes: CoreNotes, kept: PageSet) -> None:
             if l_name:
                 memory.read_cstring(l_name, MAX_NAME)
             if l_ld:
-                _dynamic_value(notes, l_ld, DT_NULL, fmt)
+                _dynamic_value(process, l_ld, DT_NULL, fmt)
         version = struct.unpack_from(fmt + "i", head, 0)[0]
         r_debug = struct.unpack_from(fmt + "Q", head, 40)[0] if version >= 2 and len(head) >= R_DEBUG_BYTES else 0
 
 
-def _dynamic_value(notes: CoreNotes, address: int, tag: int, fmt: str) -> int | None:
+def _dynamic_value(process: Process, address: int, tag: int, fmt: str) -> int | None:
     """The value of `tag` in the dynamic section at address (reading it up to DT_NULL)."""
     for i in range(MAX_DYNAMIC):
-        entry = notes.memory.read(address + 16 * i, 16)
+        entry = process.memory.read(address + 16 * i, 16)
         if entry is None:
             return None
         d_tag, d_val = struct.unpack(fmt + "qQ", entry)

@@ -1,10 +1,9 @@
-"""Record the pages of a core that an analysis reads (through coreanalyze.memory's observer)."""
+"""Record the pages of a core that an analysis reads: an observer for the recording wrapper that
+the shrink installs on the core's Process (coreanalyze.process.Process.record)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Callable
 
 from coreanalyze import memory
 from coreanalyze.shrink.pages import PageSet
@@ -15,31 +14,14 @@ from coreanalyze.shrink.pages import PageSet
 SEARCH_READ = 256 << 10
 
 
-@contextmanager
-def recording(
-    core_path: str, kept: PageSet, why: str = "analysis", searches: list[tuple[int, int]] | None = None
-) -> Iterator[PageSet]:
-    """While active, every read of the core at core_path adds its pages to `kept`; a search
-    (a read bigger than SEARCH_READ, or made in memory.searching) goes to `searches` instead
-    when that is given."""
-    wanted = os.path.realpath(core_path)
-    previous = memory.read_observer
-    same: dict[str, bool] = {}
+def recorder(kept: PageSet, why: str = "analysis", searches: list[tuple[int, int]] | None = None) -> Callable[[int, int], None]:
+    """observe(address, size): every read adds its pages to `kept`; a search (a read bigger
+    than SEARCH_READ, or made in memory.searching) goes to `searches` instead when that is given."""
 
-    def observe(path: str, address: int, size: int) -> None:
-        if path not in same:
-            same[path] = os.path.realpath(path) == wanted
-        if not same[path]:
-            pass
-        elif searches is not None and (size > SEARCH_READ or memory.in_search()):
+    def observe(address: int, size: int) -> None:
+        if searches is not None and (size > SEARCH_READ or memory.in_search()):
             searches.append((address, size))
         else:
             kept.add(address, size, why)
-        if previous is not None:
-            previous(path, address, size)
 
-    memory.read_observer = observe
-    try:
-        yield kept
-    finally:
-        memory.read_observer = previous
+    return observe

@@ -9,8 +9,8 @@ secrets, and say what the process was configured with).
 
 from __future__ import annotations
 
-from coreanalyze.corefile.structures import CoreNotes
 from coreanalyze.corefile.tables import NT_PRPSINFO, PRPSINFO, PSARGS_LEN
+from coreanalyze.process import Process
 from coreanalyze.shrink import elfcore
 from coreanalyze.shrink.pages import PageSet
 
@@ -22,18 +22,18 @@ DROPPED = (
 MIN_ARGUMENT = 2  # shorter arguments are too common to blank without blanking other bytes
 
 
-def blanks(notes: CoreNotes, kept: PageSet) -> dict[int, bytes]:
+def blanks(process: Process, kept: PageSet) -> dict[int, bytes]:
     """address -> zeros over each environment value and argument found in the kept pages.
 
     Arguments are blanked only in the initial stack (the same path is also a Python string the
     frames name); `NAME=value` strings wherever they are kept."""
-    environment = [(f"{n}={v}".encode() + b"\0", len(n) + 1) for n, v in notes.environ.items() if v]
-    arguments = [(b"\0" + a.encode() + b"\0", 1) for a in notes.argv[1:] if len(a) >= MIN_ARGUMENT]
-    anchor = notes.auxv_pointers.get("AT_EXECFN")
-    initial = notes.memory.segment_containing(anchor) if isinstance(anchor, int) else None
+    environment = [(f"{n}={v}".encode() + b"\0", len(n) + 1) for n, v in process.environ.items() if v]
+    arguments = [(b"\0" + a.encode() + b"\0", 1) for a in process.notes.argv[1:] if len(a) >= MIN_ARGUMENT]
+    anchor = process.notes.auxv_pointers.get("AT_EXECFN")
+    initial = process.memory.segment_containing(anchor) if isinstance(anchor, int) else None
     patches: dict[int, bytes] = {}
     for lo, hi in kept.runs_within(0, 1 << 64):
-        data = notes.memory.read_available(lo, hi - lo)
+        data = process.memory.read_available(lo, hi - lo)
         on_initial_stack = initial is not None and initial.start <= lo < initial.end
         for needle, start in environment + (arguments if on_initial_stack else []):
             at = data.find(needle)

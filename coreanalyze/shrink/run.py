@@ -9,14 +9,16 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from coreanalyze import model
 from coreanalyze.atomicfile import TMP_MARK
 from coreanalyze.errors import BadInput
+from coreanalyze.process import Process
 from coreanalyze.shrink import elfcore, keep, marker, scans
 from coreanalyze.shrink import redact as redact_
 from coreanalyze.shrink.pages import PageSet
-from coreanalyze.shrink.recorder import recording
+from coreanalyze.shrink.recorder import recorder
 from coreanalyze.shrink.writer import write_core
 
 # gdb's own reads of the core's memory while it loads it and unwinds every thread, as
@@ -64,7 +66,6 @@ def shrink_core(
 
 def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes: int, redact: bool) -> ShrinkResult:
     from coreanalyze.analyze import analyze_core
-    from coreanalyze.corefile import read_core
 
     layout = elfcore.read_layout(plain)
     earlier = marker.find_marker(layout, plain)
@@ -74,23 +75,17 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     if redact:
         result = analyze_core(plain, options)  # its modules and program; what it read is not kept
     else:
-        with recording(plain, kept, searches=searches):
-            result = analyze_core(plain, options)
-    with recording(plain, kept, "gdb: stacks, objects, link map", searches=searches):
-        notes = read_core(plain)
-        try:
-            keep.keep_stacks(notes, kept, stack_bytes)
-            keep.keep_thread_descriptors(notes, kept)
-            keep.keep_loader_data(notes, kept)
-            keep.keep_object_headers(notes, kept)
-            keep.keep_link_map(notes, kept)
-            if not redact:
-                scans.keep_abort_messages(notes, kept)
-                scans.keep_distribution_names(notes, kept)
-        finally:
-            notes.memory.close()
-    with recording(plain, kept, "python frames", searches=searches):
-        _walk_python(plain, result.report, imports=not redact)
+        result = analyze_core(plain, options, record=recorder(kept, searches=searches))
+    with Process.open(plain, record=recorder(kept, "gdb: stacks, objects, link map", searches)) as process:
+        keep.keep_stacks(process, kept, stack_bytes)
+        keep.keep_thread_descriptors(process, kept)
+        keep.keep_loader_data(process, kept)
+        keep.keep_object_headers(process, kept)
+        keep.keep_link_map(process, kept)
+        if not redact:
+            scans.keep_abort_messages(process, kept)
+            scans.keep_distribution_names(process, kept)
+    _walk_python(plain, result.report, recorder(kept, "python frames", searches), imports=not redact)
     _keep_gdb_reads(plain, kept, result.report, options)
     dropped = list(redact_.DROPPED) if redact else (earlier.redacted if earlier else [])
     note = marker.marker_note(layout.endian, model.ShrunkCore(original_size=original_size, redacted=dropped))
@@ -134,31 +129,22 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
 
 
 def _blanks(plain: str, kept: PageSet) -> dict[int, bytes]:
-    from coreanalyze.corefile import read_core
-
-    notes = read_core(plain)
-    try:
-        return redact_.blanks(notes, kept)
-    finally:
-        notes.memory.close()
+    with Process.open(plain) as process:
+        return redact_.blanks(process, kept)
 
 
-def _walk_python(plain: str, report: model.Report, imports: bool = True) -> None:
-    """Run the Python-frame walker in-process over the core, as gdb ran it: what it reads is
-    what the report's Python frames need."""
-    from coreanalyze.corefile import read_core
+def _walk_python(plain: str, report: model.Report, observe: Callable[[int, int], None], imports: bool = True) -> None:
+    """Run the Python-frame walker in-process over the core, as gdb ran it: what it reads
+    (heard by observe) is what the report's Python frames need."""
     from coreanalyze.coretarget import ReadError, walk_core
     from coreanalyze.pyruntime import runtime_unless_symbols
 
-    notes = read_core(plain)
-    try:
-        runtime = runtime_unless_symbols(notes, report.modules)
+    with Process.open(plain, report.modules, record=observe) as process:
+        runtime = runtime_unless_symbols(process, report.modules)
         try:
-            walk_core(notes, report.modules, {"imports": imports, **(runtime.walker_options() if runtime else {})})
+            walk_core(process, report.modules, {"imports": imports, **(runtime.walker_options() if runtime else {})})
         except (ReadError, OSError, ValueError):
             pass  # the walk in the analysis met the same end; what it read so far is recorded
-    finally:
-        notes.memory.close()
 
 
 # Fields that differ between a core and its shrunk copy by design.
@@ -230,15 +216,10 @@ def _gdb_missing(core: str, report: model.Report, options) -> list[str]:
 def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> list[str]:
     """Keep, from the full core, the memory gdb missed; returns the addresses the full core
     has (gdb misses the others in the full core too)."""
-    from coreanalyze.corefile import read_core
-
-    notes = read_core(plain)
-    try:
-        present = [text for text in missing if notes.memory.is_present(int(text, 16))]
+    with Process.open(plain) as process:
+        present = [text for text in missing if process.memory.is_present(int(text, 16))]
         for text in present:
-            keep.keep_stack_from(notes, kept, int(text, 16), MISSED_STACK_BYTES, "gdb: memory it missed")
-    finally:
-        notes.memory.close()
+            keep.keep_stack_from(process, kept, int(text, 16), MISSED_STACK_BYTES, "gdb: memory it missed")
     return present
 
 

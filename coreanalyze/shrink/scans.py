@@ -8,33 +8,33 @@ searches go segment by segment.
 
 from __future__ import annotations
 
-from coreanalyze.corefile.structures import CoreNotes
 from coreanalyze.corefile.tables import SP_REGISTER
 from coreanalyze.memory import searching
+from coreanalyze.process import Process
 from coreanalyze.shrink.pages import PageSet
 
 CONTEXT = 4096  # bytes kept on either side of a finding: the search looks back for a line's start
 
 
-def keep_abort_messages(notes: CoreNotes, kept: PageSet) -> None:
+def keep_abort_messages(process: Process, kept: PageSet) -> None:
     """The messages the analysis's scan finds, searched as it searches (near the crash first,
     far only where nothing was near): a message kept from far memory would be a small mapping of
     its own in the shrunk core, which the scan reads before far memory, and could outrank the
     one the full core's report names."""
     from coreanalyze.abortmsg import scan_abort_messages, searches_far_memory
 
-    register = SP_REGISTER.get(notes.arch)
-    crashing = next((t for t in notes.threads if t.tid == notes.crashing_tid), None)
+    register = SP_REGISTER.get(process.arch)
+    crashing = next((t for t in process.threads if t.tid == process.crashing_tid), None)
     sp = crashing.registers.get(register) if crashing and register else None
-    for message in scan_abort_messages(notes.memory, sp, far=searches_far_memory(notes.signal), far_unless_found_near=True):
+    for message in scan_abort_messages(process.memory, sp, far=searches_far_memory(process.signal), far_unless_found_near=True):
         length = len(message.text.encode("utf-8", "replace"))
         kept.add(message.address - CONTEXT, length + 2 * CONTEXT, "abort messages")
 
 
 @searching()  # what it reads is a search: it keeps only what it found
-def keep_distribution_names(notes: CoreNotes, kept: PageSet) -> None:
+def keep_distribution_names(process: Process, kept: PageSet) -> None:
     """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
     from coreanalyze.imported import DIST_INFO, LOOK_BEHIND, dist_info_at
 
-    for _segment, at in dist_info_at(notes.memory):
+    for _segment, at in dist_info_at(process.memory):
         kept.add(at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")

@@ -18,6 +18,7 @@ from support.require import require
 
 from coreanalyze.arch.debugger import gdb_for_core
 from coreanalyze.corefile import read_core
+from coreanalyze.process import Process
 
 # name -> (signal, fault kind, the crasher's own function, its source file)
 EXPECTED = {
@@ -210,11 +211,11 @@ def test_speed_path_leaves_aarch64_libraries_to_gdb(arm_cores, tmp_path):
     library = tmp_path / "libsymlib.so"  # keeps its .symtab: a candidate by size and symbols
     subprocess.run([require("aarch64-linux-gnu-gcc"), "-shared", "-fPIC", "-g", "-o", str(library), str(CRASHERS / "symlib_lib.c")], check=True)
     with read_core(case.core) as notes:
-        notes.mappings = read_link_map(notes, str(case.exe), sysroot).mappings
+        notes.mappings = read_link_map(Process(notes), str(case.exe), sysroot).mappings
         modules = module_table(notes, executable=str(case.exe), sysroot=sysroot)
         assert any(m.path.endswith("/libc.so.6") and m.local_path for m in modules)
         modules.append(Module(path="/usr/lib/libsymlib.so", local_path=str(library), status="no-build-id"))
-        assert plan_fast_libraries(notes, modules, sysroot=sysroot, debug_dirs=[], min_symbols=1) is None
+        assert plan_fast_libraries(Process(notes), modules, sysroot=sysroot, debug_dirs=[], min_symbols=1) is None
 
 
 # ---------------------------------------------------------------------------------------------

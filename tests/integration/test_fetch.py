@@ -24,6 +24,7 @@ from coreanalyze.fetch import fetch_missing
 from coreanalyze.fetch.verify import mismatch
 from coreanalyze.fetch.wheels import wheel_file_prefix
 from coreanalyze.modules import module_table
+from coreanalyze.process import Process
 
 pytestmark = pytest.mark.tf
 
@@ -97,9 +98,9 @@ def test_a_wheel_of_another_version_is_refused(far_away, monkeypatch, tmp_path):
     with read_core(case.core) as notes:
         modules = module_table(notes, executable=str(case.exe), sysroot=str(sysroot))
         claimed = [{"name": "numpy", "module": "numpy", "version": other, "version_from": "__version__"}]
-        result = fetch_missing(notes, modules, claimed, python_version="3.11", arch="x86_64", cache=tmp_path)
+        result = fetch_missing(Process(notes), modules, claimed, python_version="3.11", arch="x86_64", cache=tmp_path)
         # A vendored library the two versions share byte for byte may be used: it is the same file.
-        assert all(mismatch(notes, path, file) is None for path, file in result.files.items())
+        assert all(mismatch(Process(notes), path, file) is None for path, file in result.files.items())
     assert not any("_multiarray_umath" in path for path in result.files)
     (attempt,) = [a for a in result.attempts if a.distribution == "numpy"]
     assert attempt.wheel.startswith(f"numpy-{other}-")
@@ -145,8 +146,8 @@ def test_the_public_index(far_away, monkeypatch, tmp_path, in_ci):
     with read_core(case.core) as notes:
         modules = [m for m in module_table(notes, executable=str(case.exe), sysroot=str(sysroot)) if "/site-packages/numpy" in m.path]
         numpy = {"name": "numpy", "module": "numpy", "version": installed_version(case.exe, "numpy"), "version_from": "__version__"}
-        result = fetch_missing(notes, modules, [numpy], python_version="3.11", arch="x86_64", cache=tmp_path / "cache")
-        assert result.files and all(mismatch(notes, path, file) is None for path, file in result.files.items())
+        result = fetch_missing(Process(notes), modules, [numpy], python_version="3.11", arch="x86_64", cache=tmp_path / "cache")
+        assert result.files and all(mismatch(Process(notes), path, file) is None for path, file in result.files.items())
     assert any("_multiarray_umath" in path for path in result.files)
     (attempt,) = result.attempts
     assert attempt.downloaded and attempt.outcome.startswith("used"), attempt

@@ -22,6 +22,7 @@ from coreanalyze.fetch.wheels import abi_tags, platform_tags, wheel_fits
 from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
 from coreanalyze.modules import module_table
 from coreanalyze.packages import site_packages_of
+from coreanalyze.process import Process
 from coreanalyze.provenance import mark_sources
 from coreanalyze.pyruntime import runtime_unless_symbols
 
@@ -30,14 +31,15 @@ SITE = "/opt/torch/.venv/lib/python3.12/site-packages"
 
 @pytest.fixture(scope="module")
 def gpu_process(gpu_crash):
-    """(notes, modules, packages from sys.modules, dist-infos in memory), read from the core."""
+    """(process, modules, packages from sys.modules, dist-infos in memory), read from the core."""
     notes = read_core(gpu_crash.core)
     modules = module_table(notes, sysroot=str(gpu_crash.sysroot))
-    runtime = runtime_unless_symbols(notes, modules)
-    walk = walk_core(notes, modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
+    process = Process(notes, modules)
+    runtime = runtime_unless_symbols(process, modules)
+    walk = walk_core(process, modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
     memory = distributions_in_memory(notes.memory)
     packages = as_dicts(imported_packages(walk.get("imports") or [], memory))
-    yield notes, modules, packages, memory
+    yield process, modules, packages, memory
     notes.close()
 
 
@@ -100,17 +102,17 @@ def test_the_wheel_for_the_dead_python_is_downloaded_and_verified(gpu_process, m
     if not public_index_reachable("ml-dtypes") and not in_ci:
         pytest.skip(f"{PUBLIC_INDEX} is not reachable (in CI this test must run)")
     use_public_index(monkeypatch)
-    notes, modules, packages, memory = gpu_process
+    process, modules, packages, memory = gpu_process
     wanted = [m for m in modules if "/site-packages/ml_dtypes/" in m.path]
     assert wanted and site_packages_of(wanted[0].path) is not None
-    result = fetch_missing(notes, wanted, packages, python_version="3.12", arch="x86_64", cache=tmp_path / "cache", distributions=memory)
+    result = fetch_missing(process, wanted, packages, python_version="3.12", arch="x86_64", cache=tmp_path / "cache", distributions=memory)
     assert set(result.files) == {m.path for m in wanted}, result.unfetched
-    assert all(mismatch(notes, path, file) is None for path, file in result.files.items())
+    assert all(mismatch(process, path, file) is None for path, file in result.files.items())
     (attempt,) = result.attempts
     assert "-cp312-" in attempt.wheel and attempt.outcome.startswith("used")
 
     claimed = [dict(p, version="0.0.0") if p["module"] == "ml_dtypes" else p for p in packages]
-    result = fetch_missing(notes, wanted, claimed, python_version="3.12", arch="x86_64", cache=tmp_path / "other")
+    result = fetch_missing(process, wanted, claimed, python_version="3.12", arch="x86_64", cache=tmp_path / "other")
     assert not result.files
     (why,) = result.unfetched.values()
     assert "the index has no ml-dtypes 0.0.0" in why, why

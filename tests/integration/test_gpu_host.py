@@ -18,6 +18,7 @@ from coreanalyze.hang.describe import describe_wait
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.hang.waits import thread_waits
 from coreanalyze.model import report_from_dict
+from coreanalyze.process import Process
 
 MAIN = 464
 DRIVER_THREAD = 470
@@ -99,7 +100,7 @@ def test_the_main_thread_waits_for_the_gpu(gpu_crash, gpu_report):
     report = report_from_dict(gpu_report)
     notes = read_core(str(gpu_crash.core))
     try:
-        waits = {w.tid: w for w in thread_waits(report.threads, notes, hang_rules())}
+        waits = {w.tid: w for w in thread_waits(report.threads, Process(notes), hang_rules())}
     finally:
         notes.close()
     main = waits[MAIN]

@@ -27,6 +27,7 @@ from support.sidroot import NEWER, SidCrashes, chroot_env, in_root, sysroot_with
 from coreanalyze.corefile import read_core
 from coreanalyze.coretarget import pywalker, walk_core
 from coreanalyze.modules import module_table
+from coreanalyze.process import Process
 
 THREE_DEEP = PYCRASHERS / "three_deep.py"
 
@@ -62,7 +63,7 @@ def sysroot_args(case) -> tuple[str, ...]:
 def in_process(case, **options) -> dict:
     """The walker's document read with no debugger, the interpreter taken from the root."""
     with read_core(case.core) as notes:
-        return walk_core(notes, module_table(notes, executable=str(case.exe)), options)
+        return walk_core(Process(notes), module_table(notes, executable=str(case.exe)), options)
 
 
 @pytest.mark.parametrize("minor", NEWER)

@@ -28,6 +28,7 @@ from support.sysroots import link_os_directories, under_os_directory
 from coreanalyze.corefile import read_core
 from coreanalyze.coretarget import walk_core
 from coreanalyze.modules import module_table
+from coreanalyze.process import Process
 from coreanalyze.pyruntime import locate_runtime
 
 VERSIONS = {"3.11": "system", "3.12": "3.12", "3.13": "3.13"}
@@ -112,7 +113,7 @@ def test_located_runtime_is_the_symbol(gone):
     """The address found by scanning is where the interpreter's own symbol puts _PyRuntime."""
     version, core = gone
     with read_core(core.case.core) as notes:
-        found = locate_runtime(notes)
+        found = locate_runtime(Process(notes))
         assert found is not None and found.how == FOUND_BY[version]
         interpreter_file = next(p for p in core.originals if p.name.startswith(("libpython", "python")) and str(p) == found.file)
         mapping = min((m for m in notes.mappings if m.path == found.file), key=lambda m: m.start)
@@ -129,8 +130,8 @@ def test_imports_read_without_type_names(gone):
     """sys.modules of the dead process, read with the type names gone with the interpreter."""
     _, core = gone
     with read_core(core.case.core) as notes:
-        found = locate_runtime(notes)
-        doc = walk_core(notes, module_table(notes), {"imports": True, **found.walker_options()})
+        found = locate_runtime(Process(notes))
+        doc = walk_core(Process(notes), module_table(notes), {"imports": True, **found.walker_options()})
     imports = {i["name"]: i for i in doc["imports"]}
     assert {"sys", "builtins", "ctypes", "_ctypes"} <= set(imports)
     assert imports["ctypes"]["file"].endswith("/ctypes/__init__.py")

@@ -17,6 +17,7 @@ from support.pycrash import INTERPRETERS, LOAD_WEIGHTS_LOCALS, crash, marker_lin
 from coreanalyze.corefile import read_core
 from coreanalyze.coretarget import walk_core
 from coreanalyze.modules import module_table
+from coreanalyze.process import Process
 
 # DWARF is not read in-process: the interpreters with debug info are walked with the tables
 # (which a gdb test proves equal to their DWARF), 3.13 with its own _Py_DebugOffsets.
@@ -26,7 +27,7 @@ IN_PROCESS_LAYOUT = {"3.10": "table", "3.11": "table", "3.12": "table", "3.13": 
 def in_process_walk(case, **options) -> dict:
     """The walker's document for a core, read with no debugger."""
     with read_core(case.core) as notes:
-        return walk_core(notes, module_table(notes, executable=str(case.exe)), options)
+        return walk_core(Process(notes), module_table(notes, executable=str(case.exe)), options)
 
 
 def crashed_thread(doc: dict, case) -> dict:
@@ -175,7 +176,6 @@ def test_gdb_and_in_process_targets_read_the_same(python_cores, which, script):
     from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.gdb.debugger import GdbDebugger
     from coreanalyze.gdb.session import GdbSession
-    from coreanalyze.process import Process
 
     require("gdb")
     case = crash(python_cores, script, which)

@@ -33,6 +33,7 @@ from coreanalyze.gdb.libcopies.naming import FrameNamer
 from coreanalyze.gdb.libcopies.symbolfiles import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
 from coreanalyze.gdb.pool import GdbPool, OwnGdb
 from coreanalyze.modules import module_table
+from coreanalyze.process import Process
 
 # A library whose symbols exercise gdb's naming rules: a file-local function, an alias (two
 # names, one address), functions of its own called through its PLT, data objects, an unsized
@@ -136,7 +137,7 @@ def replaced(core: Path, exe: Path | None, min_symbols: int) -> list[str]:
     """Paths of the libraries the fast path hands to gdb as copies."""
     notes = read_core(str(core))
     try:
-        plan = plan_fast_libraries(notes, module_table(notes, executable=str(exe) if exe else None), min_symbols=min_symbols)
+        plan = plan_fast_libraries(Process(notes), module_table(notes, executable=str(exe) if exe else None), min_symbols=min_symbols)
         return [lib.path for lib in plan.libraries] if plan else []
     finally:
         notes.close()
@@ -149,7 +150,7 @@ def test_copy_hides_symbol_tables_and_keeps_every_mapped_byte(fastlib):
     case = fastlib.core("plain", 1)
     notes = read_core(str(case.core))
     try:
-        plan = plan_fast_libraries(notes, module_table(notes, executable=str(case.exe)), min_symbols=ALL)
+        plan = plan_fast_libraries(Process(notes), module_table(notes, executable=str(case.exe)), min_symbols=ALL)
     finally:
         notes.close()
     assert plan is not None
@@ -257,7 +258,7 @@ def compare_naming(core: Path, exe: Path | None, libraries: list[str], min_symbo
     """
     notes = read_core(str(core))
     try:
-        plan = plan_fast_libraries(notes, module_table(notes, executable=str(exe) if exe else None), min_symbols=min_symbols)
+        plan = plan_fast_libraries(Process(notes), module_table(notes, executable=str(exe) if exe else None), min_symbols=min_symbols)
     finally:
         notes.close()
     assert plan is not None
@@ -552,7 +553,7 @@ def test_raw_symbol_tables_agree_with_pyelftools(cores):
     struct: the interpreters here, the crasher's libraries, each table as pyelftools reads it."""
     from support.pythons import SYSTEM_PYTHON, pyenv_python
 
-    from coreanalyze.coretarget import _read_symbols
+    from coreanalyze.symbols.process import read_symbols as _read_symbols
 
     files = {Path(os.path.realpath(p)) for p in [SYSTEM_PYTHON, *(pyenv_python(m) for m in ("10", "11", "12", "13"))] if p}
     with read_core(str(cores.c_crash("null_thread").core)) as notes:

@@ -40,7 +40,7 @@ class FramePointerUnwinder:
         return self._unwind(self._threads[int(thread) - 1].registers)[low : high + 1]
 
     def _unwind(self, registers: dict[str, int]) -> list[DebuggerFrame]:
-        pc = registers.get(self.process.pc_register)
+        pc = registers.get(self.process.notes.pc_register)
         fp = registers.get(FRAME_POINTER.get(self.process.arch, ""))
         frames = [DebuggerFrame(pc, None, None, None, None)] if pc is not None else []
         while fp and len(frames) <= MAX_FRAMES:

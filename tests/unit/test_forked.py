@@ -9,6 +9,10 @@ import threading
 from coreanalyze import background, forked, memory
 
 
+def _square_beside(n: int, _memory: object) -> int:
+    return n * n
+
+
 def _pid_and_square(n: int) -> tuple[int, int]:
     return os.getpid(), n * n
 
@@ -42,7 +46,7 @@ def test_a_child_that_fails_answers_none_and_is_not_done():
     assert job.result() is None and not job.done  # as a failed background.Job: the caller recomputes
 
 
-def test_with_another_thread_or_an_observer_of_reads_the_work_runs_in_a_thread(monkeypatch):
+def test_with_another_thread_or_an_observer_of_reads_the_work_runs_in_a_thread():
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
@@ -52,5 +56,7 @@ def test_with_another_thread_or_an_observer_of_reads_the_work_runs_in_a_thread(m
     finally:
         stop.set()
         other.join()
-    monkeypatch.setattr(memory, "read_observer", lambda *a: None)
-    assert isinstance(forked.start("square", _pid_and_square, 3), background.Job)
+    # A core's memory whose reads are recorded (coreanalyze.shrink) is read in this process.
+    recorded = memory.BytesMemory({0x1000: b"\0" * 8})
+    recorded.observer = lambda *a: None
+    assert isinstance(forked.start("square", _square_beside, 3, recorded), background.Job)

@@ -38,7 +38,6 @@ from typing import Iterable, Sequence
 
 from coreanalyze import background, model
 from coreanalyze.atomicfile import write_atomically
-from coreanalyze.corefile import CoreNotes
 from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.filecache import BoundedCache, PerFileCache, file_identity
 from coreanalyze.filefacts import whole_int
@@ -60,6 +59,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
 )  # fmt: skip
 from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
 from coreanalyze.gdb.linkmap import read_link_map
+from coreanalyze.process import Process
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, cache_dir, under, valid_build_id
 
 FORMAT = 3  # 3: .eh_frame without contents too (unwindtables.py)
@@ -163,7 +163,7 @@ class FastLibraries:
 
 
 def plan_fast_libraries(
-    notes: CoreNotes,
+    process: Process,
     modules: Sequence[model.Module],
     *,
     sysroot: str | None = None,
@@ -178,14 +178,14 @@ def plan_fast_libraries(
     LibraryCopyError.
     """
     try:
-        return _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols)
+        return _plan(process, modules, sysroot, debug_dirs, cache_root, min_symbols)
     except (OSError, ValueError, struct.error) as e:
         raise LibraryCopyError(str(e)) from e
 
 
-def _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastLibraries | None:
+def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastLibraries | None:
     root = os.fspath(cache_root) if cache_root is not None else str(cache_dir())
-    executable = notes.executable
+    executable = process.executable
     chosen: list[FastLibrary] = []
     warnings: list[str] = []
     for module in modules:
@@ -202,7 +202,7 @@ def _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastL
         chosen.append(FastLibrary(path=module.path, local_path=module.local_path, copy=copy, entry=entry, layout=layout))
     if not chosen:
         return None
-    loaded = read_link_map(notes)
+    loaded = read_link_map(process)
     if not loaded:
         return None  # without the loader's names gdb could not find the copies
     by_identity = {_identity(lib.local_path): lib for lib in chosen}
@@ -215,7 +215,7 @@ def _plan(notes, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastL
     chosen = [lib for lib in chosen if lib.base is not None]
     if not chosen:
         return None
-    paths = [m.path for m in notes.mappings] + [item.name for item in loaded]
+    paths = [m.path for m in process.mappings] + [item.name for item in loaded]
     try:
         farm = build_sysroot(paths, {os.path.realpath(lib.local_path): lib.copy for lib in chosen}, root, sysroot)
     except OSError as e:
