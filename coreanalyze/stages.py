@@ -235,15 +235,16 @@ def with_overlay(options, overlay: str):
 def fetch_libraries(process: Process, report: Report, options, overlay: str, runtime=None):
     """Fetch what is missing; the options then use the overlay sysroot. Returns (options, the
     FetchResult or None when nothing was tried)."""
-    from coreanalyze.coretarget import walk_core
+    from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, imported_packages
+    from coreanalyze.pystacks import walk_options
 
-    walk = walk_core(process, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
+    walk = InProcessWalker(process, report.modules).python_stacks(walk_options(imports=True, runtime=runtime))
     in_memory = process.distributions_in_memory
-    packages = as_dicts(imported_packages(walk.get("imports") or [], in_memory))
-    python_version = walk.get("python_version")
+    packages = as_dicts(imported_packages(walk.imports, in_memory))
+    python_version = walk.python_version
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
         return options, None
