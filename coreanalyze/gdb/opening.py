@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from coreanalyze.gdb.collect import FromNotes, GdbAnalysis, file_ranges
+if TYPE_CHECKING:  # imported when gdb opens the core: the opener is made before gdb starts
+    from coreanalyze.gdb.collect import FromNotes, GdbAnalysis
 
 
 class GdbOpener:
@@ -150,6 +151,8 @@ def _from_notes(ctx: Any) -> FromNotes:
     (NT_FILE), which is what gdb would list for it, except for files placed from the loader's
     list (gdb then knows them only as libraries, and names modules from those); and the signal's
     details when the core has its siginfo (NT_SIGINFO), which outranks gdb's (merge_signal)."""
+    from coreanalyze.gdb.collect import FromNotes, file_ranges
+
     notes = ctx.process.notes
     return FromNotes(
         file_mappings=file_ranges(notes.mappings) if ctx.link_map is None else None,
