@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from coreanalyze.debugger import Opener
 from coreanalyze.errors import EXIT_OK, AnalysisFailed, BadInput
 from coreanalyze.model import Report
 from coreanalyze.process import Process
-from coreanalyze.stages import STAGES, Context, OpenDebugger, Rules, Stage, new_report
+from coreanalyze.stages import STAGES, Context, Rules, Stage, new_report
 
 # The stages that need the debugger end with its own; those after run on what it left.
 _DEBUGGER_STAGE = next(i for i, stage in enumerate(STAGES) if stage.name == "debugger")
@@ -59,12 +60,12 @@ def analyze_core(
     options: AnalyzeOptions | None = None,
     *,
     gdb_pool=None,
-    debugger: OpenDebugger | None = None,
+    debugger: Opener | None = None,
     record: Callable[[int, int], None] | None = None,
 ) -> AnalysisResult:
     """gdb_pool: a coreanalyze.gdb.pool.GdbPool whose gdb processes (and the libraries they have
     read) serve one core after another; without one, a gdb is started for this core.
-    debugger: an unwinder to use instead of gdb (see coreanalyze.stages.OpenDebugger).
+    debugger: how to open another unwinder than gdb on the core (coreanalyze.debugger.Opener).
     record: hears every read of the core's memory, from the first (Process.open; coreanalyze.shrink)."""
     return begin_analysis(core_path, options, gdb_pool=gdb_pool, debugger=debugger, record=record).finish()
 
@@ -98,7 +99,7 @@ def begin_analysis(
     options: AnalyzeOptions | None = None,
     *,
     gdb_pool=None,
-    debugger: OpenDebugger | None = None,
+    debugger: Opener | None = None,
     record: Callable[[int, int], None] | None = None,
 ) -> Analysis:
     """The analysis up to and including the debugger's stage (see analyze_core)."""
@@ -123,17 +124,11 @@ def begin_analysis(
     try:
         held.callback(process.close)  # closed last
         if debugger is None:
-            options, gdb_pool = _gdb_for_architecture(process.arch, options, gdb_pool)
-        own_gdb = None
-        if debugger is None and gdb_pool is None:
-            own_gdb = _own_gdb(options)
-            held.callback(own_gdb.close)
-            own_gdb.start_early()  # comes up while the notes and libraries are read
+            from coreanalyze.gdb.opening import GdbOpener
+
+            options, debugger = GdbOpener.for_analysis(process.arch, options, gdb_pool, held)
         cleanup = held.enter_context(ExitStack())
-        ctx = Context(
-            core_path, options, rules, process, new_report(process, core_path), cleanup,
-            gdb_pool=gdb_pool, own_gdb=own_gdb, open_debugger=debugger,
-        )  # fmt: skip
+        ctx = Context(core_path, options, rules, process, new_report(process, core_path), cleanup, debugger)
         ctx.timings["core notes"] = time.perf_counter() - started
         run_stages(ctx, UP_TO_DEBUGGER)
         return Analysis(ctx, held.pop_all())
@@ -149,21 +144,6 @@ def run_stages(ctx: Context, stages: tuple[Stage, ...] = STAGES) -> None:
         ctx.timings[stage.name] = time.perf_counter() - started
 
 
-def _gdb_for_architecture(arch: str, options: AnalyzeOptions, gdb_pool):
-    """Options naming a gdb that reads this core's architecture (gdb-multiarch for a core from
-    another machine), and the pool only when its gdb is that one."""
-    from dataclasses import replace
-
-    from coreanalyze.arch.debugger import gdb_for_core
-
-    chosen = gdb_for_core(options.gdb, arch)
-    if chosen == options.gdb:
-        return options, gdb_pool
-    if gdb_pool is not None and getattr(gdb_pool, "gdb_path", None) != chosen:
-        gdb_pool = None  # a pool of another gdb: this core gets a gdb of its own
-    return replace(options, gdb=chosen), gdb_pool
-
-
 def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, keep_core: str | None = None) -> AnalysisResult:
     """Snapshot a live process (it is left running as it was), analyze the snapshot, and delete
     it unless keep_core names where to keep it."""
@@ -175,10 +155,3 @@ def analyze_live_process(pid: int, options: AnalyzeOptions | None = None, *, kee
     if keep_core is None and result.report.core is not None:
         result.report.core.path = f"pid {pid} (snapshot, not kept)"
     return result
-
-
-def _own_gdb(options: AnalyzeOptions):
-    from coreanalyze.gdb.pool import OwnGdb, default_index_cache
-
-    index_cache = default_index_cache() if options.fast_libraries else None
-    return OwnGdb(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod, index_cache=index_cache)

@@ -12,11 +12,9 @@ are not read here: the walker falls back to its tables and to 3.13+'s own `_Py_D
 
 from __future__ import annotations
 
-import json
-
 from coreanalyze import background, model
 from coreanalyze.process import Process
-from coreanalyze.pywalk import WalkResult, parse_walk_document
+from coreanalyze.pywalk import WalkOptions, WalkResult, parse_walk_document
 from coreanalyze.resources import gdb_script_module
 from coreanalyze.shrink.pages import GRAIN
 
@@ -86,41 +84,54 @@ def has_runtime_symbol(process: Process, modules: list[model.Module]) -> bool:
 
 
 class InProcessWalker:
-    """The CPython walker run in-process on a Process: answers python_stacks as a Debugger does
-    (the same arguments as the walker's gdb command), with no debugger. A walk can be started in
-    the background (start) and is then waited for when the same arguments are asked for."""
+    """The CPython walker run in-process on a Process (a PythonWalker, coreanalyze.pywalk), with no
+    debugger. A walk can be started in the background (start) and is then waited for when the
+    same options are asked for."""
 
     def __init__(self, process: Process, modules: list[model.Module], *, shrunk: bool | None = None) -> None:
         self._target = CoreTarget(process, modules, shrunk=shrunk)
-        self._started: dict[tuple[str, ...], background.Job] = {}
+        self._started: dict[WalkOptions, background.Job] = {}
 
-    def start(self, arguments: list[str]) -> None:
-        key = tuple(arguments)
-        if key not in self._started:
-            self._started[key] = background.start("python-walk", self._walk, arguments)
+    def start(self, options: WalkOptions) -> None:
+        if options not in self._started:
+            self._started[options] = background.start("python-walk", self._walk, options)
 
-    def python_stacks(self, arguments: list[str]) -> WalkResult:
-        job = self._started.pop(tuple(arguments), None)
+    def python_stacks(self, options: WalkOptions) -> WalkResult:
+        job = self._started.pop(options, None)
         if job is not None:
             result = job.result()
             if result is not None:
                 return result
-        return self._walk(arguments)  # not started, or it failed: here, where errors surface
+        return self._walk(options)  # not started, or it failed: here, where errors surface
 
     def wait(self) -> None:
         """Wait for walks started and not asked for (they read the core, which is closed after)."""
         for job in self._started.values():
             job.wait()
 
-    def _walk(self, arguments: list[str]) -> WalkResult:
+    def _walk(self, options: WalkOptions) -> WalkResult:
         try:
-            options = pywalker.parse_args(list(arguments))
-        except (pywalker.UnknownArgument, StopIteration, ValueError) as e:
-            raise ValueError(f"bad walker arguments {' '.join(arguments)!r}: {e}") from None
-        try:
-            document = walk(self._target, options)
+            document = walk(self._target, walker_options(options))
         except Exception as e:  # noqa: BLE001 - a broken core must not end the analysis (as in gdb)
             document = {"format": pywalker.FORMAT, "threads": [], "warnings": [f"Python frame walk failed: {type(e).__name__}: {e}"]}
-        # The same document, round-tripped as the gdb command sends it: what is checked and
-        # typed is exactly what a walk in gdb would give.
-        return parse_walk_document(json.loads(json.dumps(document, ensure_ascii=True)))
+        # Checked and typed as a walk in gdb is (the document is the same, not sent as JSON).
+        return parse_walk_document(document)
+
+
+def walker_options(options: WalkOptions) -> dict:
+    """The walker's own options (pywalker.walk), as its gdb command parses them from its arguments."""
+    out: dict = {}
+    if options.with_locals:
+        out["locals"] = True
+        out["locals_frames"] = max(0, min(int(options.locals_frames), pywalker.MAX_FRAMES))
+        if options.locals_tid is not None:
+            out["locals_tid"] = int(options.locals_tid)
+    if options.version_hint is not None:
+        out["version_hint"] = tuple(options.version_hint[:2])
+    if options.runtime is not None:
+        out["runtime"] = int(options.runtime)
+    if options.imports:
+        out["imports"] = True
+    if options.show_layout:
+        out["show_layout"] = True
+    return out

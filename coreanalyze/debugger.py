@@ -1,11 +1,16 @@
-"""The debugger seam: what the analysis asks of a debugger that has a core open.
+"""The debugger seam: what the analysis asks of an unwinder that has a core open, and how one
+is opened on a core.
 
-gdb over GDB/MI (coreanalyze.gdb.debugger.GdbDebugger) is the implementation today: an unwinder
-(threads' native frames, registers per frame, disassembly, DWARF lines) with the core open. The
-stage that reads threads, frames and the crash (coreanalyze.gdb.collect) speaks only this
-protocol, in no debugger's syntax, so another debugger (lldb, an in-process unwinder) can be
-added without touching the orchestration. The CPython walker answers python_stacks in-process
-(coreanalyze.coretarget.InProcessWalker); gdb's own answer remains for tools and tests.
+An unwinder answers four questions: the threads, a thread's native frames, a thread's registers,
+the instruction at an address. Everything else the analysis reads (memory, the signal, symbols,
+the mappings) is the Process's (coreanalyze.process), the same whichever unwinder ran. gdb over
+GDB/MI (coreanalyze.gdb.debugger.GdbDebugger) is the implementation today; what only gdb
+answers (its expressions, its own mappings, its Python walker command) stays in coreanalyze.gdb.
+
+How an unwinder is opened on one core (what it is prepared with, what runs beside it, what is
+done after) is its own business behind an Opener: the stages (coreanalyze.stages) call the
+opener they are given and name no debugger. coreanalyze.unwind turns an unwinder's answers into
+the report's threads.
 
 A request the debugger cannot answer raises coreanalyze.errors.DebuggerError;
 DebuggerTimeout when it stopped answering at all (the analysis then ends).
@@ -14,10 +19,7 @@ DebuggerTimeout when it stopped answering at all (the analysis then ends).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-from coreanalyze.model import SignalInfo
-from coreanalyze.pywalk import WalkResult
+from typing import Any, Callable, Collection, ContextManager, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -46,38 +48,39 @@ class Instruction:
 
 @runtime_checkable
 class Debugger(Protocol):
+    """An unwinder with a core open."""
+
     def threads(self) -> tuple[list[DebuggerThread], str | None]:
         """Every thread of the core, and the id of the one that received the signal."""
 
     def frames(self, thread: str, low: int, high: int) -> list[DebuggerFrame]:
         """Frames low..high (innermost = 0) of a thread; DebuggerError when unwinding fails."""
 
-    def register_names(self) -> list[str]:
-        """Register names by register number ([] when unknown)."""
+    def registers(self, thread: str, names: Collection[str]) -> dict[str, int]:
+        """Values of those of the named registers the unwinder knows, in a thread's innermost
+        frame ({} when it knows none)."""
 
-    def register_values(self, thread: str, numbers: list[int]) -> dict[int, int]:
-        """Values of the numbered registers in a thread's innermost frame ({} when unknown)."""
+    def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
+        """The instruction at pc (disassembling at most length bytes); None without a disassembler.
+        thread None: any thread (the bytes are the same in every thread of a core)."""
 
-    def read_memory(self, address: int, size: int) -> bytes | None:
-        """The readable prefix of size bytes at address; None when nothing is readable."""
 
-    def evaluate(self, expression: str, thread: str | None = None) -> str | None:
-        """An expression's value as the debugger prints it; None when it cannot evaluate it."""
+@runtime_checkable
+class Opener(Protocol):
+    """How an unwinder is opened on one core, for the stages (coreanalyze.stages.Context: the
+    Process, the report, the options; typed Any here, which the stages module imports)."""
 
-    def siginfo(self, thread: str | None = None) -> SignalInfo | None:
-        """The signal a thread received, as the debugger reads it (None when it cannot)."""
+    def prepare(self, ctx: Any) -> None:
+        """Before the unwinder opens the core: what it is given (its plan); may set
+        ctx.lines_from_debugger (modules whose lines the unwinder already looked for)."""
 
-    def symbol_address(self, name: str) -> int | None:
-        """The address of a global symbol in the core's process (None when it is unknown)."""
+    def beside(self, ctx: Any) -> None:
+        """The unwinder's own work in the background while it reads the core, started among the
+        analysis's (by the while_loading given to open)."""
 
-    def instruction_at(self, thread: str, pc: int, length: int) -> Instruction | None:
-        """The instruction at pc (disassembling at most length bytes)."""
+    def open(self, ctx: Any, while_loading: Callable[[], None]) -> ContextManager[Any]:
+        """The unwinder opened on the core, yielding its coreanalyze.unwind.Unwound; while_loading
+        is called once the unwinder is busy reading the core (work that runs beside it)."""
 
-    def file_mappings(self) -> list[tuple[int, int, str]]:
-        """(start, end, path) of the core's file-backed mappings; DebuggerError if unknown."""
-
-    def library_ranges(self) -> list[tuple[int, int, str]]:
-        """(start, end, name) of the code of the libraries the debugger loaded."""
-
-    def python_stacks(self, arguments: list[str]) -> WalkResult:
-        """The CPython walker's answer (gdb_scripts/pywalker.py) for this core, typed."""
+    def after(self, ctx: Any) -> None:
+        """After the unwinder is done and the report is made: what it leaves for the next cores."""

@@ -1,6 +1,6 @@
 """Python frames in every thread: run the CPython walker and place its frames among the native ones.
 
-The walker (gdb_scripts/pywalker.py, through the debugger) reads the interpreter's state and
+The walker (gdb_scripts/pywalker.py, in-process or through gdb: a PythonWalker) reads the interpreter's state and
 returns each Python thread's frames innermost first, each tagged with the index of the
 `_PyEval_EvalFrameDefault` activation that runs it (0 = the innermost activation). Here every
 native `_PyEval_EvalFrameDefault` frame, innermost first, takes the Python frames of one
@@ -23,20 +23,11 @@ from typing import TYPE_CHECKING
 
 from . import model
 from .classify.rules import RuleSet, default_rules
-from .debugger import Debugger
-from .gdb.debugger import PYSTACKS_COMMAND, PYSTACKS_SCRIPT, PYSTACKS_TIMEOUT, as_debugger
-from .gdb.session import GdbSession
 from .pyfiles import is_library_file
-from .pywalk import RESULT_FORMAT as RESULT_FORMAT
-from .pywalk import PythonThread, WalkResult
-from .pywalk import parse_walk_result as parse_walk_result
+from .pywalk import LOCALS_FRAMES, PythonThread, PythonWalker, WalkOptions, WalkResult
 
 if TYPE_CHECKING:
     from .pyruntime import FoundRuntime
-
-SCRIPT = PYSTACKS_SCRIPT
-MI_COMMAND = PYSTACKS_COMMAND
-WALK_TIMEOUT = PYSTACKS_TIMEOUT
 
 # Frames of the C function that runs one activation of the bytecode loop; `.cold` is the part
 # of the same function the compiler moved away (the same activation, not a call).
@@ -44,7 +35,6 @@ EVAL_FRAME = re.compile(r"^_PyEval_EvalFrameDefault(?:\.cold(?:\.\d+)?)?$")
 
 # Names of the interpreter's own files, where a stack enters Python.
 INTERPRETER_FILES = ("python", "libpython")
-LOCALS_FRAMES = 5  # innermost Python frames whose locals are shown with --locals
 MAX_SOURCE_BYTES = 16 << 20  # source files bigger than this are not read for one line
 MAX_SOURCE_LINE = 300
 
@@ -60,35 +50,25 @@ class PythonStacks:
     walk: WalkResult | None = None
 
 
-# --------------------------------------------------------------------------- reading
-
-
-
-def walker_arguments(
+def walk_options(
     *,
     locals_tid: int | None = None,
     with_locals: bool = False,
     locals_frames: int = LOCALS_FRAMES,
     imports: bool = False,
     runtime: FoundRuntime | None = None,
-) -> list[str]:
-    """The walker's arguments (its gdb command's, parsed alike in-process)."""
-    args = ["--imports"] if imports else []
-    if runtime is not None:
-        args += runtime.walker_arguments()
-    if with_locals:
-        args.append("--locals")
-        args += ["--locals-frames", str(int(locals_frames))]
-        if locals_tid is not None:
-            args += ["--locals-tid", str(int(locals_tid))]
-    return args
-
-
-def read_python_stacks(session, **arguments) -> WalkResult:
-    """Run the walker (a Debugger, the in-process walker, or a GdbSession with the core loaded).
-    With imports, the result also lists the top-level modules of sys.modules. runtime: where
-    _PyRuntime was located in the core, for a walker without the interpreter's symbols."""
-    return as_debugger(session).python_stacks(walker_arguments(**arguments))
+) -> WalkOptions:
+    """What the walker is asked: with imports, the top-level modules of sys.modules too;
+    runtime: where _PyRuntime was located in the core, for a walker without the interpreter's
+    symbols. Without locals, locals_tid and locals_frames are left out: the options of the walk
+    started early and of the one asked for are then equal whichever thread crashed."""
+    if not with_locals:
+        locals_tid, locals_frames = None, LOCALS_FRAMES
+    return WalkOptions(
+        imports=imports, with_locals=with_locals, locals_frames=locals_frames, locals_tid=locals_tid,
+        runtime=runtime.address if runtime is not None else None,
+        version_hint=tuple(runtime.version[:2]) if runtime is not None else None,  # type: ignore[arg-type]
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- placing frames
@@ -282,7 +262,7 @@ def find_launched_from(threads: list[model.Thread], rules: RuleSet | None = None
 
 
 def add_python_frames(
-    session: GdbSession | Debugger,
+    walker: PythonWalker,
     threads: list[model.Thread],
     *,
     with_locals: bool = False,
@@ -292,19 +272,20 @@ def add_python_frames(
 ) -> PythonStacks:
     """Insert Python frames into `threads` (in place), set roles and GIL holders.
 
-    session: a Debugger (or a GdbSession) with the core loaded. With with_locals, the innermost
+    walker: the in-process walker on the core, or gdb's (GdbDebugger). With with_locals, the innermost
     Python frames of the crashing thread carry their locals (read, never evaluated). rules: the
     rules in force (a user's --rules may add thread roles); the built-in ones by default.
     runtime: _PyRuntime as located in the core (coreanalyze.pyruntime) when the interpreter's
     files are not here.
     """
     crashed = next((t for t in threads if t.crashed), None)
-    walk = read_python_stacks(
-        session,
-        with_locals=with_locals,
-        locals_tid=crashed.tid if crashed is not None else None,
-        imports=imports,
-        runtime=runtime,
+    walk = walker.python_stacks(
+        walk_options(
+            with_locals=with_locals,
+            locals_tid=crashed.tid if crashed is not None else None,
+            imports=imports,
+            runtime=runtime,
+        )
     )
     stacks = PythonStacks(python_version=walk.python_version, warnings=list(walk.warnings), walk=walk)
     apply_walk(walk, threads, stacks.warnings, rules)

@@ -1,15 +1,39 @@
-"""What the CPython walker (gdb_scripts/pywalker.py) reports, typed: each Python thread's frames,
-the interpreter's version, the imported top-level modules. The walker runs in-process on the
-Process (coreanalyze.process) or, through its gdb command, inside gdb; either answer is checked
-here and handed on as these dataclasses, never as the debugger's JSON."""
+"""What the CPython walker (gdb_scripts/pywalker.py) is asked (WalkOptions) and what it reports,
+typed: each Python thread's frames, the interpreter's version, the imported top-level modules.
+The walker runs in-process on the Process (coreanalyze.coretarget.InProcessWalker) or, through
+its gdb command, inside gdb (coreanalyze.gdb.debugger.GdbDebugger); either answer is checked here
+and handed on as these dataclasses, never as the debugger's JSON."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 RESULT_FORMAT = "coreanalyze-pystacks/1"
+LOCALS_FRAMES = 5  # innermost Python frames whose locals are read with with_locals
+
+
+@dataclass(frozen=True)
+class WalkOptions:
+    """What the walker is asked for."""
+
+    imports: bool = False  # also the top-level modules of sys.modules (WalkResult.imports)
+    with_locals: bool = False  # the locals of the innermost frames (read, never evaluated)
+    locals_frames: int = LOCALS_FRAMES  # how many innermost frames, with with_locals
+    locals_tid: int | None = None  # only this thread's, with with_locals (None: every thread's)
+    # Where _PyRuntime was located in the core (coreanalyze.pyruntime), for a walker without
+    # the interpreter's symbols, and the (major, minor) version found there.
+    runtime: int | None = None
+    version_hint: tuple[int, int] | None = None
+    show_layout: bool = False  # the layout's offsets instead of the threads (a tool's question)
+
+
+class PythonWalker(Protocol):
+    """Anything that walks a core's Python threads: in-process, or gdb's command."""
+
+    def python_stacks(self, options: WalkOptions) -> WalkResult:
+        """The walker's answer for this core, typed."""
 
 
 @dataclass

@@ -5,21 +5,23 @@ own part (the report, the Process, the options as the image or --fetch changed t
 is the pipeline; coreanalyze.analyze runs it, times each stage, and turns a debugger that broke
 (DebuggerError) into a report from the core's notes alone with exit code 3.
 
-The debugger stage unwinds through the Debugger protocol (gdb by default, any unwinder given to
-analyze_core); everything else reads the Process (coreanalyze.process).
+The debugger stage unwinds through the Opener it is given (coreanalyze.debugger: gdb's by
+default, chosen by coreanalyze.analyze, or any unwinder given to analyze_core), which keeps its
+own plan; everything else reads the Process (coreanalyze.process).
 """
 
 from __future__ import annotations
 
 import os
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from coreanalyze import __version__, background, forked
 from coreanalyze.arch import stack_pointer
 from coreanalyze.corefile import threads_from_notes, to_core_info
+from coreanalyze.debugger import Opener
 from coreanalyze.errors import EXIT_OK, BadInput, DebuggerError
 from coreanalyze.model import Report, SignalInfo
 from coreanalyze.modules import elf_build_id, module_table
@@ -27,10 +29,6 @@ from coreanalyze.process import Process
 from coreanalyze.provenance import mark_debug_files, mark_sources
 from coreanalyze.vocabulary import ModuleStatus
 from coreanalyze.warmup import WarmUp
-
-# An unwinder for a core instead of gdb: called with the Context once the Process and its
-# modules are known, it yields (Debugger, GdbAnalysis); see coreanalyze.gdb.collect.
-OpenDebugger = Callable[["Context"], Any]
 
 
 @dataclass
@@ -43,9 +41,7 @@ class Context:
     process: Process
     report: Report
     cleanup: ExitStack
-    gdb_pool: Any = None  # a warm pool serving one core after another, or None
-    own_gdb: Any = None  # a gdb started early for this core alone, or None
-    open_debugger: OpenDebugger | None = None  # an unwinder instead of gdb
+    debugger: Opener  # how the unwinder is opened on this core
     image: Any = None  # an ImageSysroot when --sysroot named an image
     user_sysroot: str | None = None  # the user's --sysroot directory
     executable: str | None = None  # the program given to the debugger
@@ -53,13 +49,8 @@ class Context:
     runtime: Any = None  # _PyRuntime located in the core (pyruntime.FoundRuntime), or None
     fetched: Any = None  # what --fetch found (fetch.FetchResult), or None
     symbolizer: Any = None
-    debugger_debug_dirs: list[str] = field(default_factory=list)
-    fast: Any = None  # libcopies' plan of symbol-less library copies, or None
-    libraries: Any = None  # the libraries gdb reads (gdb.libraries.LibraryChoice), None: all
-    reached: list[int] = field(default_factory=list)  # code addresses the threads hold (Process.code_addresses_on_stacks)
     abort_scan: AbortMessageScan | None = None
-    debug_files_to_copy: list[tuple[str, str]] = field(default_factory=list)  # (debug file, build-id) gdb read compressed
-    # Modules whose separate debug file gdb reads: a line gdb found none for there has none.
+    # Modules whose separate debug file the unwinder reads: a line it found none for there has none.
     lines_from_debugger: set[str] = field(default_factory=set)
     walker: Any = None  # the CPython walker on the Process (coretarget.InProcessWalker)
     warm_up: Any = None  # the later stages' imports and patterns, prepared beside the debugger (warmup.WarmUp)
@@ -244,15 +235,16 @@ def with_overlay(options, overlay: str):
 def fetch_libraries(process: Process, report: Report, options, overlay: str, runtime=None):
     """Fetch what is missing; the options then use the overlay sysroot. Returns (options, the
     FetchResult or None when nothing was tried)."""
-    from coreanalyze.coretarget import walk_core
+    from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.fetch import fetch_missing
     from coreanalyze.fetch.overlay import build_overlay
     from coreanalyze.imported import as_dicts, imported_packages
+    from coreanalyze.pystacks import walk_options
 
-    walk = walk_core(process, report.modules, {"imports": True, **(runtime.walker_options() if runtime else {})})
+    walk = InProcessWalker(process, report.modules).python_stacks(walk_options(imports=True, runtime=runtime))
     in_memory = process.distributions_in_memory
-    packages = as_dicts(imported_packages(walk.get("imports") or [], in_memory))
-    python_version = walk.get("python_version")
+    packages = as_dicts(imported_packages(walk.imports, in_memory))
+    python_version = walk.python_version
     if not python_version or not report.core.arch:
         report.warnings.append("--fetch: the core's Python version is unknown here; nothing was fetched")
         return options, None
@@ -299,39 +291,16 @@ def provenance(ctx: Context) -> None:
 
 
 def prepare_debugger(ctx: Context) -> None:
-    """What the debugger is given (debug directories, symbol-less copies of huge libraries) and
-    the work that runs beside it while it loads the core."""
+    """What the unwinder is given (its opener's plan) and the work that runs beside it while it
+    loads the core."""
     from coreanalyze.coretarget import InProcessWalker
-    from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb
+    from coreanalyze.symbols import Symbolizer
 
     options = ctx.options
     ctx.symbolizer = ctx.cleanup.enter_context(Symbolizer(options.debug_dirs, options.sysroot))
-    ctx.debugger_debug_dirs = debug_dirs_for_gdb(ctx.report, options.debug_dirs, sysroot=options.sysroot, symbolizer=ctx.symbolizer)
-    ctx.fast = fast_libraries(ctx)
-    if options.fast_libraries:  # they choose the libraries gdb reads and the copies' entries
-        ctx.reached = ctx.process.code_addresses_on_stacks()
-    ctx.libraries = chosen_libraries(ctx)
-    _uncompressed_debug_files(ctx)
+    ctx.debugger.prepare(ctx)
     ctx.abort_scan = AbortMessageScan(ctx.process)
     ctx.walker = InProcessWalker(ctx.process, ctx.report.modules, shrunk=ctx.report.core.shrunk is not None)
-
-
-def _uncompressed_debug_files(ctx: Context) -> None:
-    """gdb reads the uncompressed copies of compressed debug files where the cache has them
-    (coreanalyze.symbols.uncompressed): first in its list, found by build-id. Those it lacks
-    for the libraries gdb will read are made once gdb is done (uncompressed_copies)."""
-    if ctx.open_debugger is not None:
-        return  # another unwinder than gdb
-    from coreanalyze.symbols import gdb_debug_files, uncompressed
-
-    def gdb_reads(module) -> bool:
-        return ctx.libraries is None or ctx.libraries.may_read(module.path, module.start, module.end)
-
-    debug_files = list(gdb_debug_files(ctx.report.modules, ctx.symbolizer.debug_file_for))
-    ctx.lines_from_debugger = {module.path for module, _build_id, _file in debug_files if gdb_reads(module)}
-    found, ctx.debug_files_to_copy = uncompressed.plan(debug_files, gdb_reads)
-    if found:
-        ctx.debugger_debug_dirs.insert(0, str(uncompressed.directory()))
 
 
 def while_debugger_loads(ctx: Context) -> Callable[[], None]:
@@ -340,10 +309,9 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
         # (the commands before that would only be slowed down by threads wanting the interpreter).
         ctx.process.scan_in_background()  # first: forked while no other thread runs (coreanalyze.forked)
         ctx.abort_scan.start()
-        ctx.walker.start(_walk_arguments(ctx))
+        ctx.walker.start(_walk_options(ctx))
         ctx.rules.read_in_background()
-        if ctx.fast is not None:
-            ctx.fast.order_in_background(ctx.reached)
+        ctx.debugger.beside(ctx)
         ctx.warm_up = WarmUp(ctx.rules.get)
         ctx.cleanup.callback(ctx.warm_up.wait)
         ctx.warm_up.start()  # last: the work above is needed sooner
@@ -351,42 +319,12 @@ def while_debugger_loads(ctx: Context) -> Callable[[], None]:
     return start
 
 
-def _walk_arguments(ctx: Context) -> list[str]:
+def _walk_options(ctx: Context):
     """The walk _python_frames will ask for when the debugger agrees on the crashing thread
     (the notes' crashing thread gets the locals)."""
-    from coreanalyze.pystacks import walker_arguments
+    from coreanalyze.pystacks import walk_options
 
-    return walker_arguments(with_locals=ctx.options.with_locals, locals_tid=ctx.process.crashing_tid, imports=True, runtime=ctx.runtime)
-
-
-def fast_libraries(ctx: Context):
-    """The huge libraries gdb gets as copies without symbols, or None (all loaded as they are)."""
-    options = ctx.options
-    if ctx.open_debugger is not None or not options.fast_libraries or options.debuginfod:
-        return None  # with debuginfod, gdb may fetch debug info for any library
-    from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
-    from coreanalyze.gdb.libcopies.errors import LibraryCopyError
-
-    try:
-        return plan_fast_libraries(
-            ctx.process,
-            ctx.report.modules,
-            sysroot=options.sysroot,
-            debug_dirs=ctx.debugger_debug_dirs,
-            **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
-        )
-    except LibraryCopyError:
-        return None  # an optimisation only: gdb then reads every library itself
-
-
-def chosen_libraries(ctx: Context):
-    """The libraries gdb reads: those the threads reach (coreanalyze.gdb.libraries), or None
-    (all, as gdb would: the plain path, and files placed from the loader's list)."""
-    if ctx.open_debugger is not None or not ctx.options.fast_libraries or ctx.link_map is not None:
-        return None
-    from coreanalyze.gdb.libraries import LibraryChoice
-
-    return LibraryChoice.for_process(ctx.process, ctx.reached)
+    return walk_options(with_locals=ctx.options.with_locals, locals_tid=ctx.process.crashing_tid, imports=True, runtime=ctx.runtime)
 
 
 def debugger(ctx: Context) -> None:
@@ -395,12 +333,10 @@ def debugger(ctx: Context) -> None:
     leaves the report to the core's notes (exit code 3)."""
     try:
         with ExitStack() as stack:
-            if ctx.fast is not None:
-                stack.callback(ctx.fast.close)
             stack.callback(ctx.process.wait)
             stack.callback(ctx.walker.wait)
             stack.callback(ctx.abort_scan.wait)  # they read the core, which is closed after
-            with _opened_debugger(ctx) as (_unwinder, analysis):
+            with ctx.debugger.open(ctx, while_debugger_loads(ctx)) as analysis:
                 if ctx.warm_up is not None:
                     # The main thread needs the interpreter from here on; the step under way
                     # (an import the stages below would make) is finished first.
@@ -414,53 +350,9 @@ def debugger(ctx: Context) -> None:
         ctx.report.threads = threads_from_notes(ctx.notes)
 
 
-def uncompressed_copies(ctx: Context) -> None:
-    """The uncompressed copies of the debug files gdb read compressed, made beside the rest of
-    the analysis and its report, for the next analyses: made before gdb loaded the core, they
-    would have cost this one more than they save it."""
-    if ctx.debug_files_to_copy:
-        from coreanalyze.symbols import uncompressed
-
-        uncompressed.make_later(ctx.debug_files_to_copy)
-
-
-def _opened_debugger(ctx: Context):
-    if ctx.open_debugger is not None:
-        return ctx.open_debugger(ctx)
-    return _opened_gdb(ctx)
-
-
-@contextmanager
-def _opened_gdb(ctx: Context) -> Iterator:
-    from coreanalyze.gdb.libcopies.naming import collected_core
-    from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
-    from coreanalyze.linkmap import PlacingGdb
-
-    options = ctx.options
-    index_cache = default_index_cache() if options.fast_libraries else None
-    with gdb_for_analysis(
-        ctx.gdb_pool, gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod,
-        index_cache=index_cache, own=ctx.own_gdb,
-    ) as gdb, collected_core(
-        gdb if ctx.link_map is None else PlacingGdb(gdb, ctx.link_map), ctx.core_path, executable=ctx.executable,
-        sysroot=options.sysroot, debug_dirs=ctx.debugger_debug_dirs, fast=ctx.fast,
-        before_target=while_debugger_loads(ctx), libraries=ctx.libraries,
-        reached=ctx.reached, crash_pc=ctx.process.program_counter(), from_notes=_from_notes(ctx),
-    ) as opened:  # fmt: skip
-        yield opened
-
-
-def _from_notes(ctx: Context):
-    """What gdb is not asked for: the frames' module map from the core's own file list
-    (NT_FILE), which is what gdb would list for it, except for files placed from the loader's
-    list (gdb then knows them only as libraries, and names modules from those); and the signal's
-    details when the core has its siginfo (NT_SIGINFO), which outranks gdb's (merge_signal)."""
-    from coreanalyze.gdb.collect import FromNotes, file_ranges
-
-    return FromNotes(
-        file_mappings=file_ranges(ctx.notes.mappings) if ctx.link_map is None else None,
-        siginfo=ctx.notes.siginfo_note,
-    )
+def after_debugger(ctx: Context) -> None:
+    """What the unwinder leaves for the next analyses, made beside the rest of this one."""
+    ctx.debugger.after(ctx)
 
 
 def _take_analysis(ctx: Context, analysis) -> None:
@@ -749,7 +641,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("provenance", provenance),
     Stage("prepare debugger", prepare_debugger),
     Stage("debugger", debugger),
-    Stage("uncompressed debug files", uncompressed_copies),
+    Stage("after debugger", after_debugger),
     Stage("threads", threads),
     Stage("symbols", symbols),
     Stage("jit code", jit_code),

@@ -1,16 +1,18 @@
-"""The Debugger protocol (coreanalyze.debugger) spoken by a GdbSession over GDB/MI."""
+"""The Debugger protocol (coreanalyze.debugger) spoken by a GdbSession over GDB/MI, and what
+only gdb answers, used inside coreanalyze.gdb: its reads of memory, its expressions
+(`$_siginfo`, a symbol's address), its mappings and libraries, the CPython walker's gdb command."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Collection
 
 from coreanalyze import signals
-from coreanalyze.debugger import Debugger, DebuggerFrame, DebuggerThread, Instruction
+from coreanalyze.debugger import DebuggerFrame, DebuggerThread, Instruction
 from coreanalyze.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.session import GdbSession, mi_quote
 from coreanalyze.model import SignalInfo
-from coreanalyze.pywalk import WalkResult, parse_walk_result
+from coreanalyze.pywalk import WalkOptions, WalkResult, parse_walk_result
 from coreanalyze.resources import GDB_SCRIPTS
 
 PYSTACKS_SCRIPT = GDB_SCRIPTS / "pystacks.py"
@@ -43,6 +45,7 @@ class GdbDebugger:
 
     def __init__(self, session: GdbSession) -> None:
         self.session = session
+        self._register_numbers: dict[str, int] | None = None  # asked of gdb once
 
     def threads(self) -> tuple[list[DebuggerThread], str | None]:
         payload = self.session.mi("-thread-info")
@@ -61,7 +64,34 @@ class GdbDebugger:
         stack = self.session.mi(f"-stack-list-frames --thread {thread} {low} {high}").get("stack")
         return [_frame(f) for f in stack or [] if isinstance(f, dict)]
 
+    def registers(self, thread: str, names: Collection[str]) -> dict[str, int]:
+        if self._register_numbers is None:
+            self._register_numbers = {n: i for i, n in enumerate(self.register_names()) if n}
+        numbers = {self._register_numbers[n]: n for n in names if n in self._register_numbers}
+        if not numbers:
+            return {}
+        values = self.register_values(thread, sorted(numbers))
+        return {numbers[number]: value for number, value in values.items() if number in numbers}
+
+    def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
+        """The instruction at pc (thread None: in the current thread; the bytes are the same in
+        every thread of a core)."""
+        selected = "" if thread is None else f"--thread {thread} "
+        try:
+            insns = self.session.mi(f"-data-disassemble {selected}-s {pc:#x} -e {pc + length:#x} -- 0").get("asm_insns")
+        except GdbTimeout:
+            raise
+        except GdbError:
+            return None
+        if not insns or not isinstance(insns[0], dict):
+            return None
+        first = insns[0]
+        return Instruction(str(first.get("inst", "")), first.get("func-name"), to_int(first.get("offset")))
+
+    # -- gdb's own, beyond the Debugger protocol --------------------------------------------
+
     def register_names(self) -> list[str]:
+        """Register names by gdb's register number ([] when unknown)."""
         try:
             return self.session.mi("-data-list-register-names").get("register-names") or []
         except GdbTimeout:
@@ -70,6 +100,7 @@ class GdbDebugger:
             return []
 
     def register_values(self, thread: str, numbers: list[int]) -> dict[int, int]:
+        """Values of the numbered registers in a thread's innermost frame ({} when unknown)."""
         wanted = " ".join(str(n) for n in numbers)
         try:
             values = self.session.mi(f"-data-list-register-values --thread {thread} x {wanted}").get("register-values")
@@ -140,21 +171,6 @@ class GdbDebugger:
     def symbol_address(self, name: str) -> int | None:
         return to_int(self.evaluate(f"(unsigned long)&{name}"))
 
-    def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
-        """The instruction at pc (thread None: in the current thread; the bytes are the same in
-        every thread of a core)."""
-        selected = "" if thread is None else f"--thread {thread} "
-        try:
-            insns = self.session.mi(f"-data-disassemble {selected}-s {pc:#x} -e {pc + length:#x} -- 0").get("asm_insns")
-        except GdbTimeout:
-            raise
-        except GdbError:
-            return None
-        if not insns or not isinstance(insns[0], dict):
-            return None
-        first = insns[0]
-        return Instruction(str(first.get("inst", "")), first.get("func-name"), to_int(first.get("offset")))
-
     def file_mappings(self) -> list[tuple[int, int, str]]:
         text = self.session.console("info proc mappings")
         ranges = []
@@ -179,9 +195,10 @@ class GdbDebugger:
                     ranges.append((lo, hi, lib.get("target-name") or lib.get("id") or ""))
         return ranges
 
-    def python_stacks(self, arguments: list[str]) -> WalkResult:
-        """Run the walker in gdb, sourcing it first when this gdb does not have it yet."""
-        command = " ".join([PYSTACKS_COMMAND, *arguments])
+    def python_stacks(self, options: WalkOptions) -> WalkResult:
+        """The CPython walker's answer from inside gdb (a PythonWalker, coreanalyze.pywalk): its
+        gdb command, sourced first when this gdb does not have it yet."""
+        command = " ".join([PYSTACKS_COMMAND, *walker_arguments(options)])
         try:
             return parse_walk_result(self.session.mi(command, timeout=PYSTACKS_TIMEOUT))
         except GdbTimeout:
@@ -191,6 +208,22 @@ class GdbDebugger:
                 raise
         self.session.source(str(PYSTACKS_SCRIPT))
         return parse_walk_result(self.session.mi(command, timeout=PYSTACKS_TIMEOUT))
+
+
+def walker_arguments(options: WalkOptions) -> list[str]:
+    """The walker's gdb command's arguments for the options (its pywalker.parse_args reads them)."""
+    args = ["--imports"] if options.imports else []
+    if options.runtime is not None:
+        args += ["--runtime", f"0x{options.runtime:x}"]
+    if options.version_hint is not None:
+        args += ["--python-version", ".".join(str(v) for v in options.version_hint[:2])]
+    if options.with_locals:
+        args += ["--locals", "--locals-frames", str(int(options.locals_frames))]
+        if options.locals_tid is not None:
+            args += ["--locals-tid", str(int(options.locals_tid))]
+    if options.show_layout:
+        args.append("--show-layout")
+    return args
 
 
 def _frame(raw: dict[str, Any]) -> DebuggerFrame:
@@ -205,6 +238,6 @@ def _frame(raw: dict[str, Any]) -> DebuggerFrame:
     )
 
 
-def as_debugger(session: GdbSession | Debugger) -> Debugger:
-    """The Debugger for a GdbSession (a Debugger is returned as it is)."""
+def as_gdb(session: GdbSession | GdbDebugger) -> GdbDebugger:
+    """The GdbDebugger for a GdbSession (a GdbDebugger is returned as it is)."""
     return GdbDebugger(session) if isinstance(session, GdbSession) else session

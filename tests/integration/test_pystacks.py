@@ -28,16 +28,12 @@ from support.pycrash import (
 
 from coreanalyze import model
 from coreanalyze.gdb.collect import collect
+from coreanalyze.gdb.debugger import PYSTACKS_COMMAND as MI_COMMAND
+from coreanalyze.gdb.debugger import PYSTACKS_SCRIPT as SCRIPT
+from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.pystacks import (
-    MI_COMMAND,
-    SCRIPT,
-    PythonStacks,
-    add_python_frames,
-    find_launched_from,
-    is_eval_frame,
-    parse_walk_result,
-)
+from coreanalyze.pystacks import PythonStacks, add_python_frames, find_launched_from, is_eval_frame
+from coreanalyze.pywalk import parse_walk_result
 
 # How the walker must find its layout on each: the stripped interpreter has only the table.
 EXPECTED_LAYOUT = {"3.10": "dwarf", "3.11": "dwarf", "3.12": "dwarf", "3.13": "debug-offsets", "system": "table"}
@@ -47,7 +43,7 @@ def analyze(case: CrashCase, with_locals: bool = False) -> tuple[list[model.Thre
     with GdbSession() as session:
         session.load(case.core, executable=case.exe)
         threads = collect(session).threads
-        stacks = add_python_frames(session, threads, with_locals=with_locals)
+        stacks = add_python_frames(GdbDebugger(session), threads, with_locals=with_locals)
     return threads, stacks
 
 

@@ -176,15 +176,17 @@ def test_gdb_and_in_process_targets_read_the_same(python_cores, which, script):
     from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.gdb.debugger import GdbDebugger
     from coreanalyze.gdb.session import GdbSession
+    from coreanalyze.process import Process
+    from coreanalyze.pywalk import WalkOptions
 
     require("gdb")
     case = crash(python_cores, script, which)
-    arguments = ["--locals", "--imports"]
+    options = WalkOptions(with_locals=True, imports=True)
     with read_core(case.core) as notes:
-        ours = InProcessWalker(Process(notes), module_table(notes, executable=str(case.exe))).python_stacks(arguments)
+        ours = InProcessWalker(Process(notes), module_table(notes, executable=str(case.exe))).python_stacks(options)
     with GdbSession() as session:
         session.load(case.core, executable=case.exe)
-        theirs = GdbDebugger(session).python_stacks(arguments)
+        theirs = GdbDebugger(session).python_stacks(options)
     assert ours.layout == IN_PROCESS_LAYOUT[which]
     assert replace(ours, layout=None) == replace(theirs, layout=None)
     assert ours.threads and ours.imports

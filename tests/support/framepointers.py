@@ -1,7 +1,8 @@
 """An unwinder with no debugger, for running the whole pipeline where gdb is not: threads and
 registers from the core's notes, native frames by following the frame-pointer chain in the
 core's memory (the C crashers are built with -fno-omit-frame-pointer), no names (the pipeline's
-symbols stage names frames from the ELF files, as it does for frames gdb leaves unnamed).
+symbols stage names frames from the ELF files, as it does for frames gdb leaves unnamed), the
+instruction at an address disassembled by binutils' objdump.
 
 It answers the Debugger protocol (coreanalyze.debugger) from a real core; it is the "mock
 program" of drgn's tests, with nothing canned: every answer is read from the core.
@@ -9,18 +10,20 @@ program" of drgn's tests, with nothing canned: every answer is read from the cor
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Collection, Iterator
 
 from coreanalyze.corefile.tables import REGISTER_NAMES
 from coreanalyze.debugger import DebuggerFrame, DebuggerThread, Instruction
-from coreanalyze.gdb.collect import GdbAnalysis, collect
-from coreanalyze.model import SignalInfo
 from coreanalyze.process import Process
-from coreanalyze.pywalk import WalkResult
+from coreanalyze.unwind import Unwound, file_ranges, unwind
 
 MAX_FRAMES = 256
 FRAME_POINTER = {"x86_64": "rbp", "aarch64": "x29"}
+OBJDUMP_MACHINE = {"x86_64": "i386:x86-64", "aarch64": "aarch64"}
 
 
 class FramePointerUnwinder:
@@ -53,43 +56,49 @@ class FramePointerUnwinder:
             fp = caller_fp
         return frames
 
-    def register_names(self) -> list[str]:
-        return self._names
-
-    def register_values(self, thread: str, numbers: list[int]) -> dict[int, int]:
+    def registers(self, thread: str, names: Collection[str]) -> dict[str, int]:
+        """The thread's registers as the core's notes hold them, in the architecture's order."""
         registers = self._threads[int(thread) - 1].registers
-        return {n: registers[self._names[n]] for n in numbers if 0 <= n < len(self._names) and self._names[n] in registers}
+        return {n: registers[n] for n in self._names if n in names and n in registers}
 
-    def read_memory(self, address: int, size: int) -> bytes | None:
-        return self.process.read(address, size)
-
-    def evaluate(self, expression: str, thread: str | None = None) -> str | None:
+    def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
+        """The first instruction of the bytes at pc (the core's, else the mapped file's), as
+        objdump disassembles them; None where they cannot be read or disassembled."""
+        code = self.process.read(pc, length)
+        machine = OBJDUMP_MACHINE.get(self.process.arch)
+        if not code or machine is None or shutil.which("objdump") is None:
+            return None
+        with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+            f.write(code)
+            f.flush()
+            listing = subprocess.run(
+                ["objdump", "-D", "-b", "binary", "-m", machine, f"--adjust-vma={pc:#x}", f.name],
+                capture_output=True, text=True, timeout=30, check=False,
+            ).stdout  # fmt: skip
+        for line in listing.splitlines():
+            address, _, rest = line.partition(":\t")
+            if rest and address.strip() == f"{pc:x}":
+                text = rest.split("\t", 1)[1] if "\t" in rest else ""
+                return Instruction(text.strip(), None, None) if text.strip() else None
         return None
 
-    def siginfo(self, thread: str | None = None) -> SignalInfo | None:
-        return None  # the core's own siginfo (NT_SIGINFO) stands
 
-    def symbol_address(self, name: str) -> int | None:
-        return None
+class FramePointerOpener:
+    """The Opener (coreanalyze.debugger) of this unwinder: nothing to prepare or leave behind;
+    the module map and the signal are the Process's (its NT_FILE and NT_SIGINFO)."""
 
-    def instruction_at(self, thread: str, pc: int, length: int) -> Instruction | None:
-        return None  # no disassembler
+    def prepare(self, ctx) -> None:
+        pass
 
-    def file_mappings(self) -> list[tuple[int, int, str]]:
-        return [(m.start, m.end, m.path) for m in self.process.mappings]
+    def beside(self, ctx) -> None:
+        pass
 
-    def library_ranges(self) -> list[tuple[int, int, str]]:
-        return []
+    @contextmanager
+    def open(self, ctx, while_loading: Callable[[], None]) -> Iterator[Unwound]:
+        process = ctx.process
+        unwinder = FramePointerUnwinder(process)
+        while_loading()
+        yield unwind(unwinder, lambda warnings: file_ranges(process.notes.mappings))
 
-    def python_stacks(self, arguments: list[str]) -> WalkResult:
-        from coreanalyze.coretarget import InProcessWalker
-
-        return InProcessWalker(self.process, self.process.modules).python_stacks(arguments)
-
-
-@contextmanager
-def open_frame_pointer_unwinder(ctx) -> Iterator[tuple[FramePointerUnwinder, GdbAnalysis]]:
-    """analyze_core(..., debugger=open_frame_pointer_unwinder): the pipeline with this unwinder."""
-    unwinder = FramePointerUnwinder(ctx.process)
-    ctx.process.scan_in_background()
-    yield unwinder, collect(unwinder)
+    def after(self, ctx) -> None:
+        pass

@@ -96,3 +96,26 @@ def test_the_package_has_no_import_cycle():
 def test_a_cycle_is_found_when_there_is_one():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for child in graph.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def test_the_stages_name_no_debugger():
+    """The stages call the Opener they are given (coreanalyze.debugger); gdb's plan and its
+    opening of a core live in coreanalyze.gdb, which the stages do not import. The unwinding,
+    the Python walk and the seam itself reach no part of gdb at all."""
+    graph = import_graph()
+    assert not {m for m in graph["coreanalyze.stages"] if m == "coreanalyze.gdb" or m.startswith("coreanalyze.gdb.")}
+    source = (PACKAGE / "stages.py").read_text(encoding="utf-8")
+    assert "gdb_pool" not in source and "GdbOpener" not in source
+    for seam in ("coreanalyze.debugger", "coreanalyze.unwind", "coreanalyze.pystacks", "coreanalyze.pywalk", "coreanalyze.coretarget"):
+        assert not {m for m in reachable(graph, seam) if m.startswith("coreanalyze.gdb")}, seam

@@ -9,13 +9,14 @@ import subprocess
 
 import pytest
 from support.coregen import compile_c, kernel_writes_cores_here, run_to_core
-from support.framepointers import FramePointerUnwinder, open_frame_pointer_unwinder
+from support.framepointers import FramePointerOpener, FramePointerUnwinder
 from support.paths import CRASHERS
 from support.require import missing, require
 
 from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.corefile import read_core
-from coreanalyze.debugger import Debugger
+from coreanalyze.debugger import Debugger, Opener
+from coreanalyze.modules import module_table
 from coreanalyze.process import Process
 from coreanalyze.render import render
 
@@ -37,17 +38,30 @@ def null_thread(tmp_path_factory):
 
 def test_the_unwinder_speaks_the_debugger_protocol(null_thread):
     with Process(read_core(str(null_thread.core))) as process:
+        # The program's own file: its code is not in the core (read-only pages are not dumped).
+        process.set_modules(module_table(process.notes, executable=str(null_thread.exe)))
         unwinder = FramePointerUnwinder(process)
         assert isinstance(unwinder, Debugger)
         threads, current = unwinder.threads()
         assert {t.tid for t in threads} == {t.tid for t in process.threads}
         crashed = next(t for t in threads if t.id == current)
         assert crashed.tid == process.crashing_tid
-        assert len(unwinder.frames(crashed.id, 0, 255)) >= 2
+        frames = unwinder.frames(crashed.id, 0, 255)
+        assert len(frames) >= 2
+        pc, sp = process.pc_register, process.sp_register
+        registers = unwinder.registers(crashed.id, {pc, sp, "no-such-register"})
+        assert set(registers) == {pc, sp}
+        assert registers[pc] == frames[0].pc == process.program_counter()
+        instruction = unwinder.instruction_at(crashed.id, frames[0].pc, 16)
+        assert instruction is not None and instruction.text  # the faulting store, disassembled
+
+
+def test_the_opener_opens_the_unwinder_for_the_stages():
+    assert isinstance(FramePointerOpener(), Opener)
 
 
 def test_the_pipeline_runs_on_a_real_core_without_gdb(null_thread):
-    result = analyze_core(str(null_thread.core), AnalyzeOptions(python=str(null_thread.exe)), debugger=open_frame_pointer_unwinder)
+    result = analyze_core(str(null_thread.core), AnalyzeOptions(python=str(null_thread.exe)), debugger=FramePointerOpener())
     report = result.report
     assert result.exit_code == 0 and result.failure is None
     assert report.crashing_thread != null_thread.pid  # the worker, not the main thread
@@ -59,6 +73,8 @@ def test_the_pipeline_runs_on_a_real_core_without_gdb(null_thread):
     assert report.classification.fault_kind == "null-deref"
     assert report.classification.culprit.function == "store_result"
     assert report.core.signal.name == "SIGSEGV" and report.core.signal.address == 0
+    assert report.fault_instruction and report.fault_instruction.startswith(f"{crashed.frames[0].pc:#x}: ")
+    assert crashed.frames[0].pc in crashed.registers.values()
     assert list(result.timings)[:3] == ["core notes", "image", "executable"]
     assert "debugger" in result.timings and "classification" in result.timings
     document = json.loads(render(report, "json"))
