@@ -48,7 +48,7 @@ def test_the_unwinder_speaks_the_debugger_protocol(null_thread):
         assert crashed.tid == process.crashing_tid
         frames = unwinder.frames(crashed.id, 0, 255)
         assert len(frames) >= 2
-        pc, sp = process.pc_register, process.sp_register
+        pc, sp = process.notes.pc_register, process.notes.sp_register
         registers = unwinder.registers(crashed.id, {pc, sp, "no-such-register"})
         assert set(registers) == {pc, sp}
         assert registers[pc] == frames[0].pc == process.program_counter()
