@@ -17,8 +17,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from coreanalyze import tomlfile  # noqa: E402 - after the path
-from coreanalyze.errors import BadInput  # noqa: E402
+from coreanalyze.base import tomlfile  # noqa: E402 - after the path
+from coreanalyze.base.errors import BadInput  # noqa: E402
 from coreanalyze.triage.parse import triage_text  # noqa: E402
 
 DEFAULT_SET = REPO / "tests" / "data" / "blind" / "issue25.toml"

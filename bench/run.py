@@ -221,7 +221,7 @@ def revision_tree(rev: str | None) -> Iterator[Path]:
 PROFILE_ONE = r"""
 import cProfile, json, pstats, sys, time
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.analyze import AnalyzeOptions, analyze_core
+from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.render import render
 
 waits = {}
@@ -265,13 +265,13 @@ def profile_stages(tree: Path, core: Path, python: str, env: dict, out: Path) ->
 
 
 def print_profile(label: str, profile: dict, top: int = 12) -> None:
-    """The orchestrator's own stages (functions of coreanalyze/analyze.py and the stages it
+    """The orchestrator's own stages (functions of coreanalyze/pipeline/analyze.py and the stages it
     declares), the time waiting on gdb, and the functions that spend the most time themselves."""
     functions = profile["functions"]
     waits = profile["gdb_waits"]
     gdb_total = sum(t for t, _ in waits.values())
     print(f"  {label}: {profile['wall']:.2f} s in-process (profiled), of which waiting on gdb {gdb_total:.2f} s")
-    stages = [f for f in functions if f["file"].endswith(("coreanalyze/analyze.py", "coreanalyze/stages.py")) and not f["function"].startswith("<")]
+    stages = [f for f in functions if f["file"].endswith(("coreanalyze/pipeline/analyze.py", "coreanalyze/pipeline/stages.py")) and not f["function"].startswith("<")]
     for f in sorted(stages, key=lambda f: -f["cumtime"])[:top]:
         print(f"    stage {f['function']:<36} {f['cumtime']:7.3f} s cumulative  ({f['calls']} calls)")
     for word, (total, count) in sorted(waits.items(), key=lambda kv: -kv[1][0])[:8]:
@@ -286,7 +286,7 @@ def print_profile(label: str, profile: dict, top: int = 12) -> None:
 
 PLAIN_ONE = r"""
 import sys
-from coreanalyze.analyze import AnalyzeOptions, analyze_core
+from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.render import render
 result = analyze_core(sys.argv[1], AnalyzeOptions(python=sys.argv[3], fast_libraries=False))
 open(sys.argv[2], "w").write(render(result.report, "html"))

@@ -20,8 +20,8 @@ from pathlib import Path
 import click
 
 from coreanalyze import __version__
-from coreanalyze.atomicfile import write_atomically
-from coreanalyze.errors import EXIT_ANALYSIS_FAILED, EXIT_BAD_INPUT, BadInput, CoreAnalyzeError
+from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.errors import EXIT_ANALYSIS_FAILED, EXIT_BAD_INPUT, BadInput, CoreAnalyzeError
 
 FORMATS = ("html", "json", "text", "markdown")
 EXTENSIONS = {"html": ".html", "json": ".json", "text": ".txt", "markdown": ".md"}
@@ -119,8 +119,8 @@ def cli() -> None:
 @click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like coreanalyze/known/crashes.toml; repeatable); the shipped ones are always matched.")
 def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to, known_files):
     """Analyze one core file (or a live process with --pid) and write a report."""
-    from coreanalyze.analyze import AnalyzeOptions, analyze_live_process
-    from coreanalyze.safenames import report_filename
+    from coreanalyze.base.safenames import report_filename
+    from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_live_process
 
     options = AnalyzeOptions(
         python=python,
@@ -146,7 +146,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
     else:
         result = _analyze_file(core, options)
     _recognize_known(result.report, known)
-    # Imported after the analysis, which imports it beside the debugger (coreanalyze.warmup).
+    # Imported after the analysis, which imports it beside the debugger (coreanalyze.pipeline.warmup).
     from coreanalyze.render import color_wanted, render, verdict
 
     fmt = _format_for(output, fmt)
@@ -170,8 +170,8 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
 def _analyze_file(core: str, options):
     """A core as given, or decompressed into a temporary file first (zstd, LZ4, xz, gzip, as
     systemd-coredump and people store them); the report names the file given."""
-    from coreanalyze.analyze import analyze_core
     from coreanalyze.corefile.compressed import compression_of, decompressed
+    from coreanalyze.pipeline.analyze import analyze_core
 
     compression = compression_of(core) if os.path.isfile(core) else None
     if compression is not None:
@@ -251,9 +251,9 @@ def triage_command(source, output, fmt, rules_files, known_files):
 @click.option("--shrink", is_flag=True, help="Also shrink each crash group's example core to attach to a ticket (OUT/shrunk/, zstd; see `coreanalyze shrink`); done here, after the analyses.")
 def batch_command(paths, out, jobs, timeout, resume, shard, python, sysroot, gdb_path, debug_dirs, rules_files, cluster, fetch, since, known_files, shrink):
     """Analyze many cores (directories, globs, files; systemd-coredump's too) and group them by crash."""
-    from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions, parse_shard, run_batch
     from coreanalyze.batch.outcome import batch_outcome_lines
+    from coreanalyze.pipeline.analyze import AnalyzeOptions
 
     if sysroot:
         from coreanalyze.image import is_image, prepare_image
@@ -315,8 +315,8 @@ def watch_command(directories, out, keep_full, others, budget, delete_analyzed, 
                   python, sysroot, gdb_path, debug_dirs, rules_files, known_files, fetch):  # fmt: skip
     """Analyze each core as it arrives in DIR... (systemd-coredump's directory, a core_pattern
     directory), keep what matters of it, and keep OUT's index current. See docs/watch.md."""
-    from coreanalyze.analyze import AnalyzeOptions
     from coreanalyze.batch import BatchOptions
+    from coreanalyze.pipeline.analyze import AnalyzeOptions
     from coreanalyze.watch.keep import KeepPolicy
     from coreanalyze.watch.limits import parse_size
     from coreanalyze.watch.watcher import WatchOptions, run_watch
@@ -361,7 +361,7 @@ def watch_command(directories, out, keep_full, others, budget, delete_analyzed, 
 @click.option("--gpu-core", metavar="PATH", help="The GPU core dump the analysis reads beside it (not copied: attach it as it is).")
 def shrink_command(core, output, compress, python, sysroot, gdb_path, timeout, stack_bytes, redact, gpu_core):
     """Write a core small enough to attach: only what the report and gdb's backtraces need."""
-    from coreanalyze.analyze import AnalyzeOptions
+    from coreanalyze.pipeline.analyze import AnalyzeOptions
 
     if not os.path.isfile(core):
         raise BadInput(f"{core}: no such core file")

@@ -3,7 +3,7 @@
 Debugger-neutral: everything it needs from the process comes through a `Target` (memory reads,
 global symbol addresses, the names of the loaded files, type offsets from debug info, the
 threads' LWPs). `gdb_scripts/pystacks.py` runs it inside gdb over gdb's view of the core;
-`coreanalyze.coretarget` runs it in-process over the core file's own memory and the ELF
+`coreanalyze.python.coretarget` runs it in-process over the core file's own memory and the ELF
 files it maps.
 
 How the runtime is found without debug info: `_PyRuntime` and `Py_Version` are exported in
@@ -1824,7 +1824,7 @@ def walk(target: Target, options: dict) -> dict:
     warnings: list[str] = result["warnings"]
     result["pid"] = target.pid() or None
     mem = Memory(target)
-    # A runtime found by the host (coreanalyze.pyruntime scans the core when the interpreter's
+    # A runtime found by the host (coreanalyze.python.pyruntime scans the core when the interpreter's
     # files are not here) wins over the symbol: a symbol then comes from some other build.
     runtime = options.get("runtime") or target.symbol_address("_PyRuntime")
     if runtime is None:

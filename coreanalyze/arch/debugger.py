@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 from coreanalyze.arch import architecture, host_architecture
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 
 MULTIARCH_GDB = "gdb-multiarch"
 DEFAULT_GDB = "gdb"

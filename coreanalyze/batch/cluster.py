@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coreanalyze import __version__
+from coreanalyze.base.errors import AnalysisFailed, BadInput
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.options import BatchOptions, default_jobs
 from coreanalyze.batch.progress import Progress
 from coreanalyze.batch.records import RecordKeeper
 from coreanalyze.batch.store import ANALYZED, REPORTS_DIR, CoreRecord, record_from_dict
 from coreanalyze.batch.worker import base_record
-from coreanalyze.errors import AnalysisFailed, BadInput
 
 WORKER_WAIT_SECONDS = 60.0  # for a first worker to join a scheduler that has none
 POLL_SECONDS = 1.0

@@ -23,11 +23,11 @@ from typing import Any, Iterator
 from distributed import WorkerPlugin, get_worker
 
 from coreanalyze import __version__
-from coreanalyze.analyze import AnalyzeOptions
+from coreanalyze.base.errors import BadInput
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.store import REPORTS_DIR
 from coreanalyze.batch.worker import WorkerConfig, analyze_one, close_gdb_pool, open_gdb_pool
-from coreanalyze.errors import BadInput
+from coreanalyze.pipeline.analyze import AnalyzeOptions
 
 # After telling the client that a core overran its time, how long the worker waits for the
 # analysis to come back by itself before ending the worker process (its only way out of a hang).

@@ -10,9 +10,9 @@ import os
 import re
 from typing import Any
 
+from coreanalyze.base.model import Report
 from coreanalyze.batch.store import CoreRecord
 from coreanalyze.known import CrashFacts, normalize_package
-from coreanalyze.model import Report
 
 MAX_FRAMES = 64
 MAX_PACKAGES = 1000

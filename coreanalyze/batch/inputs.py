@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.safenames import without_controls
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.corefile.compressed import MAGICS, MAX_CORE_BYTES, decompress_file, decompressed
-from coreanalyze.errors import BadInput
-from coreanalyze.safenames import without_controls
 
 # systemd-coredump escapes '.', '/' and ' ' in COMM as \xNN, so the fields split cleanly.
 SYSTEMD_NAME = re.compile(

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
+from coreanalyze.base.model import JobVerdict, JobWait, RankVerdict
 from coreanalyze.batch.store import CoreRecord
 from coreanalyze.jobs.verdict import job_verdict
-from coreanalyze.model import JobVerdict, JobWait, RankVerdict
 
 # A job's ranks die within a watchdog's timeout of each other (NCCL's is 10 minutes, gloo's 30);
 # cores of the same job further apart are another run of it.

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from coreanalyze.atomicfile import write_atomically
+from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.errors import BadInput
 from coreanalyze.batch.since import BASELINE_FILE, merge_baselines, read_baseline
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
-from coreanalyze.errors import BadInput
 from coreanalyze.known import load_known
 
 

@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coreanalyze.analyze import AnalyzeOptions
 from coreanalyze.batch.inputs import MAX_CORE_BYTES
 from coreanalyze.batch.shard import Shard
+from coreanalyze.pipeline.analyze import AnalyzeOptions
 
 DEFAULT_TIMEOUT = 300.0
 # Beyond --timeout before the batch kills a worker: gdb's own limit (the same --timeout) fires

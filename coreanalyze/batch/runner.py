@@ -25,6 +25,7 @@ from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 from typing import Any, Callable
 
+from coreanalyze.base.errors import AnalysisFailed, BadInput
 from coreanalyze.batch.inputs import CoreInput, discover
 from coreanalyze.batch.options import BatchOptions, default_jobs
 from coreanalyze.batch.progress import Progress
@@ -33,7 +34,6 @@ from coreanalyze.batch.since import BASELINE_FILE, baseline_from_summary
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
 from coreanalyze.batch.worker import WorkerConfig, base_record, death_reason, end_child, worker_main
-from coreanalyze.errors import AnalysisFailed, BadInput
 from coreanalyze.known import load_known
 
 STOP_SECONDS = 5.0  # how long a worker gets to clean up (its gdb) before SIGKILL

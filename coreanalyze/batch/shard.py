@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 
 _SPEC = re.compile(r"^\s*(\d{1,6})\s*/\s*(\d{1,6})\s*$")
 

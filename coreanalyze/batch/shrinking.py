@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 
-from coreanalyze.analyze import AnalyzeOptions
+from coreanalyze.base.errors import AnalysisFailed
 from coreanalyze.batch.options import BatchOptions, default_jobs
 from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
 from coreanalyze.batch.summary import group_examples
 from coreanalyze.batch.worker import become_worker, death_reason, end_child
-from coreanalyze.errors import AnalysisFailed
+from coreanalyze.pipeline.analyze import AnalyzeOptions
 
 # A shrink analyzes its core about three times and lets gdb print every backtrace a few rounds
 # (shrink/run.py), each bounded by --timeout; past this many of them it is stopped.
@@ -36,7 +36,7 @@ MAX_REASON_CHARS = 300
 def _shrink_main(conn, core: str, output: str, options: AnalyzeOptions, parent_pid: int) -> None:
     """Entry point of the child process that shrinks one core."""
     become_worker(parent_pid)
-    from coreanalyze.errors import CoreAnalyzeError
+    from coreanalyze.base.errors import CoreAnalyzeError
     from coreanalyze.shrink import shrink_core
 
     try:

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 
 BASELINE_FILE = "since.json"
 BASELINE_SCHEMA = "coreanalyze-batch-since/1"

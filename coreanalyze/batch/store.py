@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from coreanalyze.atomicfile import TMP_MARK, write_atomically
-from coreanalyze.errors import AnalysisFailed, BadInput
-from coreanalyze.safenames import safe_stem
+from coreanalyze.base.atomicfile import TMP_MARK, write_atomically
+from coreanalyze.base.errors import AnalysisFailed, BadInput
+from coreanalyze.base.safenames import safe_stem
 
 RECORD_SCHEMA = "coreanalyze-batch-core/1"
 RESULTS_DIR = "results"

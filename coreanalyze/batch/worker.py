@@ -27,18 +27,19 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 
-from coreanalyze import filefacts, forked
-from coreanalyze.analyze import AnalyzeOptions
+from coreanalyze.base import filefacts
+from coreanalyze.base.errors import CoreAnalyzeError
+from coreanalyze.base.model import Report, to_jsonable
+from coreanalyze.base.signals import SIGNAL_NAMES
 from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
 from coreanalyze.batch.store import BatchStore, CoreRecord, job_fields, report_stem
-from coreanalyze.errors import CoreAnalyzeError
 from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.known.onreport import recognize
-from coreanalyze.model import Report, to_jsonable
-from coreanalyze.signals import SIGNAL_NAMES
+from coreanalyze.pipeline.analyze import AnalyzeOptions
+from coreanalyze.process import forked
 from coreanalyze.symbols import uncompressed
 
 MAX_FIELD_CHARS = 2000  # bound on one text field copied from a report into a record
@@ -213,7 +214,7 @@ def begin_one(
 ) -> CoreWork:
     """A core's analysis up to the end of its debugger's work (see analyze_one); the returned
     CoreWork does the rest."""
-    from coreanalyze.analyze import begin_analysis
+    from coreanalyze.pipeline.analyze import begin_analysis
 
     started = time.monotonic()
     record = base_record(core)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["RuleSet", "classify", "default_rules", "fault_kind", "load_rules", "signature_of"]
 
 # Imported on first use: an analysis reads the rules long before it classifies (and imports the
-# classifier beside the debugger, see coreanalyze.warmup).
+# classifier beside the debugger, see coreanalyze.pipeline.warmup).
 _LATER = {
     "classify": "coreanalyze.classify.classifier",
     "fault_kind": "coreanalyze.classify.faultkind",

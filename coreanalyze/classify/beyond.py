@@ -1,13 +1,13 @@
 """The op of a crash whose faulting frames are not the op's, read from the crashing thread's
-stack memory (coreanalyze.stackscan) where the unwound frames stop short of any kernel:
+stack memory (coreanalyze.process.stackscan) where the unwound frames stop short of any kernel:
 
 - an exception a kernel threw and a handler caught, which then crashed (pybind11's translation
   calling into the interpreter without the GIL): the thrower's frames were unwound by the
   exception, but their return addresses still lie below the stack pointer, down to __cxa_throw;
-  the exception object itself is the thread's caught exception (coreanalyze.abortmsg);
+  the exception object itself is the thread's caught exception (coreanalyze.classify.abortmsg);
 - a stack overflow tens of thousands of frames deep: the op that started the recursion is at
   the far end of the stack, read there without unwinding the rest;
-- code compiled at run time (coreanalyze.jitcode): no unwinder has its tables, so the frames of
+- code compiled at run time (coreanalyze.process.jitcode): no unwinder has its tables, so the frames of
   the runtime that ran it, and of the op, are read above it.
 
 The data (scan sizes, the handlers that catch, the runtimes of JIT code) is beyond.toml; the ops
@@ -24,13 +24,13 @@ from typing import Iterable
 
 from coreanalyze import rulesdata
 from coreanalyze.arch import stack_pointer
+from coreanalyze.base.model import Frame, Report
+from coreanalyze.base.vocabulary import FaultKind
 from coreanalyze.classify.names import basename, normalize_function, short_name
 from coreanalyze.classify.rules import RuleSet
-from coreanalyze.model import Frame, Report
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
+from coreanalyze.process.stackscan import StackWord, return_addresses, stack_end, stack_start
 from coreanalyze.rulesdata.kinds import BEYOND_RULES
-from coreanalyze.stackscan import StackWord, return_addresses, stack_end, stack_start
-from coreanalyze.vocabulary import FaultKind
 
 RULES_FILE = Path(__file__).resolve().parent / "beyond.toml"
 CATCHER_DEPTH = 64  # frames from the top searched for an exception handler
@@ -172,7 +172,7 @@ def _is_machinery(word: StackWord, beyond: BeyondRules, rules: RuleSet) -> bool:
 
 
 def _caught(report: Report, process: Process, names, rules: RuleSet, beyond: BeyondRules) -> OpBeyond | None:
-    from coreanalyze.abortmsg import find_handled_exception
+    from coreanalyze.classify.abortmsg import find_handled_exception
 
     found = _catcher(report, beyond, rules)
     thread = report.crashed_thread
@@ -284,7 +284,7 @@ def may_find(report: Report, rules: RuleSet, jit=None) -> bool:
 
 def find_op_beyond(report: Report, process: Process, names, rules: RuleSet, jit=None) -> OpBeyond | None:
     """The op, when the report's frames name none and the thread's memory does. jit: the
-    coreanalyze.jitcode.JitFunction the crashing pc lies in, if any."""
+    coreanalyze.process.jitcode.JitFunction the crashing pc lies in, if any."""
     classification = report.classification
     if report.crashed_thread is None or classification.op:
         return None

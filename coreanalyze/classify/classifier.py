@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+from coreanalyze.base.model import Classification, Culprit, GpuFault, Report, SignalInfo, Thread
+from coreanalyze.base.pyfiles import is_library_file
+from coreanalyze.base.vocabulary import Confidence, FaultKind
 from coreanalyze.classify.advice import ProcessFacts, advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
@@ -34,9 +37,6 @@ from coreanalyze.classify.op import find_op
 from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.classify.signature import make_signature
 from coreanalyze.classify.summary import SummaryFacts, summarize
-from coreanalyze.model import Classification, Culprit, GpuFault, Report, SignalInfo, Thread
-from coreanalyze.pyfiles import is_library_file
-from coreanalyze.vocabulary import Confidence, FaultKind
 
 ROLE_WORDS = {
     "trampoline": "signal handler",
@@ -108,7 +108,7 @@ def _confidence(category: str, kind: str, pick: CulpritPick, decision_score: int
 def _gpu_host(report: Report, thread: Thread | None, category: str, kind: str, pick: CulpritPick):
     """(the host thread's GPU call, the sentence the summary gains, the GPU library whose own
     thread crashed): for a crash in the GPU stack, or inside a GPU call."""
-    from coreanalyze.gpu.host import find_host_call, host_sentence
+    from coreanalyze.classify.gpuhost import find_host_call, host_sentence
 
     call = find_host_call(report)
     if call is None:
@@ -138,7 +138,7 @@ def classify(
     report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str, bool]] = ()
 ) -> Classification:
     """context: a pasted text's lines other than frames, as (distance from the crash's line, line)."""
-    from coreanalyze.gpu.host import evidence_line
+    from coreanalyze.classify.gpuhost import evidence_line
 
     rules = rules or default_rules()
     abort_message = abort_message or report.classification.abort_message

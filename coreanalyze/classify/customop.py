@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from coreanalyze.base.model import Module
 from coreanalyze.classify.culprit import CulpritPick
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.names import basename
 from coreanalyze.classify.rules import RuleSet
-from coreanalyze.model import Module
 
 
 @dataclass(frozen=True)

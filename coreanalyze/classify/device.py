@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 
+from coreanalyze.base.model import GpuFault, OomInfo
+from coreanalyze.base.pyfiles import is_library_file
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.gpuerrors import canonical_exception, match_error, oom_from_text
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.signature import hashed_signature
 from coreanalyze.classify.summary import _where
-from coreanalyze.model import GpuFault, OomInfo
-from coreanalyze.pyfiles import is_library_file
 
 OOM_ALLOCATOR_FOR_EXCEPTION = "operator new"  # an uncaught std::bad_alloc
 PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")

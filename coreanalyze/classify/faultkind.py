@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from coreanalyze.arch import accessed_address, stack_pointer
+from coreanalyze.base.model import Frame, GpuFault, OomInfo, SignalInfo
+from coreanalyze.base.signals import SI_KERNEL, SIGNAL_NAMES, code_number
+from coreanalyze.base.signals import code_name as _code_name
+from coreanalyze.base.vocabulary import FaultKind
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views
 from coreanalyze.classify.gpuerrors import match_error
 from coreanalyze.classify.rules import RuleSet, default_rules
-from coreanalyze.model import Frame, GpuFault, OomInfo, SignalInfo
-from coreanalyze.signals import SI_KERNEL, SIGNAL_NAMES, code_number
-from coreanalyze.signals import code_name as _code_name
-from coreanalyze.vocabulary import FaultKind
 
 NULL_PAGE_LIMIT = 64 * 1024
 # The main thread's stack guard gap (stack_guard_gap, 256 pages) is the widest guard we expect.
@@ -95,7 +95,7 @@ class Origin:
 
 def reraise_evidence(signal: SignalInfo | None) -> list[str]:
     """The line that says the signal is the one a handler caught and raised again (its
-    signal frame was read: coreanalyze.reraise); [] for any other signal."""
+    signal frame was read: coreanalyze.classify.reraise); [] for any other signal."""
     if signal is None or not signal.reraised_by:
         return []
     caught = signal_name(signal) or "the signal"

@@ -7,11 +7,11 @@ import bisect
 from dataclasses import dataclass
 from typing import Sequence
 
+from coreanalyze.base.model import Frame, Module
+from coreanalyze.base.vocabulary import FrameKind
 from coreanalyze.classify.names import basename, normalize_function
 from coreanalyze.classify.rules import RuleSet
-from coreanalyze.model import Frame, Module
 from coreanalyze.symbols.entrypoints import entry_points
-from coreanalyze.vocabulary import FrameKind
 
 # Frames beyond this depth are never looked at: a runaway recursion has a hundred thousand,
 # and the interesting ones are at the top.

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from coreanalyze.base.model import Report
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import Framework, RuleSet
-from coreanalyze.model import Report
 
 # Frames per thread looked at for a report without modules or packages (a pasted text).
 MAX_FRAMES = 128

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coreanalyze import rulesdata
-from coreanalyze.model import OomInfo
+from coreanalyze.base.model import OomInfo
 from coreanalyze.rulesdata.kinds import GPU_ERRORS
 
 DATA_FILE = Path(__file__).with_name("gpu_errors.toml")

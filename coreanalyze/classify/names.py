@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from coreanalyze.demangle import demangle
+from coreanalyze.base.demangle import demangle
 
 # Longest names we bother to reduce: demangled template names can run to megabytes in a
 # hostile symbol table, and nothing useful hides past this.

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from coreanalyze import rulesdata
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import FAULT_KINDS
+from coreanalyze.base.vocabulary import GpuCallRole
 from coreanalyze.classify.lazyregex import LazyPattern
-from coreanalyze.errors import BadInput
-from coreanalyze.model import FAULT_KINDS
 from coreanalyze.rulesdata.kinds import CLASSIFY_RULES
-from coreanalyze.vocabulary import GpuCallRole
 
 HERE = Path(__file__).resolve().parent
 BUILTIN_RULES = HERE / "rules.toml"

@@ -24,11 +24,11 @@ import hashlib
 import re
 from typing import Sequence
 
+from coreanalyze.base.model import Frame
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
 from coreanalyze.classify.frames import FrameView, build_views, same_run
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import NOISE_ROLES, RuleSet, default_rules
-from coreanalyze.model import Frame
 
 HASH_CHARS = 10
 _SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coreanalyze.base.vocabulary import FaultKind
 from coreanalyze.classify.customop import CustomOpHit
 from coreanalyze.classify.frames import FrameView
 from coreanalyze.classify.names import short_name
 from coreanalyze.classify.op import OpFinding
-from coreanalyze.vocabulary import FaultKind
 
 MAX_MESSAGE = 120
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import struct
 
+from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.corefile.structures import CoreNotes, Mapping, parse_notes
 from coreanalyze.corefile.tables import MAX_BUILD_ID_NOTES_BYTES, MAX_PHNUM_IN_MEMORY, NT_GNU_BUILD_ID
-from coreanalyze.memory import CoreMemory
 
 # ---------------------------------------------------------------------------------------------
 # Build-ids from the core's own memory

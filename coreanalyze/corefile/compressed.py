@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from coreanalyze import zstd
-from coreanalyze.errors import BadInput
-from coreanalyze.safenames import safe_stem
+from coreanalyze.base import zstd
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.safenames import safe_stem
 
 # Magic bytes -> compression name (zstd frame, LZ4 frame, xz stream, gzip member).
 MAGICS = (

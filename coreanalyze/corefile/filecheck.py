@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from elftools.elf import enums
 from elftools.elf.elffile import ELFFile
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.corefile.tables import (
     COMPRESSED_MAGIC,
     CORE_SEGMENT_TYPES,
@@ -19,7 +20,6 @@ from coreanalyze.corefile.tables import (
     PARSE_ERRORS,
     SUPPORTED_ARCHES,
 )
-from coreanalyze.errors import BadInput
 
 # ---------------------------------------------------------------------------------------------
 # Checks on the file itself

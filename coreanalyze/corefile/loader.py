@@ -28,7 +28,7 @@ MAX_PROGRAM_HEADERS = 256
 MAX_DYNAMIC_ENTRIES = 4096
 MAX_NAME = 4096
 
-# The list itself is walked by coreanalyze.process.Process.link_map.
+# The list itself is walked by coreanalyze.process.process.Process.link_map.
 PHDR_SIZE = 56
 DYN_SIZE = 16
 
@@ -41,7 +41,7 @@ class LoadedLibrary:
 
 def libraries_of(process: Any) -> list[LoadedLibrary]:
     """The loader's libraries in load order (the executable and nameless entries left out), from
-    a coreanalyze.process.Process (its link_map walk).
+    a coreanalyze.process.process.Process (its link_map walk).
 
     Empty when the core does not hold the loader's state (a static program, a crash before
     the loader ran, a damaged core).

@@ -8,9 +8,10 @@ from typing import Any
 
 from elftools.elf.elffile import ELFFile
 
-from coreanalyze import model, signals
+from coreanalyze.base import model, signals
 from coreanalyze.corefile.buildids import build_ids_from_memory
 from coreanalyze.corefile.cmdline import fill_command_line
+from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.corefile.structures import CoreNotes, Mapping, RawNote, ThreadNotes
 from coreanalyze.corefile.tables import (
     AUXV_NAMES,
@@ -38,7 +39,6 @@ from coreanalyze.corefile.tables import (
     printable_text,
     round_up,
 )
-from coreanalyze.memory import CoreMemory
 
 # ---------------------------------------------------------------------------------------------
 # Notes

@@ -7,13 +7,13 @@ from typing import Callable
 
 from elftools.elf.elffile import ELFFile
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.errors import BadInput
 from coreanalyze.corefile.filecheck import arch_name, check_is_core_candidate, describe_non_core, expected_size, program_headers
+from coreanalyze.corefile.memory import CoreMemory, Segment
 from coreanalyze.corefile.notes import interpret_notes, read_notes
 from coreanalyze.corefile.structures import CoreNotes
 from coreanalyze.corefile.tables import PARSE_ERRORS, SUPPORTED_ARCHES
-from coreanalyze.errors import BadInput
-from coreanalyze.memory import CoreMemory, Segment
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
@@ -22,7 +22,7 @@ from coreanalyze.memory import CoreMemory, Segment
 
 def read_core(path: str | os.PathLike[str], *, observer: Callable[[int, int], None] | None = None) -> CoreNotes:
     """Parse the notes of a core file; raise BadInput when it is not a usable core. observer:
-    hears every read of the core's memory from the first (coreanalyze.process.Process.open)."""
+    hears every read of the core's memory from the first (coreanalyze.process.process.Process.open)."""
     path = os.fspath(path)
     size = check_is_core_candidate(path)
     try:

@@ -21,10 +21,10 @@ import struct
 from dataclasses import dataclass
 
 from coreanalyze.arch.sigframe import FRAME_ALIGNMENT, SIGINFO_SIZE, WORD, SignalFrameLayout
+from coreanalyze.base.model import SignalInfo
+from coreanalyze.base.signals import SENDER_CODES, SI_KERNEL
 from coreanalyze.corefile.notes import parse_siginfo
 from coreanalyze.corefile.tables import MAX_SIGNAL
-from coreanalyze.model import SignalInfo
-from coreanalyze.signals import SENDER_CODES, SI_KERNEL
 
 # How far above the stack pointer a handler's frames may reach before its signal frame: a
 # crash reporter formatting a stack trace uses a few pages, an alternate signal stack is

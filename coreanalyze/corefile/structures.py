@@ -7,9 +7,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.corefile.tables import PC_REGISTER, SP_REGISTER, round_up
-from coreanalyze.memory import CoreMemory
 
 # ---------------------------------------------------------------------------------------------
 # Data

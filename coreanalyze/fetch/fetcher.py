@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coreanalyze import model
-from coreanalyze.atomicfile import write_atomically
+from coreanalyze.base import model
+from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.vocabulary import ModuleStatus
 from coreanalyze.fetch.resolve import Candidate, Resolution, resolve
 from coreanalyze.fetch.target import ProcessTarget, process_target
 from coreanalyze.fetch.verify import identity, mismatch
 from coreanalyze.fetch.wheels import WheelError, download, extract
-from coreanalyze.imported import InMemoryDistribution
-from coreanalyze.packages import site_packages_of
-from coreanalyze.process import Process
+from coreanalyze.process.imported import InMemoryDistribution
+from coreanalyze.process.packages import site_packages_of
+from coreanalyze.process.process import Process
 from coreanalyze.symbols.paths import cache_dir
-from coreanalyze.vocabulary import ModuleStatus
 
 WANTED = (ModuleStatus.MISSING, ModuleStatus.MISMATCH)
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import os
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.rootpaths import file_in_root
+from coreanalyze.corefile.modules import DELETED_SUFFIX
 from coreanalyze.gdb.linkmap import read_link_map
-from coreanalyze.modules import DELETED_SUFFIX
-from coreanalyze.process import Process
-from coreanalyze.rootpaths import file_in_root
+from coreanalyze.process.process import Process
 from coreanalyze.symbols.paths import under
 
 

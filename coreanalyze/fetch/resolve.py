@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 from coreanalyze.fetch.rules import fetch_rules
 from coreanalyze.fetch.target import ProcessTarget
-from coreanalyze.imported import InMemoryDistribution, normalize
+from coreanalyze.process.imported import InMemoryDistribution, normalize
 
 _FIELD = re.compile(r"\{(\w+)\}")
 _SO_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+){0,3})$")

@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.vocabulary import ModuleStatus
 from coreanalyze.fetch.rules import fetch_rules
-from coreanalyze.vocabulary import ModuleStatus
 
 SOABI = re.compile(r"\.cpython-(3)(\d{1,2})(t?)-[a-z0-9_]+-linux-(?:gnu|musl)[a-z]*\.so$")
 GLIBC_VERSION = re.compile(rb"GNU C Library [^\n\x00]{0,120}?version (2)\.(\d{1,3})")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
-from coreanalyze.modules import elf_build_id
-from coreanalyze.process import Process
+from coreanalyze.corefile.modules import elf_build_id
+from coreanalyze.process.process import Process
 
 PAGE = 4096
 

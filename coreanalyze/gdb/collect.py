@@ -1,5 +1,5 @@
 """gdb's part of the unwinding stage: the threads and frames of a core gdb has loaded
-(coreanalyze.unwind, over GdbDebugger), and what gdb is asked for beyond them where the core's
+(coreanalyze.unwind.threads, over GdbDebugger), and what gdb is asked for beyond them where the core's
 notes do not tell: the module map of a core without a file list (gdb's `info proc mappings`,
 else its libraries), `$_siginfo`, and glibc's abort message through gdb's symbols.
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..demangle import demangle
-from ..errors import DebuggerError, DebuggerTimeout
-from ..unwind import DISASSEMBLY_BYTES, FileRanges, Unwound, file_ranges, unwind
-from .debugger import GdbDebugger, as_gdb
-from .session import GdbSession
+from coreanalyze.base.demangle import demangle
+from coreanalyze.base.errors import DebuggerError, DebuggerTimeout
+from coreanalyze.gdb.debugger import GdbDebugger, as_gdb
+from coreanalyze.gdb.session import GdbSession
+from coreanalyze.unwind.threads import DISASSEMBLY_BYTES, FileRanges, Unwound, file_ranges, unwind
 
-# What gdb's part of the unwinding stage leaves (coreanalyze.unwind.Unwound).
+# What gdb's part of the unwinding stage leaves (coreanalyze.unwind.threads.Unwound).
 GdbAnalysis = Unwound
 
 __all__ = ["DISASSEMBLY_BYTES", "FromNotes", "GdbAnalysis", "abort_message", "collect", "demangle", "file_ranges", "read_memory"]

@@ -1,4 +1,4 @@
-"""The Debugger protocol (coreanalyze.debugger) spoken by a GdbSession over GDB/MI, and what
+"""The Debugger protocol (coreanalyze.unwind.debugger) spoken by a GdbSession over GDB/MI, and what
 only gdb answers, used inside coreanalyze.gdb: its reads of memory, its expressions
 (`$_siginfo`, a symbol's address), its mappings and libraries, the CPython walker's gdb command."""
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any, Collection
 
-from coreanalyze import signals
-from coreanalyze.debugger import DebuggerFrame, DebuggerThread, Instruction
-from coreanalyze.errors import GdbError, GdbTimeout
+from coreanalyze.base import signals
+from coreanalyze.base.errors import GdbError, GdbTimeout
+from coreanalyze.base.model import SignalInfo
+from coreanalyze.base.resources import GDB_SCRIPTS
 from coreanalyze.gdb.session import GdbSession, mi_quote
-from coreanalyze.model import SignalInfo
-from coreanalyze.pywalk import WalkOptions, WalkResult, parse_walk_result
-from coreanalyze.resources import GDB_SCRIPTS
+from coreanalyze.python.pywalk import WalkOptions, WalkResult, parse_walk_result
+from coreanalyze.unwind.debugger import DebuggerFrame, DebuggerThread, Instruction
 
 PYSTACKS_SCRIPT = GDB_SCRIPTS / "pystacks.py"
 PYSTACKS_COMMAND = "-coreanalyze-pystacks"
@@ -196,7 +196,7 @@ class GdbDebugger:
         return ranges
 
     def python_stacks(self, options: WalkOptions) -> WalkResult:
-        """The CPython walker's answer from inside gdb (a PythonWalker, coreanalyze.pywalk): its
+        """The CPython walker's answer from inside gdb (a PythonWalker, coreanalyze.python.pywalk): its
         gdb command, sourced first when this gdb does not have it yet."""
         command = " ".join([PYSTACKS_COMMAND, *walker_arguments(options)])
         try:

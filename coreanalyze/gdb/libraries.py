@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 # Read whatever the stacks hold: symbols gdb is asked for by name live there, and gdb's thread
 # support (libthread_db) looks for them.
@@ -38,7 +38,7 @@ class LibraryChoice:
     """The libraries of one core gdb reads; kept across the core's reopenings."""
 
     reached: list[int]  # sorted code addresses the threads hold (registers, stack words)
-    memory: Any  # the core's memory (coreanalyze.memory.CoreMemory): where its code lies
+    memory: Any  # the core's memory (coreanalyze.corefile.memory.CoreMemory): where its code lies
     wanted: set[str] = field(default_factory=set)  # libraries frames were found in, by gdb's name
     read: set[str] = field(default_factory=set)  # read in the current session
     extents: list[tuple[int, int, str]] = field(default_factory=list)  # each library's code, sorted

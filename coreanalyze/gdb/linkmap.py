@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from coreanalyze.corefile.loader import LoadedLibrary
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 __all__ = ["LoadedLibrary", "read_link_map"]
 

@@ -1,4 +1,4 @@
-"""gdb's opening of one core, behind the Opener of the stages (coreanalyze.debugger): which gdb
+"""gdb's opening of one core, behind the Opener of the stages (coreanalyze.unwind.debugger): which gdb
 (gdb-multiarch for another machine's core, a pool's, or one started early for this core alone),
 and gdb's speed plan - the libraries it reads (coreanalyze.gdb.libraries), the huge libraries it
 gets as copies without symbols (coreanalyze.gdb.libcopies), the uncompressed copies of compressed
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # imported when gdb opens the core: the opener is made before
 
 
 class GdbOpener:
-    """An Opener (coreanalyze.debugger) with gdb, for one core's analysis."""
+    """An Opener (coreanalyze.unwind.debugger) with gdb, for one core's analysis."""
 
     def __init__(self, gdb_pool: Any = None, own_gdb: Any = None) -> None:
         self.gdb_pool = gdb_pool  # a warm pool serving one core after another, or None
@@ -129,8 +129,8 @@ class GdbOpener:
     @contextmanager
     def _collected_core(self, ctx: Any, while_loading: Callable[[], None]) -> Iterator:
         from coreanalyze.gdb.libcopies.naming import collected_core
+        from coreanalyze.gdb.placing import PlacingGdb
         from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
-        from coreanalyze.linkmap import PlacingGdb
 
         options = ctx.options
         index_cache = default_index_cache() if options.fast_libraries else None

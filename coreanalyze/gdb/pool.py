@@ -25,7 +25,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from coreanalyze.errors import GdbError
+from coreanalyze.base.errors import GdbError
 from coreanalyze.gdb.session import GdbSession, _plain, mi_quote
 from coreanalyze.symbols.paths import cache_dir
 

@@ -24,9 +24,9 @@ from typing import Any, Callable, Iterable
 
 from pygdbmi import gdbmiparser
 
-from .. import idle
-from ..errors import GdbError, GdbNotFound, GdbTimeout
-from . import miparse
+from coreanalyze.base import idle
+from coreanalyze.base.errors import GdbError, GdbNotFound, GdbTimeout
+from coreanalyze.gdb import miparse
 
 # Result classes that end an MI command (GDB/MI "result-class").
 _RESULT_CLASSES = frozenset({"done", "running", "connected", "error", "exit"})

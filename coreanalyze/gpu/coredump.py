@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 from elftools.elf.elffile import ELFFile
 
+from coreanalyze.base.demangle import demangle
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.safenames import without_controls
 from coreanalyze.corefile.tables import PARSE_ERRORS
-from coreanalyze.demangle import demangle
-from coreanalyze.errors import BadInput
 from coreanalyze.gpu.layout import Layout, decode_rows, load_layout
-from coreanalyze.safenames import without_controls
 
 EM_CUDA = 190
 ET_CORE = 4

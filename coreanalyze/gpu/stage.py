@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 
 from coreanalyze import __version__
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import CoreInfo, Report
+from coreanalyze.base.vocabulary import FaultKind
 from coreanalyze.gpu.coredump import read_gpu_core
 from coreanalyze.gpu.locate import ENABLE_VARIABLE, locate_gpu_core
 from coreanalyze.gpu.rules import gpu_rules
 from coreanalyze.gpu.verdict import apply_gpu_core, apply_missing_gpu_core
-from coreanalyze.model import CoreInfo, Report
-from coreanalyze.vocabulary import FaultKind
 
 
 def add_gpu_exception(report: Report, environ: dict[str, str] | None, core_path: str, gpu_core: str | None = None, rules=None) -> None:

@@ -14,18 +14,18 @@ import os
 import re
 from dataclasses import dataclass
 
+from coreanalyze.base.model import Classification, Culprit, GpuFault, Report
+from coreanalyze.base.vocabulary import Confidence, FaultKind
 from coreanalyze.classify.advice import advise
 from coreanalyze.classify.device import device_signature
+from coreanalyze.classify.gpuhost import call_words, find_host_call, thread_words
 from coreanalyze.classify.names import normalize_function
 from coreanalyze.classify.rules import RuleSet, default_rules
 from coreanalyze.classify.signature import hashed_signature
 from coreanalyze.gpu.coredump import GpuCoreDump
-from coreanalyze.gpu.host import call_words, find_host_call, thread_words
 from coreanalyze.gpu.locate import ENABLE_VARIABLE, GpuCoreLookup
 from coreanalyze.gpu.rules import GpuRules, gpu_rules
 from coreanalyze.gpu.view import triple
-from coreanalyze.model import Classification, Culprit, GpuFault, Report
-from coreanalyze.vocabulary import Confidence, FaultKind
 
 MAX_DRIVER_FRAMES = 16  # how deep in the crashing thread the driver's call to abort() may be
 ABORT_FUNCTIONS = frozenset({"abort", "GI_abort"})

@@ -3,7 +3,7 @@ escape them: everything here comes from a core)."""
 
 from __future__ import annotations
 
-from coreanalyze.model import GpuFault
+from coreanalyze.base.model import GpuFault
 
 _STATUS_WORDS = {"not-found": "not found beside the core", "unreadable": "found, but could not be read"}
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from coreanalyze.base.model import Classification, Report
 from coreanalyze.hang.detect import snapshot_reason
 from coreanalyze.hang.rules import hang_rules
-from coreanalyze.model import Classification, Report
 
 if TYPE_CHECKING:
-    from coreanalyze.process import Process
+    from coreanalyze.process.process import Process
 
 
 def classify_hang(report: Report, process: Process | None, classify_rules=None, reason: str | None = None) -> Classification | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from coreanalyze.base.model import DeadlockStep, ThreadWait
 from coreanalyze.hang.graph import lock_name
-from coreanalyze.model import DeadlockStep, ThreadWait
 
 STATE_WORDS = {
     "running": "running (on a CPU)",

@@ -10,9 +10,9 @@ above the signal frame are left out.
 
 from __future__ import annotations
 
+from coreanalyze.base.model import Report, Thread
 from coreanalyze.hang.rules import HangRules
 from coreanalyze.hang.waits import frame_name, gpu_wait
-from coreanalyze.model import Report, Thread
 
 # si_code values of a signal sent with kill / tgkill / sigqueue (siginfo carries the sender).
 SENT_CODES = frozenset({0, -1, -6})

@@ -4,7 +4,7 @@ thread has at most one edge and a deadlock is a cycle found by following them.""
 
 from __future__ import annotations
 
-from coreanalyze.model import DeadlockStep, ThreadWait
+from coreanalyze.base.model import DeadlockStep, ThreadWait
 
 LOCK_STATES = ("mutex", "gil")
 

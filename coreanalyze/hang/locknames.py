@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coreanalyze.process import Process
+    from coreanalyze.process.process import Process
 
 
 

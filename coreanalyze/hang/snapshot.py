@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from coreanalyze.errors import AnalysisFailed, BadInput, GdbNotFound
+from coreanalyze.base.errors import AnalysisFailed, BadInput, GdbNotFound
 
 SAVED = "Saved corefile"
 # How long gdb may take beyond the caller's timeout to detach after a slow core write.

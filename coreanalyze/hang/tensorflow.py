@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coreanalyze.base.model import Thread, ThreadWait
 from coreanalyze.hang.rules import HangRules, TensorFlowHangRule, ThreadPattern
 from coreanalyze.hang.waits import frame_name
-from coreanalyze.model import Thread, ThreadWait
 
 
 @dataclass

@@ -7,6 +7,7 @@ import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from coreanalyze.base.model import Classification, Culprit, HangInfo, Report, ThreadWait
 from coreanalyze.classify import classify, default_rules
 from coreanalyze.hang.describe import STATE_WORDS, describe_step, describe_wait
 from coreanalyze.hang.graph import find_deadlock, lock_name, orphaned_locks
@@ -14,10 +15,9 @@ from coreanalyze.hang.locknames import lock_symbol
 from coreanalyze.hang.rules import HangRules
 from coreanalyze.hang.tensorflow import TensorFlowHang, match_tensorflow_hang
 from coreanalyze.hang.waits import thread_waits
-from coreanalyze.model import Classification, Culprit, HangInfo, Report, ThreadWait
 
 if TYPE_CHECKING:
-    from coreanalyze.process import Process
+    from coreanalyze.process.process import Process
 
 SIGNATURE_THREADS = 6
 

@@ -16,13 +16,13 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
+from coreanalyze.base.model import Frame, Thread, ThreadWait
+from coreanalyze.classify.gpuhost import HostCall, thread_call
 from coreanalyze.classify.names import normalize_function
-from coreanalyze.gpu.host import HostCall, thread_call
 from coreanalyze.hang.rules import HangRules, SyscallTable
-from coreanalyze.model import Frame, Thread, ThreadWait
 
 if TYPE_CHECKING:
-    from coreanalyze.process import Process
+    from coreanalyze.process.process import Process
 
 RUNNING = -1
 # glibc's pthread_mutex_t (struct __pthread_mutex_s), the same on x86_64 and aarch64:

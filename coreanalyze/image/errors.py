@@ -1,6 +1,6 @@
 """An image that cannot be used as a sysroot is bad input: one line, exit 2."""
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 
 
 class ImageError(BadInput):

@@ -20,7 +20,7 @@ import posixpath
 import tarfile
 from typing import BinaryIO, Iterator
 
-from coreanalyze import zstd
+from coreanalyze.base import zstd
 from coreanalyze.image.errors import ImageError
 from coreanalyze.image.manifest import LayerRef
 

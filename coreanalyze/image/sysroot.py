@@ -18,14 +18,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from coreanalyze.atomicfile import write_atomically
+from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.corefile.modules import DELETED_SUFFIX
 from coreanalyze.image.errors import AmbiguousImage, ImageError
 from coreanalyze.image.extract import extract
 from coreanalyze.image.index import ImageIndex
 from coreanalyze.image.manifest import ImageManifest, read_manifest
 from coreanalyze.image.store import DirStore, TarStore
-from coreanalyze.modules import DELETED_SUFFIX
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, cache_dir, valid_build_id
 
 INDEX_VERSION = 1

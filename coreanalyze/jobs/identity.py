@@ -17,7 +17,7 @@ import json
 import re
 from typing import Mapping, Sequence
 
-from coreanalyze.model import JobInfo
+from coreanalyze.base.model import JobInfo
 
 MAX_VALUE_CHARS = 200
 MAX_TF_CONFIG_CHARS = 64 << 10

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from coreanalyze.base.model import Report
 from coreanalyze.jobs.identity import job_of_environment
 from coreanalyze.jobs.verdict import wait_text
 from coreanalyze.jobs.waiting import rank_state, sender_of
-from coreanalyze.model import Report
 
 
 def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[str] = ()) -> None:

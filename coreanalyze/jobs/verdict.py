@@ -8,7 +8,7 @@ The same for a batch's cores of one job (batch/jobs.py) and for a job's pasted l
 
 from __future__ import annotations
 
-from coreanalyze.model import JobVerdict, JobWait, RankVerdict
+from coreanalyze.base.model import JobVerdict, JobWait, RankVerdict
 
 MAX_LISTED = 8  # ranks named in a summary line; the rest are counted
 

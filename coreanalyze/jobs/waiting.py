@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
+from coreanalyze.base.model import Frame, JobWait, Report, Thread
+from coreanalyze.base.vocabulary import FaultKind, FrameKind
 from coreanalyze.jobs.rules import CollectiveRule, JobRules, job_rules
-from coreanalyze.model import Frame, JobWait, Report, Thread
-from coreanalyze.vocabulary import FaultKind, FrameKind
 
 MAX_FRAMES = 200  # per thread, innermost first: a collective is never deeper
 MAX_MESSAGE_CHARS = 300

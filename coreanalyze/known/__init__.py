@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from coreanalyze import rulesdata
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 from coreanalyze.rulesdata.kinds import KNOWN_CRASHES
 
 SHIPPED = Path(__file__).resolve().parent / "crashes.toml"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coreanalyze.base.model import Report
 from coreanalyze.known import CrashFacts, KnownCrashes
-from coreanalyze.model import Report
 
 
 def known_advice(known: dict[str, Any]) -> str:

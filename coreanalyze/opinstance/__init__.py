@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from coreanalyze.model import Frame, OpInput, OpInstance, Report
+from coreanalyze.base.model import Frame, OpInput, OpInstance, Report
 from coreanalyze.opinstance.layouts import layouts_for
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 __all__ = ["add_op_instance", "describe_inputs", "node_sentence"]
 
@@ -38,10 +38,10 @@ def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[st
 
     Nothing happens when no kernel was running; a kernel whose instance does not validate
     leaves op_instance empty and says so in the warnings. Never raises for a broken core."""
-    from coreanalyze.filebacked import data_files
     from coreanalyze.opinstance.codenames import CodeNames
     from coreanalyze.opinstance.tensorflow import read_tensorflow_op
     from coreanalyze.opinstance.tflite import read_tflite_node
+    from coreanalyze.process.filebacked import data_files
     from coreanalyze.symbols import Symbolizer
 
     thread = report.crashed_thread

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from coreanalyze import model
-from coreanalyze.process import Process
+from coreanalyze.base import model
+from coreanalyze.process.process import Process
 
 
 class CodeNames:

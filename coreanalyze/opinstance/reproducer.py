@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from coreanalyze.model import OpInstance
+from coreanalyze.base.model import OpInstance
 from coreanalyze.opinstance.layouts import DType
 from coreanalyze.opinstance.nodedef import NodeDefinition
 

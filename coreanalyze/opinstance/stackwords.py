@@ -6,9 +6,9 @@ from __future__ import annotations
 import struct
 
 from coreanalyze.arch import stack_pointer
-from coreanalyze.memory import CoreMemory
-from coreanalyze.model import Thread
-from coreanalyze.stackscan import stack_start
+from coreanalyze.base.model import Thread
+from coreanalyze.corefile.memory import CoreMemory
+from coreanalyze.process.stackscan import stack_start
 
 # How far above the stack pointer the crashing thread's stack is searched: the objects sit in
 # the executor's / interpreter's frames, a few frames (and a fatal-log buffer) above the fault.

@@ -23,14 +23,14 @@ import re
 import struct
 from dataclasses import dataclass
 
-from coreanalyze.memory import CoreMemory
-from coreanalyze.model import Frame, OpInput, OpInstance, Thread
+from coreanalyze.base.model import Frame, OpInput, OpInstance, Thread
+from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import DType, Layout, dtypes
 from coreanalyze.opinstance.nodedef import NodeDefReader, Unreadable
 from coreanalyze.opinstance.reproducer import NoReproducer, reproducer
 from coreanalyze.opinstance.stackwords import pointer_words, words_near
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 MAX_TEXT = 4096
 MAX_INPUTS = 1024

@@ -13,7 +13,7 @@
 
 A model loaded from a file (`Interpreter(model_path=...)`) is mapped read-only: its tensor
 names and weights are in that file, not in the core. They are read from the file when it is
-reachable and checks out (coreanalyze.filebacked); a name that cannot be read leaves the rest
+reachable and checks out (coreanalyze.process.filebacked); a name that cannot be read leaves the rest
 of the instance standing, and `missing` says which field and why.
 """
 
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import struct
 
-from coreanalyze.filebacked import DATA_FILES, FileBackedMemory
-from coreanalyze.memory import CoreMemory
-from coreanalyze.model import OpInput, OpInstance, Thread
+from coreanalyze.base.model import OpInput, OpInstance, Thread
+from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import Layout, tflite_builtin_ops
 from coreanalyze.opinstance.stackwords import pointer_words
 from coreanalyze.opinstance.tensorflow import VALUE_ELEMENTS, NotValid, Reading
-from coreanalyze.process import Process
+from coreanalyze.process.filebacked import DATA_FILES, FileBackedMemory
+from coreanalyze.process.process import Process
 
 INTERPRETER_FRAME = "tflite::Subgraph::"
 MAX_TENSORS = 1 << 20
@@ -258,7 +258,7 @@ def _delegate(reader: _Reader, node: int, custom_name: str | None, names: CodeNa
 def read_tflite_node(process: Process, thread: Thread, layouts: list[Layout]) -> Reading | None:
     """The TFLite node of the crashing thread; None when no TFLite kernel was running. What the
     core left out of a model loaded from a path is read from the process's data files tier
-    (coreanalyze.filebacked.data_files), where one is registered."""
+    (coreanalyze.process.filebacked.data_files), where one is registered."""
     memory, names = process.memory, CodeNames(process.modules, process)
     files = process.tier(DATA_FILES)
     files = files if isinstance(files, FileBackedMemory) else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coreanalyze.model import OpInput, OpInstance
+from coreanalyze.base.model import OpInput, OpInstance
 from coreanalyze.opinstance import shape_text
 
 MAX_VALUE_TEXT = 120

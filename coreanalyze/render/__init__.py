@@ -6,12 +6,12 @@ and where output goes (pager.page for a terminal).
 
 from __future__ import annotations
 
-from ..errors import BadInput
-from ..model import Report
-from . import html, jsonout, markdown, text
-from .colors import color_wanted
-from .pager import page
-from .verdict_text import verdict
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import Report
+from coreanalyze.render import html, jsonout, markdown, text
+from coreanalyze.render.colors import color_wanted
+from coreanalyze.render.pager import page
+from coreanalyze.render.verdict_text import verdict
 
 FORMATS = ("html", "json", "text", "markdown")
 

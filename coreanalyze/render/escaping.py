@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .view import MAX_TEXT, clean, one_line
+from coreanalyze.render.view import MAX_TEXT, clean, one_line
 
 
 class MarkdownSafe(str):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from ..model import Report
-from . import markdown
-from .templating import html_environment
-from .view import build_view
+from coreanalyze.base.model import Report
+from coreanalyze.render import markdown
+from coreanalyze.render.templating import html_environment
+from coreanalyze.render.view import build_view
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import Report
+from coreanalyze.base.model import Report
 
 
 def render(report: Report, classification_extra: dict[str, Any] | None = None) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from ..model import Report
-from .templating import markdown_environment
-from .upstream import upstream_issue
-from .view import ReportView, ViewLimits, build_view
+from coreanalyze.base.model import Report
+from coreanalyze.render.templating import markdown_environment
+from coreanalyze.render.upstream import upstream_issue
+from coreanalyze.render.view import ReportView, ViewLimits, build_view
 
 # Under Jira's 32,767-character field limit, with room for the reporter's own words.
 TICKET_LIMIT = 30_000

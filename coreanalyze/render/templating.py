@@ -1,6 +1,6 @@
 """The two Jinja2 environments: HTML (autoescape on) and Markdown (escape-by-default filter).
 
-Templates are loaded from the package's templates/ (coreanalyze.resources), so they work
+Templates are loaded from the package's templates/ (coreanalyze.base.resources), so they work
 from a wheel as well as from a source tree. In both environments every `{{ value }}` goes
 through `finalize` first: None shows as "?", and strings lose control characters and are
 length-bounded before they are escaped for the format.
@@ -19,9 +19,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from ..resources import TEMPLATES
-from .escaping import MarkdownSafe, md_cell_code, md_code, md_fence, md_html_text, md_text
-from .view import UNKNOWN, basename, clean, hex_addr, one_line
+from coreanalyze.base.resources import TEMPLATES
+from coreanalyze.render.escaping import MarkdownSafe, md_cell_code, md_code, md_fence, md_html_text, md_text
+from coreanalyze.render.view import UNKNOWN, basename, clean, hex_addr, one_line
 
 
 def _html_finalize(value: Any) -> Any:
@@ -73,7 +73,7 @@ class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
 
 
 def _compiled_templates(kind: str) -> jinja2.BytecodeCache | None:
-    from ..symbols.paths import cache_dir  # here: the symbols package is heavy to import for rendering alone
+    from coreanalyze.symbols.paths import cache_dir  # here: the symbols package is heavy to import for rendering alone
 
     # Separate per environment: the compiled code depends on its settings (autoescape, ...).
     directory = cache_dir() / f"templates-{kind}-jinja{jinja2.__version__}"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import textwrap
 
-from ..model import Report
-from .colors import Palette
-from .view import FrameRow, ReportView, ThreadView, build_view, clean, modules_differ_text, one_line
+from coreanalyze.base.model import Report
+from coreanalyze.render.colors import Palette
+from coreanalyze.render.view import FrameRow, ReportView, ThreadView, build_view, clean, modules_differ_text, one_line
 
 WIDTH = 100
 LABEL_WIDTH = 14

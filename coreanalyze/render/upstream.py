@@ -12,7 +12,7 @@ import os
 import platform
 from dataclasses import dataclass
 
-from coreanalyze.model import Report
+from coreanalyze.base.model import Report
 
 MAX_FRAMES = 30
 OS_RELEASE = "/etc/os-release"

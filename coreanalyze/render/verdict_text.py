@@ -7,10 +7,10 @@ is.
 
 from __future__ import annotations
 
-from ..model import Report
-from .colors import Palette
-from .text import frame_line, labelled
-from .view import ReportView, build_view, clean, frame_rows, module_statuses, modules_differ_text, one_line
+from coreanalyze.base.model import Report
+from coreanalyze.render.colors import Palette
+from coreanalyze.render.text import frame_line, labelled
+from coreanalyze.render.view import ReportView, build_view, clean, frame_rows, module_statuses, modules_differ_text, one_line
 
 TOP_FRAMES = 5
 ABORT_MESSAGE_LINES = 4

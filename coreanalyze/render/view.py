@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Culprit, Frame, Module, Report, Thread
-from ..vocabulary import ModuleStatus
+from coreanalyze.base.model import Culprit, Frame, Module, Report, Thread
+from coreanalyze.base.vocabulary import ModuleStatus
 
 UNKNOWN = "?"
 

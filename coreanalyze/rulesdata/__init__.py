@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from coreanalyze import tomlfile
-from coreanalyze.errors import BadInput
+from coreanalyze.base import tomlfile
+from coreanalyze.base.errors import BadInput
 from coreanalyze.rulesdata.kinds import PACKAGE, FileKind
 from coreanalyze.rulesdata.shapes import ShapeError
 

@@ -365,7 +365,7 @@ SHIPPED: dict[str, FileKind] = {
     "classify/beyond.toml": BEYOND_RULES,
     "known/crashes.toml": KNOWN_CRASHES,
     "distributions.toml": DISTRIBUTIONS,
-    "reraise.toml": RERAISE,
+    "classify/reraise.toml": RERAISE,
     "opinstance/layouts/*.toml": OP_LAYOUT,
     "opinstance/dtypes.toml": DTYPES,
     "opinstance/tflite_ops.toml": TFLITE_OPS,

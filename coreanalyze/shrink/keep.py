@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import struct
 
+from coreanalyze.corefile.elfcore import ELF_MAGIC
 from coreanalyze.corefile.tables import SP_REGISTER
-from coreanalyze.process import Process
-from coreanalyze.shrink.elfcore import ELF_MAGIC
+from coreanalyze.process.process import Process
 from coreanalyze.shrink.pages import PAGE, PageSet, page_floor
 
 STACK_PER_THREAD = 1 << 20  # bytes above the stack pointer kept for a thread that did not crash

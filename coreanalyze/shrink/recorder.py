@@ -1,11 +1,11 @@
 """Record the pages of a core that an analysis reads: an observer for the recording wrapper that
-the shrink installs on the core's Process (coreanalyze.process.Process.record)."""
+the shrink installs on the core's Process (coreanalyze.process.process.Process.record)."""
 
 from __future__ import annotations
 
 from typing import Callable
 
-from coreanalyze import memory
+from coreanalyze.corefile import memory
 from coreanalyze.shrink.pages import PageSet
 
 # A read bigger than this is a search through memory, not a structure being followed: what it

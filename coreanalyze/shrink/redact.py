@@ -9,9 +9,9 @@ secrets, and say what the process was configured with).
 
 from __future__ import annotations
 
+from coreanalyze.corefile import elfcore
 from coreanalyze.corefile.tables import NT_PRPSINFO, PRPSINFO, PSARGS_LEN
-from coreanalyze.process import Process
-from coreanalyze.shrink import elfcore
+from coreanalyze.process.process import Process
 from coreanalyze.shrink.pages import PageSet
 
 DROPPED = (

@@ -11,11 +11,13 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from coreanalyze import model
-from coreanalyze.atomicfile import TMP_MARK
-from coreanalyze.errors import BadInput
-from coreanalyze.process import Process
-from coreanalyze.shrink import elfcore, keep, marker, scans
+from coreanalyze.base import model
+from coreanalyze.base.atomicfile import TMP_MARK
+from coreanalyze.base.errors import BadInput
+from coreanalyze.corefile import elfcore
+from coreanalyze.corefile import shrunk as marker
+from coreanalyze.process.process import Process
+from coreanalyze.shrink import keep, scans
 from coreanalyze.shrink import redact as redact_
 from coreanalyze.shrink.pages import PageSet
 from coreanalyze.shrink.recorder import recorder
@@ -65,7 +67,7 @@ def shrink_core(
 
 
 def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes: int, redact: bool) -> ShrinkResult:
-    from coreanalyze.analyze import analyze_core
+    from coreanalyze.pipeline.analyze import analyze_core
 
     layout = elfcore.read_layout(plain)
     earlier = marker.find_marker(layout, plain)
@@ -136,8 +138,8 @@ def _blanks(plain: str, kept: PageSet) -> dict[int, bytes]:
 def _walk_python(plain: str, report: model.Report, observe: Callable[[int, int], None], imports: bool = True) -> None:
     """Run the Python-frame walker in-process over the core, as gdb ran it: what it reads
     (heard by observe) is what the report's Python frames need."""
-    from coreanalyze.coretarget import ReadError, walk_core
-    from coreanalyze.pyruntime import runtime_unless_symbols
+    from coreanalyze.python.coretarget import ReadError, walk_core
+    from coreanalyze.python.pyruntime import runtime_unless_symbols
 
     with Process.open(plain, report.modules, record=observe) as process:
         runtime = runtime_unless_symbols(process, report.modules)
@@ -163,7 +165,7 @@ def comparable(report_json: str) -> dict:
 
 def _same_report(draft: str, report: model.Report, options) -> bool:
     """Whether the shrunk core gives the full core's report."""
-    from coreanalyze.analyze import analyze_core
+    from coreanalyze.pipeline.analyze import analyze_core
     from coreanalyze.render import render
 
     again = analyze_core(draft, options)

@@ -8,9 +8,9 @@ searches go segment by segment.
 
 from __future__ import annotations
 
+from coreanalyze.corefile.memory import searching
 from coreanalyze.corefile.tables import SP_REGISTER
-from coreanalyze.memory import searching
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 from coreanalyze.shrink.pages import PageSet
 
 CONTEXT = 4096  # bytes kept on either side of a finding: the search looks back for a line's start
@@ -21,7 +21,7 @@ def keep_abort_messages(process: Process, kept: PageSet) -> None:
     far only where nothing was near): a message kept from far memory would be a small mapping of
     its own in the shrunk core, which the scan reads before far memory, and could outrank the
     one the full core's report names."""
-    from coreanalyze.abortmsg import scan_abort_messages, searches_far_memory
+    from coreanalyze.classify.abortmsg import scan_abort_messages, searches_far_memory
 
     register = SP_REGISTER.get(process.arch)
     crashing = next((t for t in process.threads if t.tid == process.crashing_tid), None)
@@ -34,7 +34,7 @@ def keep_abort_messages(process: Process, kept: PageSet) -> None:
 @searching()  # what it reads is a search: it keeps only what it found
 def keep_distribution_names(process: Process, kept: PageSet) -> None:
     """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
-    from coreanalyze.imported import DIST_INFO, LOOK_BEHIND, dist_info_at
+    from coreanalyze.process.imported import DIST_INFO, LOOK_BEHIND, dist_info_at
 
     for _segment, at in dist_info_at(process.memory):
         kept.add(at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")

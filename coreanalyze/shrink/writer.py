@@ -3,7 +3,7 @@
 Each PT_LOAD of the original becomes one or more PT_LOADs over exactly its addresses, with its
 flags: the runs of kept pages with their bytes, the rest with p_filesz 0 (memory the core does
 not hold, as the kernel writes it for pages it does not dump). The notes are copied byte for
-byte, followed by one note of our own that says the core was shrunk (coreanalyze.shrink.marker).
+byte, followed by one note of our own that says the core was shrunk (coreanalyze.corefile.shrunk).
 Layout: ELF header, program headers, notes, then the kept memory from a page boundary.
 """
 
@@ -13,8 +13,8 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from coreanalyze.shrink import elfcore
-from coreanalyze.shrink.elfcore import PT_LOAD, PT_NOTE, CoreLayout, ProgramHeader
+from coreanalyze.corefile import elfcore
+from coreanalyze.corefile.elfcore import PT_LOAD, PT_NOTE, CoreLayout, ProgramHeader
 from coreanalyze.shrink.pages import PAGE, PageSet
 
 COPY_CHUNK = 1 << 20

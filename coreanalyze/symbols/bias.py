@@ -20,7 +20,7 @@ from typing import Sequence
 
 from elftools.elf.elffile import ELFFile
 
-from coreanalyze import model
+from coreanalyze.base import model
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes, Mapping
 
 PT_LOAD = 1

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from coreanalyze import model
-from coreanalyze.gpu.libraries import exports_only
+from coreanalyze.base import model
+from coreanalyze.symbols.exportsonly import exports_only
 
 UNNAMED = (None, "", "??")
 # Names gdb gives frames that are not functions of a library.

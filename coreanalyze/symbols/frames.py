@@ -25,13 +25,13 @@ import zlib
 from collections import Counter
 from typing import Collection, Iterator, Sequence
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.vocabulary import ModuleStatus
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
 from coreanalyze.symbols.bias import load_bias
 from coreanalyze.symbols.entrypoints import mark_entry_points
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, valid_build_id
 from coreanalyze.symbols.symbolizer import Symbolizer
-from coreanalyze.vocabulary import ModuleStatus
 
 UNNAMED = (None, "", "??")
 # gdb's names for frames that are not functions of a file: keep them whatever the module.

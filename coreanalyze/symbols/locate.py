@@ -22,12 +22,12 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from coreanalyze import model
-from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
-from coreanalyze.filecache import PerFileCache, is_regular_file
-from coreanalyze.modules import DELETED_SUFFIX, elf_build_id
+from coreanalyze.base import model
+from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
+from coreanalyze.base.filecache import PerFileCache, is_regular_file
+from coreanalyze.base.vocabulary import ModuleStatus
+from coreanalyze.corefile.modules import DELETED_SUFFIX, elf_build_id
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, debuginfod_cache_dirs, under, valid_build_id
-from coreanalyze.vocabulary import ModuleStatus
 
 MAX_DEBUGLINK_BYTES = 4096
 MAX_SECTIONS_SCANNED = 4096

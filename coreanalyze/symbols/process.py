@@ -1,4 +1,4 @@
-"""The symbols of one process (coreanalyze.process.Process.symbol_at / symbol_address): names of
+"""The symbols of one process (coreanalyze.process.process.Process.symbol_at / symbol_address): names of
 code addresses through the symbolizer's per-build-id indexes, global variables from the symbol
 tables of the modules they live in, and addresses of the interpreter's named symbols. Only
 files that are the crashed build are read: another build names the wrong function."""
@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.elfheaders import ElfHeaderError, defined_symbols
+from coreanalyze.base.filecache import PerFileCache
 from coreanalyze.corefile import PARSE_ERRORS, CoreNotes
-from coreanalyze.elfheaders import ElfHeaderError, defined_symbols
-from coreanalyze.filecache import PerFileCache
 from coreanalyze.symbols.bias import load_bias
 from coreanalyze.symbols.frames import READ_ERRORS
 from coreanalyze.symbols.objects import object_at
@@ -119,7 +119,7 @@ class ProcessSymbols:
 
 class SymbolTable:
     """The symbols a test gives (name -> address, or name -> (address, size)), for a Process
-    made in memory (coreanalyze.process.Process.in_memory)."""
+    made in memory (coreanalyze.process.process.Process.in_memory)."""
 
     def __init__(self, symbols: dict[str, int | tuple[int, int]]) -> None:
         spans = [(v, 1) if isinstance(v, int) else v for v in symbols.values()]

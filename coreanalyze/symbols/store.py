@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from coreanalyze.atomicfile import write_atomically
+from coreanalyze.base.atomicfile import write_atomically
 
 MAGIC = b"CAIDX\x00\x01\x00"
 FORMAT_VERSION = 1

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from coreanalyze import model
-from coreanalyze.demangle import demangle
-from coreanalyze.modules import elf_build_id
+from coreanalyze.base import model
+from coreanalyze.base.demangle import demangle
+from coreanalyze.base.vocabulary import ModuleStatus
+from coreanalyze.corefile.modules import elf_build_id
 from coreanalyze.symbols import locate
 from coreanalyze.symbols.elfindex import ElfIndexError, build_index
 from coreanalyze.symbols.paths import cache_dir, valid_build_id
 from coreanalyze.symbols.store import Index, IndexUnusable, write_cache_file
-from coreanalyze.vocabulary import ModuleStatus
 
 INDEX_DIR = "index-v1"
 DEFAULT_CACHE_LIMIT_MB = 4096

@@ -24,8 +24,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from coreanalyze import zstd
-from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
+from coreanalyze.base import zstd
+from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.symbols.paths import build_id_relpath, cache_dir
 
 FORMAT_DIR = "debug-uncompressed-v1"
@@ -69,7 +69,7 @@ def uncompressed_copy(debug_file: str, build_id: str, budget: Budget, root: Path
     budget.left -= total
     try:
         data = layout.uncompressed()
-        from coreanalyze.atomicfile import write_atomically
+        from coreanalyze.base.atomicfile import write_atomically
 
         os.makedirs(target.parent, mode=0o700, exist_ok=True)
         write_atomically(target, data)

@@ -8,6 +8,6 @@ produces (without modules), ready for the classifier.
 
 from __future__ import annotations
 
-from .parse import TriageResult, parse_text, triage_text
+from coreanalyze.triage.parse import TriageResult, parse_text, triage_text
 
 __all__ = ["TriageResult", "parse_text", "triage_text"]

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 from coreanalyze.classify.rules import builtin_heap_messages, required_literal
-
-from . import context, limits, signals
-from . import findings as fd
+from coreanalyze.triage import context, limits, signals
+from coreanalyze.triage import findings as fd
 
 FORMAT = "abort-message"
 FORMAT_SHELL = "shell"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from . import asan, limits, signals
-from . import findings as fd
+from coreanalyze.triage import asan, limits, signals
+from coreanalyze.triage import findings as fd
 
 FORMAT = "android-tombstone"
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from . import findings as fd
-from . import signals
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import signals
 
 FORMAT = "apport"
 

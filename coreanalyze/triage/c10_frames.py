@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from . import findings as fd
-from . import limits
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import limits
 
 FORMAT = "c10-backtrace"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from . import findings as fd
+from coreanalyze.triage import findings as fd
 
 # Lines either side of the crash's line that are read; further ones say little about it.
 REACH = 60

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-from .. import model
-from . import findings as fd
-from . import gpu_text
+from coreanalyze.base import model
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import gpu_text
 
 FORMAT = "cuda-gdb"
 

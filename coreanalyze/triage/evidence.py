@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from .. import rulesdata
-from ..model import Classification
-from ..rulesdata.kinds import TRIAGE_EVIDENCE
-from ..vocabulary import FaultKind
-from . import findings as fd
-from . import limits
-from .frame_shapes import frame_on
-from .signals import normalize_name
+from coreanalyze import rulesdata
+from coreanalyze.base.model import Classification
+from coreanalyze.base.vocabulary import FaultKind
+from coreanalyze.rulesdata.kinds import TRIAGE_EVIDENCE
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import limits
+from coreanalyze.triage.frame_shapes import frame_on
+from coreanalyze.triage.signals import normalize_name
 
 FORMAT = "evidence"
 # A fault kind the classifier reads from a signal alone: a stronger rule says what the signal meant.

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import model
-from ..demangle import demangle as demangle_name
-from . import limits
-from .signals import number_of
+from coreanalyze.base import model
+from coreanalyze.base.demangle import demangle as demangle_name
+from coreanalyze.triage import limits
+from coreanalyze.triage.signals import number_of
 
 # How sure a finding is of the signal, highest wins when findings are merged.
 SIGNAL_WITH_ADDRESS = 4  # the tool read siginfo (pystack, sanitizer SEGV reports)

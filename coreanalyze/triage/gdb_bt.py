@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import model
-from . import findings as fd
-from . import limits, signals
+from coreanalyze.base import model
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import limits, signals
 
 FORMAT = "gdb"
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from . import findings as fd
-from . import limits
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import limits
 
 FORMAT = "gdb-py-bt"
 

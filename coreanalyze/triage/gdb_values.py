@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from . import findings as fd
+from coreanalyze.triage import findings as fd
 
 FORMAT = "gdb-values"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TypeVar
 
-from .. import model
-from . import findings as fd
+from coreanalyze.base import model
+from coreanalyze.triage import findings as fd
 
 T = TypeVar("T", model.GpuFault, model.OomInfo)
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 
-from .. import model
-from ..classify.gpuerrors import match_error, oom_from_text
-from . import findings as fd
-from . import gpu_text
+from coreanalyze.base import model
+from coreanalyze.classify.gpuerrors import match_error, oom_from_text
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import gpu_text
 
 FORMAT = "gpu-log"
 

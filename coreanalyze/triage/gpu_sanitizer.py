@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from .. import model
-from . import findings as fd
-from . import gpu_text, limits
+from coreanalyze.base import model
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import gpu_text, limits
 
 FORMAT = "compute-sanitizer"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from .. import model
-from ..classify.gpuerrors import match_error, oom_from_text
-from . import findings as fd
+from coreanalyze.base import model
+from coreanalyze.classify.gpuerrors import match_error, oom_from_text
+from coreanalyze.triage import findings as fd
 
 # A tool's or a framework's report of a GPU error: as telling as an allocator's message, less
 # than a CHECK failure (which names the line that gave up).

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from ..classify.gpuerrors import match_error, oom_from_text
-from . import findings as fd
-from . import gpu_text, limits
+from coreanalyze.classify.gpuerrors import match_error, oom_from_text
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import gpu_text, limits
 
 FORMAT = "python-gpu-error"
 

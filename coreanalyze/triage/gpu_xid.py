@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from .. import model
-from ..classify.gpuerrors import xid as xid_meaning
-from . import findings as fd
-from . import gpu_text
+from coreanalyze.base import model
+from coreanalyze.classify.gpuerrors import xid as xid_meaning
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import gpu_text
 
 FORMAT = "nvrm-xid"
 

@@ -21,14 +21,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import JobInfo, JobWait, RankVerdict, Report
+from coreanalyze.base.vocabulary import FaultKind
 from coreanalyze.jobs.verdict import job_verdict
 from coreanalyze.jobs.waiting import peer_failure_message
-from coreanalyze.model import JobInfo, JobWait, RankVerdict, Report
-from coreanalyze.vocabulary import FaultKind
-
-from . import limits
-from .signals import from_description, normalize_name
+from coreanalyze.triage import limits
+from coreanalyze.triage.signals import from_description, normalize_name
 
 MAX_RANKS = 4096
 TAIL_LINES = 2000  # of a rank's own lines, where it says what became of its peers

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import model
-from . import findings as fd
-from . import limits
-from .gpu_facts import merged_gpu, merged_oom
-from .signals import number_of as signal_number
+from coreanalyze.base import model
+from coreanalyze.triage import findings as fd
+from coreanalyze.triage import limits
+from coreanalyze.triage.gpu_facts import merged_gpu, merged_oom
+from coreanalyze.triage.signals import number_of as signal_number
 
 # Which format's native stack to prefer for one thread, best first.
 NATIVE_PREFERENCE = (

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from . import backtrace_symbols, limits, signals
-from . import findings as fd
+from coreanalyze.triage import backtrace_symbols, limits, signals
+from coreanalyze.triage import findings as fd
 
 FORMAT = "openmpi"
 

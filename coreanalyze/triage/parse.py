@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import model
-from ..errors import BadInput
-from . import (
+from coreanalyze.base import model
+from coreanalyze.base.errors import BadInput
+from coreanalyze.triage import (
     abort_messages,
     android_tombstone,
     apport,
@@ -47,8 +47,8 @@ from . import (
     tflog,
     valgrind,
 )
-from .merge import merge
-from .text import clean
+from coreanalyze.triage.merge import merge
+from coreanalyze.triage.text import clean
 
 # Most specific formats first.
 PARSERS = (
@@ -126,7 +126,7 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
 
 def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules) -> model.Classification | None:
     """The hang verdict when the text shows a stuck process (snapshot.py), else None."""
-    from ..hang import classify_hang, hang_rules
+    from coreanalyze.hang import classify_hang, hang_rules
 
     reason = snapshot.snapshot_reason(report, around, hang_rules())
     return classify_hang(report, None, rules, reason=reason) if reason is not None else None
@@ -135,16 +135,16 @@ def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules)
 def triage_text(text: str, source_name: str = "<stdin>", rules=None, *, job: bool = True) -> model.Report:
     """parse_text, then the same classifier a core goes through. The log of a job's ranks
     (job.py) is classified by its root-cause rank's lines, with the verdict in report.job."""
-    from ..classify import classify  # imported here: the classifier is optional for parsing
+    from coreanalyze.classify import classify  # imported here: the classifier is optional for parsing
 
     if job:
-        from .job import with_job
+        from coreanalyze.triage.job import with_job
 
         return with_job(text, source_name, rules, triage_text)
 
     result = parse_text(text, source_name)
     report = result.report
-    from ..classify.rules import default_rules
+    from coreanalyze.classify.rules import default_rules
 
     hang = _text_hang(report, result.context, rules)
     if hang is not None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coreanalyze.signals import SIGNAL_NAMES, SIGNAL_NUMBERS
+from coreanalyze.base.signals import SIGNAL_NAMES, SIGNAL_NUMBERS
 
-# Pasted crash text names Linux signals: coreanalyze.signals has their numbers.
+# Pasted crash text names Linux signals: coreanalyze.base.signals has their numbers.
 SIGNAL_ALIASES = {"SIGIOT": "SIGABRT", "SIGPOLL": "SIGIO", "SIGCLD": "SIGCHLD"}
 
 # strsignal() texts (what shells, gdb and faulthandler print), lower-cased.

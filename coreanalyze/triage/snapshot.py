@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..hang.rules import HangRules
-from ..hang.waits import waiting_frame
-from ..model import Report, Thread
-from . import findings as fd
+from coreanalyze.base.model import Report, Thread
+from coreanalyze.hang.rules import HangRules
+from coreanalyze.hang.waits import waiting_frame
+from coreanalyze.triage import findings as fd
 
 # What a user writes about a process that stopped making progress.
 _WORDS = re.compile(r"(?i)\b(?:gcore|hangs?|hanging|hung|stuck|deadlock(?:s|ed)?|freez(?:e|es|ing)|frozen|not responding)\b")

@@ -14,8 +14,8 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from . import limits
-from .repair import repair
+from coreanalyze.triage import limits
+from coreanalyze.triage.repair import repair
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks), 2-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")

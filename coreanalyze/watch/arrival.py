@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.batch.inputs import SYSTEMD_NAME, walk_cores
-from coreanalyze.errors import BadInput
 
 O_ACCMODE = 0o3  # open flags' access mode: O_RDONLY 0, O_WRONLY 1, O_RDWR 2
 
@@ -43,7 +43,7 @@ def _look(path: str, previous: Look | None, now: float) -> Look | None:
 
 def whole_elf_core(path: str) -> bool:
     """A 64-bit ELF core with every segment's bytes present."""
-    from coreanalyze.shrink.elfcore import read_layout
+    from coreanalyze.corefile.elfcore import read_layout
 
     try:
         read_layout(path)

@@ -20,10 +20,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from coreanalyze import rulesdata
+from coreanalyze.base.safenames import without_controls
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.store import CoreRecord
 from coreanalyze.rulesdata.kinds import WATCH_CONTAINERS
-from coreanalyze.safenames import without_controls
 
 CONTAINERS = Path(__file__).resolve().parent / "containers.toml"
 MAX_CHARS = 1024

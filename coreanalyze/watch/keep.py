@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from coreanalyze.atomicfile import replacing
+from coreanalyze.base.atomicfile import replacing
 from coreanalyze.batch.inputs import CoreInput
 from coreanalyze.batch.options import BatchOptions
 from coreanalyze.batch.shrinking import shrink_records

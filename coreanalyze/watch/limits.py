@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import resource
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 
 
 def lower_priority(niceness: int) -> None:

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coreanalyze.atomicfile import write_atomically
-from coreanalyze.errors import AnalysisFailed
+from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.errors import AnalysisFailed
 
 STATE_FILE = "watch-state.json"
 STATE_SCHEMA = "coreanalyze-watch-state/1"

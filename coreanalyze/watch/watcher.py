@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from coreanalyze.base.errors import AnalysisFailed, BadInput
 from coreanalyze.batch.inputs import SYSTEMD_NAME, CoreInput, describe
 from coreanalyze.batch.options import BatchOptions
 from coreanalyze.batch.progress import Progress
@@ -27,7 +28,6 @@ from coreanalyze.batch.runner import LocalBatch, check_options
 from coreanalyze.batch.store import BatchStore, CoreRecord
 from coreanalyze.batch.summary import write_outputs
 from coreanalyze.batch.worker import base_record
-from coreanalyze.errors import AnalysisFailed, BadInput
 from coreanalyze.known import load_known
 from coreanalyze.render.view import one_line
 from coreanalyze.watch import journal, limits

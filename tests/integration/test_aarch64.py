@@ -18,7 +18,7 @@ from support.require import require
 
 from coreanalyze.arch.debugger import gdb_for_core
 from coreanalyze.corefile import read_core
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 # name -> (signal, fault kind, the crasher's own function, its source file)
 EXPECTED = {
@@ -201,10 +201,10 @@ def test_speed_path_leaves_aarch64_libraries_to_gdb(arm_cores, tmp_path):
     come from that path)."""
     import subprocess
 
+    from coreanalyze.base.model import Module
+    from coreanalyze.corefile.modules import module_table
     from coreanalyze.gdb.libcopies.copies import plan_fast_libraries
-    from coreanalyze.linkmap import read_link_map
-    from coreanalyze.model import Module
-    from coreanalyze.modules import module_table
+    from coreanalyze.process.linkmap import read_link_map
 
     case = arm_cores.c_crash("null_thread")
     sysroot = str(arm_cores.sysroot)

@@ -9,7 +9,7 @@ from support.coregen import compile_c, run_to_core
 from support.paths import CRASHERS
 from support.require import require
 
-from coreanalyze.abortmsg import find_abort_message, scan_abort_messages
+from coreanalyze.classify.abortmsg import find_abort_message, scan_abort_messages
 from coreanalyze.corefile import read_core
 
 

@@ -23,10 +23,10 @@ from support.corecache import C_CRASHERS
 from support.coregen import run_to_core
 from support.procs import assert_gone, descendants
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import decompress_to, describe, discover, parse_systemd_name
 from coreanalyze.batch.shard import parse_shard, shard_of
-from coreanalyze.errors import BadInput
 
 
 @pytest.fixture(scope="module")

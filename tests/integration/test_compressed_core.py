@@ -11,8 +11,8 @@ import pytest
 from support.clirun import run_cli
 from support.require import require
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.corefile.compressed import announced_size, compression_of, decompress_file
-from coreanalyze.errors import BadInput
 
 
 def _compress(kind: str, data: bytes) -> bytes:

@@ -15,12 +15,12 @@ import pytest
 from support.coregen import compile_c, run_to_core
 from support.paths import CRASHERS
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.errors import BadInput
 from coreanalyze.corefile import parse_notes, read_core, threads_from_notes, to_core_info
+from coreanalyze.corefile.memory import MAX_READ
+from coreanalyze.corefile.modules import elf_build_id, module_table
 from coreanalyze.corefile.tables import PSARGS_LEN
-from coreanalyze.errors import BadInput
-from coreanalyze.memory import MAX_READ
-from coreanalyze.modules import elf_build_id, module_table
 
 ARCH = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(platform.machine())
 

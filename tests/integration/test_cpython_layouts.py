@@ -19,7 +19,7 @@ from support.pythons import PYENV_PYTHON, pyenv_python
 from support.require import missing
 from support.sidroot import sid_root
 
-from coreanalyze.coretarget import pywalker
+from coreanalyze.python.coretarget import pywalker
 
 
 def headers(minor: str) -> Path:

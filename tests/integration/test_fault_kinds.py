@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from coreanalyze.abortmsg import find_abort_message
 from coreanalyze.classify import fault_kind
+from coreanalyze.classify.abortmsg import find_abort_message
 from coreanalyze.corefile import read_core
 
 

@@ -20,11 +20,11 @@ from support.publicindex import PUBLIC_INDEX, public_index_reachable, use_public
 from support.tfcores import installed_version
 
 from coreanalyze.corefile import read_core
+from coreanalyze.corefile.modules import module_table
 from coreanalyze.fetch import fetch_missing
 from coreanalyze.fetch.verify import mismatch
 from coreanalyze.fetch.wheels import wheel_file_prefix
-from coreanalyze.modules import module_table
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 pytestmark = pytest.mark.tf
 

@@ -13,18 +13,18 @@ import pytest
 from support.publicindex import PUBLIC_INDEX, public_index_reachable, use_public_index
 
 from coreanalyze.corefile import read_core
-from coreanalyze.coretarget import walk_core
+from coreanalyze.corefile.modules import module_table
 from coreanalyze.fetch import fetch_missing
 from coreanalyze.fetch.resolve import resolve
 from coreanalyze.fetch.target import process_target
 from coreanalyze.fetch.verify import mismatch
 from coreanalyze.fetch.wheels import abi_tags, platform_tags, wheel_fits
-from coreanalyze.imported import as_dicts, distributions_in_memory, imported_packages
-from coreanalyze.modules import module_table
-from coreanalyze.packages import site_packages_of
-from coreanalyze.process import Process
-from coreanalyze.provenance import mark_sources
-from coreanalyze.pyruntime import runtime_unless_symbols
+from coreanalyze.process.imported import as_dicts, distributions_in_memory, imported_packages
+from coreanalyze.process.packages import site_packages_of
+from coreanalyze.process.process import Process
+from coreanalyze.python.coretarget import walk_core
+from coreanalyze.python.pyruntime import runtime_unless_symbols
+from coreanalyze.symbols.provenance import mark_sources
 
 SITE = "/opt/torch/.venv/lib/python3.12/site-packages"
 

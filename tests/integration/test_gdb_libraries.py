@@ -12,7 +12,7 @@ from coreanalyze.gdb.collect import collect
 from coreanalyze.gdb.libcopies.naming import _collected
 from coreanalyze.gdb.libraries import LibraryChoice, bre_literal
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 
 def _frames(analysis):

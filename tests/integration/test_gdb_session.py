@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.require import require
 
-from coreanalyze.errors import GdbError, GdbTimeout
+from coreanalyze.base.errors import GdbError, GdbTimeout
 from coreanalyze.gdb.session import GdbSession, mi_quote
 
 

@@ -15,7 +15,7 @@ import pytest
 from support.clirun import analyze_json, run_cli
 from support.gpudata import core_alone
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 from coreanalyze.gpu.coredump import read_gpu_core
 
 PID = 464  # the crashed process (README of the data; the CPU core's notes say it too)

@@ -13,12 +13,12 @@ import pytest
 from support.clirun import analyze_json
 from support.gpudata import core_alone
 
+from coreanalyze.base.model import report_from_dict
 from coreanalyze.corefile import read_core
 from coreanalyze.hang.describe import describe_wait
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.hang.waits import thread_waits
-from coreanalyze.model import report_from_dict
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 MAIN = 464
 DRIVER_THREAD = 470

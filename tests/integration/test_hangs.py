@@ -25,7 +25,7 @@ from support.paths import HANGS
 from support.procs import alive, descendants
 from support.require import require
 
-from coreanalyze.model import report_from_dict
+from coreanalyze.base.model import report_from_dict
 
 DAMAGE_WARNING = "notes are damaged"
 

@@ -33,13 +33,13 @@ from support.paths import CRASHERS
 from support.require import require
 from support.safety import assert_safe_html, assert_safe_markdown
 
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import report_from_dict
+from coreanalyze.base.safenames import report_filename
 from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
-from coreanalyze.errors import BadInput
+from coreanalyze.corefile.modules import module_table
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.model import report_from_dict
-from coreanalyze.modules import module_table
 from coreanalyze.render import render
-from coreanalyze.safenames import report_filename
 
 FULL = os.environ.get("CI") == "true" or environment_flag("COREANALYZE_FUZZ_ALL")
 FUZZ_BASES = ("null_thread", "double_free", "killed")

@@ -24,8 +24,8 @@ from support.clirun import analyze_json, crashed_thread, run_cli
 from support.images import docker_save, oci_layout
 from support.require import require
 
+from coreanalyze.base.model import report_from_dict
 from coreanalyze.image import image_cache
-from coreanalyze.model import report_from_dict
 from coreanalyze.render import render
 
 CRASH = "null_thread"

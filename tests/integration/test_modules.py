@@ -13,7 +13,7 @@ from support.paths import CRASHERS
 from support.require import require
 
 from coreanalyze.corefile import read_core
-from coreanalyze.modules import elf_build_id, module_table
+from coreanalyze.corefile.modules import elf_build_id, module_table
 
 
 @pytest.fixture(scope="module")

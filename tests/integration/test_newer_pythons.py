@@ -25,9 +25,9 @@ from support.require import missing
 from support.sidroot import NEWER, SidCrashes, chroot_env, in_root, sysroot_without_debug_info
 
 from coreanalyze.corefile import read_core
-from coreanalyze.coretarget import pywalker, walk_core
-from coreanalyze.modules import module_table
-from coreanalyze.process import Process
+from coreanalyze.corefile.modules import module_table
+from coreanalyze.process.process import Process
+from coreanalyze.python.coretarget import pywalker, walk_core
 
 THREE_DEEP = PYCRASHERS / "three_deep.py"
 

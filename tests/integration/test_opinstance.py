@@ -23,8 +23,8 @@ from support.opchecks import (
     tensors,
 )
 
+from coreanalyze.base.model import Frame, OpInput, OpInstance, Report, Thread, report_from_dict
 from coreanalyze.corefile import read_core
-from coreanalyze.model import Frame, OpInput, OpInstance, Report, Thread, report_from_dict
 from coreanalyze.opinstance import node_sentence
 from coreanalyze.opinstance.layouts import all_layouts, dtypes, layouts_for
 from coreanalyze.opinstance.tensorflow import kernel_frame

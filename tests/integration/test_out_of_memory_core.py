@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from coreanalyze.analyze import analyze_core
+from coreanalyze.pipeline.analyze import analyze_core
 
 
 @pytest.fixture(scope="module")

@@ -26,10 +26,10 @@ from support.pycrash import interpreter, marker_line
 from support.sysroots import link_os_directories, under_os_directory
 
 from coreanalyze.corefile import read_core
-from coreanalyze.coretarget import walk_core
-from coreanalyze.modules import module_table
-from coreanalyze.process import Process
-from coreanalyze.pyruntime import locate_runtime
+from coreanalyze.corefile.modules import module_table
+from coreanalyze.process.process import Process
+from coreanalyze.python.coretarget import walk_core
+from coreanalyze.python.pyruntime import locate_runtime
 
 VERSIONS = {"3.11": "system", "3.12": "3.12", "3.13": "3.13"}
 FOUND_BY = {"3.11": "cross-pointers", "3.12": "cross-pointers", "3.13": "debug-offsets"}

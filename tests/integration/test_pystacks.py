@@ -26,14 +26,14 @@ from support.pycrash import (
     short_name,
 )
 
-from coreanalyze import model
+from coreanalyze.base import model
 from coreanalyze.gdb.collect import collect
 from coreanalyze.gdb.debugger import PYSTACKS_COMMAND as MI_COMMAND
 from coreanalyze.gdb.debugger import PYSTACKS_SCRIPT as SCRIPT
 from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.pystacks import PythonStacks, add_python_frames, find_launched_from, is_eval_frame
-from coreanalyze.pywalk import parse_walk_result
+from coreanalyze.pipeline.pystacks import PythonStacks, add_python_frames, find_launched_from, is_eval_frame
+from coreanalyze.python.pywalk import parse_walk_result
 
 # How the walker must find its layout on each: the stripped interpreter has only the table.
 EXPECTED_LAYOUT = {"3.10": "dwarf", "3.11": "dwarf", "3.12": "dwarf", "3.13": "debug-offsets", "system": "table"}

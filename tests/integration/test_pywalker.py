@@ -1,6 +1,6 @@
 """The CPython walker over the in-process target: real cores, no debugger.
 
-gdb_scripts/pywalker.py is debugger-neutral; coreanalyze.coretarget gives it the core file's own
+gdb_scripts/pywalker.py is debugger-neutral; coreanalyze.python.coretarget gives it the core file's own
 memory (plus the mapped files for what the kernel did not dump), symbols from the interpreter's
 ELF symbol tables and the threads from the core's notes. The tests take gdb off PATH once their
 core exists (cores of the Python crashers, written by the kernel). The last test checks that
@@ -15,9 +15,9 @@ import pytest
 from support.pycrash import INTERPRETERS, LOAD_WEIGHTS_LOCALS, crash, marker_line, pystack_threads, python_minor, short_name
 
 from coreanalyze.corefile import read_core
-from coreanalyze.coretarget import walk_core
-from coreanalyze.modules import module_table
-from coreanalyze.process import Process
+from coreanalyze.corefile.modules import module_table
+from coreanalyze.process.process import Process
+from coreanalyze.python.coretarget import walk_core
 
 # DWARF is not read in-process: the interpreters with debug info are walked with the tables
 # (which a gdb test proves equal to their DWARF), 3.13 with its own _Py_DebugOffsets.
@@ -146,7 +146,7 @@ def test_module_attributes_looked_up_by_hash_are_those_a_scan_finds(python_cores
     """A module's __file__ and __version__ are found as CPython's own dict lookup finds them,
     once their keys' hashes are learned: the same answers as reading every entry of every
     module's namespace."""
-    from coreanalyze.coretarget import pywalker
+    from coreanalyze.python.coretarget import pywalker
 
     case = crash(python_cores, "three_deep.py", which)
     hide_gdb()
@@ -173,11 +173,11 @@ def test_gdb_and_in_process_targets_read_the_same(python_cores, which, script):
     (only the layout's source differs where gdb reads the interpreter's DWARF)."""
     from support.require import require
 
-    from coreanalyze.coretarget import InProcessWalker
     from coreanalyze.gdb.debugger import GdbDebugger
     from coreanalyze.gdb.session import GdbSession
-    from coreanalyze.process import Process
-    from coreanalyze.pywalk import WalkOptions
+    from coreanalyze.process.process import Process
+    from coreanalyze.python.coretarget import InProcessWalker
+    from coreanalyze.python.pywalk import WalkOptions
 
     require("gdb")
     case = crash(python_cores, script, which)

@@ -21,8 +21,8 @@ from support.paths import CRASHERS, REPO
 from support.require import require
 from support.safety import assert_safe_html, assert_safe_markdown, class_text, markdown_to_html
 
-from coreanalyze.errors import BadInput
-from coreanalyze.model import (
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import (
     Classification,
     CoreInfo,
     Culprit,
@@ -696,7 +696,7 @@ def _function_at(path: str, module_start: int, pc: int) -> str | None:
 
 def report_from_real_core(core: Path) -> Report:
     from coreanalyze.corefile import read_core, threads_from_notes, to_core_info
-    from coreanalyze.modules import module_table
+    from coreanalyze.corefile.modules import module_table
 
     with read_core(core) as notes:
         report = Report(

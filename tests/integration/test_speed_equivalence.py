@@ -26,14 +26,14 @@ import pytest
 from support.coregen import run_to_core
 from support.require import require
 
-from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.corefile import read_core
+from coreanalyze.corefile.modules import module_table
 from coreanalyze.gdb.libcopies.copies import MIN_SYMBOLS, plan_fast_libraries
 from coreanalyze.gdb.libcopies.naming import FrameNamer
 from coreanalyze.gdb.libcopies.symbolfiles import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
 from coreanalyze.gdb.pool import GdbPool, OwnGdb
-from coreanalyze.modules import module_table
-from coreanalyze.process import Process
+from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_core
+from coreanalyze.process.process import Process
 
 # A library whose symbols exercise gdb's naming rules: a file-local function, an alias (two
 # names, one address), functions of its own called through its PLT, data objects, an unsized
@@ -317,7 +317,7 @@ def test_tf_gdb_names_addresses_as_with_the_whole_libraries(tf_cores, tmp_path):
 
 # --------------------------------------------------------------------------- raw ELF header reads
 #
-# Build-ids, DT_NEEDED lists and debuglinks are read with struct (coreanalyze.elfheaders); the
+# Build-ids, DT_NEEDED lists and debuglinks are read with struct (coreanalyze.base.elfheaders); the
 # answers must be pyelftools' for every well-formed file. The pyelftools readers below are the
 # ones the tool used before.
 
@@ -326,7 +326,7 @@ def pyelftools_build_id(path) -> str | None:
     from elftools.elf.elffile import ELFFile
 
     from coreanalyze.corefile import PARSE_ERRORS
-    from coreanalyze.modules import MAX_HEADERS_SCANNED, _build_id_in
+    from coreanalyze.corefile.modules import MAX_HEADERS_SCANNED, _build_id_in
 
     try:
         with open(path, "rb") as f:
@@ -355,7 +355,7 @@ def pyelftools_needed(path) -> list[str] | None:
     from elftools.elf.elffile import ELFFile
 
     from coreanalyze.corefile import PARSE_ERRORS
-    from coreanalyze.modules import MAX_HEADERS_SCANNED, MAX_NEEDED
+    from coreanalyze.corefile.modules import MAX_HEADERS_SCANNED, MAX_NEEDED
 
     try:
         with open(path, "rb") as f:
@@ -399,7 +399,7 @@ def pyelftools_debuglink(path):
 
 
 def raw_reads(path) -> tuple:
-    from coreanalyze.modules import _read_build_id, _read_needed
+    from coreanalyze.corefile.modules import _read_build_id, _read_needed
     from coreanalyze.symbols.locate import _read_debuglink
 
     return _read_build_id(str(path)), _read_needed(str(path)), _read_debuglink(str(path))
@@ -724,7 +724,7 @@ def far_message_cores(tmp_path_factory):
 
 
 def test_a_kernel_fault_is_not_explained_by_text_far_in_the_heap(far_message_cores):
-    from coreanalyze.abortmsg import find_abort_message, scan_abort_messages
+    from coreanalyze.classify.abortmsg import find_abort_message, scan_abort_messages
 
     segv, aborted = far_message_cores["segv"], far_message_cores["abort"]
     for case in (segv, aborted):
@@ -748,7 +748,7 @@ def test_a_kernel_fault_is_not_explained_by_text_far_in_the_heap(far_message_cor
 
 @pytest.mark.parametrize("crasher", ["assert_fail", "double_free"])
 def test_a_message_found_near_the_crash_ends_the_search_with_the_same_answer(cores, crasher):
-    from coreanalyze.abortmsg import find_abort_message, scan_abort_messages
+    from coreanalyze.classify.abortmsg import find_abort_message, scan_abort_messages
 
     case = cores.c_crash(crasher)
     with read_core(str(case.core)) as notes:

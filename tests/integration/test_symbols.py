@@ -18,11 +18,11 @@ from support.coregen import compile_c, run_to_core
 from support.paths import CRASHERS
 from support.require import missing, require
 
-from coreanalyze import model
+from coreanalyze.base import model
 from coreanalyze.corefile import read_core, threads_from_notes
+from coreanalyze.corefile.modules import elf_build_id, module_table
 from coreanalyze.gdb.collect import collect
 from coreanalyze.gdb.session import GdbSession
-from coreanalyze.modules import elf_build_id, module_table
 from coreanalyze.symbols import Symbolizer, debug_dirs_for_gdb, find_debug_file, improve_frames
 from coreanalyze.symbols.locate import read_debuglink
 

@@ -19,8 +19,8 @@ import pytest
 from support.paths import CRASHERS, DATA, PYCRASHERS, REPO
 from support.require import missing, require
 
-from coreanalyze import model
-from coreanalyze.errors import BadInput
+from coreanalyze.base import model
+from coreanalyze.base.errors import BadInput
 from coreanalyze.triage import TriageResult, limits, parse_text
 
 TRACES = DATA / "traces"
@@ -919,7 +919,7 @@ def test_too_many_frames_and_threads_are_cut_with_warnings():
 _PATHOLOGICAL = r"""
 import random, sys
 from coreanalyze.triage import parse_text
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 L = 16 * 1024
 random.seed(7)
 words = ["#1", "0x7f", "in", "(", ")", "at", "from", "Thread", "@", "F0000", "File", "\"", "<", ">", "operator<", "::", "]", "[0x1]"]

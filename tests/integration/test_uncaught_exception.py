@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from coreanalyze.abortmsg import find_handled_exception, reason_in
-from coreanalyze.analyze import analyze_core
+from coreanalyze.classify.abortmsg import find_handled_exception, reason_in
 from coreanalyze.corefile import read_core
+from coreanalyze.pipeline.analyze import analyze_core
 
 
 @pytest.fixture(scope="module")

@@ -90,9 +90,9 @@ def test_no_copy_without_compressed_sections_within_the_budget_or_of_a_damaged_f
 
 
 def test_the_plan_names_the_debug_files_gdb_reads_without_a_copy(tmp_path, monkeypatch):
-    from coreanalyze import model
+    from coreanalyze.base import model
+    from coreanalyze.base.vocabulary import ModuleStatus
     from coreanalyze.symbols import gdb_debug_files
-    from coreanalyze.vocabulary import ModuleStatus
 
     monkeypatch.setenv("COREANALYZE_CACHE_DIR", str(tmp_path))
     read = model.Module("/lib/libread.so", build_id="11" * 20, status=ModuleStatus.OK)

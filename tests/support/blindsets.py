@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coreanalyze import tomlfile
+from coreanalyze.base import tomlfile
 from coreanalyze.triage.parse import triage_text
 
 BLIND = Path(__file__).resolve().parent.parent / "data" / "blind"

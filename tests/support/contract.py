@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator
 
 import jsonschema
 
-from coreanalyze.model import SCHEMA
+from coreanalyze.base.model import SCHEMA
 from coreanalyze.schema import report_schema
 
 

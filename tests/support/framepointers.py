@@ -4,7 +4,7 @@ core's memory (the C crashers are built with -fno-omit-frame-pointer), no names 
 symbols stage names frames from the ELF files, as it does for frames gdb leaves unnamed), the
 instruction at an address disassembled by binutils' objdump.
 
-It answers the Debugger protocol (coreanalyze.debugger) from a real core; it is the "mock
+It answers the Debugger protocol (coreanalyze.unwind.debugger) from a real core; it is the "mock
 program" of drgn's tests, with nothing canned: every answer is read from the core.
 """
 
@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from typing import Callable, Collection, Iterator
 
 from coreanalyze.corefile.tables import REGISTER_NAMES
-from coreanalyze.debugger import DebuggerFrame, DebuggerThread, Instruction
-from coreanalyze.process import Process
-from coreanalyze.unwind import Unwound, file_ranges, unwind
+from coreanalyze.process.process import Process
+from coreanalyze.unwind.debugger import DebuggerFrame, DebuggerThread, Instruction
+from coreanalyze.unwind.threads import Unwound, file_ranges, unwind
 
 MAX_FRAMES = 256
 FRAME_POINTER = {"x86_64": "rbp", "aarch64": "x29"}
@@ -84,7 +84,7 @@ class FramePointerUnwinder:
 
 
 class FramePointerOpener:
-    """The Opener (coreanalyze.debugger) of this unwinder: nothing to prepare or leave behind;
+    """The Opener (coreanalyze.unwind.debugger) of this unwinder: nothing to prepare or leave behind;
     the module map and the signal are the Process's (its NT_FILE and NT_SIGINFO)."""
 
     def prepare(self, ctx) -> None:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from coreanalyze.atomicfile import TMP_MARK, write_atomically
+from coreanalyze.base.atomicfile import TMP_MARK, write_atomically
 
 
 def test_replaces_the_file_whole_with_plain_permissions(tmp_path):

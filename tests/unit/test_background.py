@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from coreanalyze import background
+from coreanalyze.base import background
 
 
 def test_a_job_runs_in_its_own_thread_and_gives_its_value():

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.batch import breakdown, since, timeline
 from coreanalyze.batch.facts import crash_facts
 from coreanalyze.batch.store import CoreRecord, record_from_dict
 from coreanalyze.batch.summary import build_summary, render_index, render_markdown
-from coreanalyze.errors import BadInput
 from coreanalyze.known import CrashFacts, fixed_note, load_known, version_key
 
 DAY = 86400.0

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from support.paths import DATA, REPO
 
+from coreanalyze.base.errors import BadInput
+from coreanalyze.base.model import FAULT_KINDS, CoreInfo, Frame, Module, Report, SignalInfo, Thread
 from coreanalyze.classify import classify, fault_kind, load_rules
 from coreanalyze.classify.rules import default_rules
-from coreanalyze.errors import BadInput
-from coreanalyze.model import FAULT_KINDS, CoreInfo, Frame, Module, Report, SignalInfo, Thread
 from coreanalyze.triage.parse import triage_text
 
 SITE = "/opt/venv/lib/python3.11/site-packages"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from coreanalyze.fetch.resolve import candidate_names, resolve
 from coreanalyze.fetch.target import ProcessTarget, accelerator_versions
-from coreanalyze.imported import InMemoryDistribution
+from coreanalyze.process.imported import InMemoryDistribution
 
 SITE = "/srv/venv/lib/python3.11/site-packages"
 CUDA12 = ProcessTarget("3.11", "x86_64", "cp311", (2, 35), accelerators={"cuda": (12, None)})

@@ -7,7 +7,7 @@ import json
 import os
 from array import array
 
-from coreanalyze.filecache import BoundedCache, file_identity
+from coreanalyze.base.filecache import BoundedCache, file_identity
 from coreanalyze.gdb.libcopies.copies import ORDER, ORDER_META, load_order
 
 

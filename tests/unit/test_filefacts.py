@@ -1,4 +1,4 @@
-"""Facts about files kept on disk between runs (coreanalyze.filefacts through PerFileCache): a
+"""Facts about files kept on disk between runs (coreanalyze.base.filefacts through PerFileCache): a
 later process gets them without reading the file; a file changed, a store damaged or holding
 values of the wrong shape, or the store turned off all mean the file is read again."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from coreanalyze import filefacts
-from coreanalyze.filecache import PerFileCache
-from coreanalyze.filefacts import optional_str, optional_str_list
-from coreanalyze.modules import _read_build_id
+from coreanalyze.base import filefacts
+from coreanalyze.base.filecache import PerFileCache
+from coreanalyze.base.filefacts import optional_str, optional_str_list
+from coreanalyze.corefile.modules import _read_build_id
 from coreanalyze.symbols.locate import DebugLink, _link_as_fact, _link_from_fact
 
 

@@ -1,4 +1,4 @@
-"""coreanalyze.forked: work done in a forked child when the process has no other thread, else
+"""coreanalyze.process.forked: work done in a forked child when the process has no other thread, else
 in a thread; a failure is a None result either way (the caller does the work again)."""
 
 from __future__ import annotations
@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import threading
 
-from coreanalyze import background, forked, memory
+from coreanalyze.base import background
+from coreanalyze.corefile import memory
+from coreanalyze.process import forked
 
 
 def _square_beside(n: int, _memory: object) -> int:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 
+from coreanalyze.base.model import CoreInfo, Frame, Module, Report, SignalInfo, Thread
+from coreanalyze.base.vocabulary import GpuCallRole
 from coreanalyze.classify import classify
-from coreanalyze.gpu.host import find_host_call, host_call_rules, host_launched_from, parse_host_call_rules, thread_call
+from coreanalyze.classify.gpuhost import find_host_call, host_call_rules, host_launched_from, parse_host_call_rules, thread_call
 from coreanalyze.hang import classify_hang
 from coreanalyze.hang.describe import describe_wait
 from coreanalyze.hang.detect import snapshot_reason
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.hang.waits import thread_wait
-from coreanalyze.model import CoreInfo, Frame, Module, Report, SignalInfo, Thread
 from coreanalyze.symbols.entrypoints import mark_entry_points
-from coreanalyze.vocabulary import GpuCallRole
 
 PID = 464
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"

@@ -4,10 +4,10 @@ cover the rules whose hangs have no small reliable reproducer."""
 
 from __future__ import annotations
 
+from coreanalyze.base.model import Frame, Thread
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.hang.tensorflow import match_tensorflow_hang
 from coreanalyze.hang.waits import mutex_owner, thread_waits
-from coreanalyze.model import Frame, Thread
 
 PID = 100
 
@@ -87,8 +87,8 @@ def test_mutex_owner_reads_the_glibc_mutex_word():
 
 
 def test_rules_speak_the_documented_vocabularies():
+    from coreanalyze.base.model import WAIT_STATES
     from coreanalyze.classify.rules import default_rules
-    from coreanalyze.model import WAIT_STATES
 
     CATEGORIES = default_rules().categories
 

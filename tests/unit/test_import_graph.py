@@ -110,12 +110,12 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 def test_the_stages_name_no_debugger():
-    """The stages call the Opener they are given (coreanalyze.debugger); gdb's plan and its
+    """The stages call the Opener they are given (coreanalyze.unwind.debugger); gdb's plan and its
     opening of a core live in coreanalyze.gdb, which the stages do not import. The unwinding,
     the Python walk and the seam itself reach no part of gdb at all."""
     graph = import_graph()
-    assert not {m for m in graph["coreanalyze.stages"] if m == "coreanalyze.gdb" or m.startswith("coreanalyze.gdb.")}
-    source = (PACKAGE / "stages.py").read_text(encoding="utf-8")
+    assert not {m for m in graph["coreanalyze.pipeline.stages"] if m == "coreanalyze.gdb" or m.startswith("coreanalyze.gdb.")}
+    source = (PACKAGE / "pipeline" / "stages.py").read_text(encoding="utf-8")
     assert "gdb_pool" not in source and "GdbOpener" not in source
-    for seam in ("coreanalyze.debugger", "coreanalyze.unwind", "coreanalyze.pystacks", "coreanalyze.pywalk", "coreanalyze.coretarget"):
+    for seam in ("coreanalyze.unwind.debugger", "coreanalyze.unwind.threads", "coreanalyze.pipeline.pystacks", "coreanalyze.python.pywalk", "coreanalyze.python.coretarget"):
         assert not {m for m in reachable(graph, seam) if m.startswith("coreanalyze.gdb")}, seam

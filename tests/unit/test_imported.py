@@ -4,7 +4,7 @@ test_pywalker.py and test_tf_corpus.py)."""
 
 from __future__ import annotations
 
-from coreanalyze.imported import InMemoryDistribution, imported_packages, normalize, scan_bytes
+from coreanalyze.process.imported import InMemoryDistribution, imported_packages, normalize, scan_bytes
 
 SITE = "/srv/venv/lib/python3.11/site-packages"
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from coreanalyze.base.model import Frame, JobWait, RankVerdict, Thread, report_from_dict
 from coreanalyze.batch.jobs import job_events
 from coreanalyze.batch.store import CoreRecord, record_from_dict
 from coreanalyze.jobs.identity import job_of_environment
 from coreanalyze.jobs.rules import job_rules
 from coreanalyze.jobs.verdict import job_verdict
 from coreanalyze.jobs.waiting import collective_in
-from coreanalyze.model import Frame, JobWait, RankVerdict, Thread, report_from_dict
 from coreanalyze.triage import triage_text
 
 TF_CLUSTER = {"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"], "ps": ["p0:2222"]}

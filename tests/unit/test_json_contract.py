@@ -14,9 +14,9 @@ from support.clirun import run_cli
 from support.contract import OUTLINE_END, OUTLINE_START, check_report, outline, problems
 from support.paths import REPO
 
-from coreanalyze import model
+from coreanalyze.base import model
+from coreanalyze.base.vocabulary import Confidence, FaultKind, FrameKind, ModuleStatus
 from coreanalyze.schema import SCHEMA_FILE, report_schema
-from coreanalyze.vocabulary import Confidence, FaultKind, FrameKind, ModuleStatus
 
 CONTRACT_DOC = REPO / "docs" / "json-contract.md"
 UPDATE = os.environ.get("COREANALYZE_UPDATE_SNAPSHOTS") == "1"

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.classify.lazyregex import LazyPattern
 from coreanalyze.classify.rules import default_rules, load_rules
-from coreanalyze.errors import BadInput
 
 
 def _patterns(value, seen=None):

@@ -7,8 +7,8 @@ import mmap
 
 import pytest
 
-from coreanalyze import memory
-from coreanalyze.memory import PF_R, PF_W, CoreMemory, Segment
+from coreanalyze.corefile import memory
+from coreanalyze.corefile.memory import PF_R, PF_W, CoreMemory, Segment
 
 
 @pytest.mark.parametrize("search", ["memmem", "mmap.find"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coreanalyze import tomlfile
+from coreanalyze.base import tomlfile
 
 REPO = Path(__file__).resolve().parents[2]
 

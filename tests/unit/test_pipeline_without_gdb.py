@@ -13,12 +13,12 @@ from support.framepointers import FramePointerOpener, FramePointerUnwinder
 from support.paths import CRASHERS
 from support.require import missing, require
 
-from coreanalyze.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.corefile import read_core
-from coreanalyze.debugger import Debugger, Opener
-from coreanalyze.modules import module_table
-from coreanalyze.process import Process
+from coreanalyze.corefile.modules import module_table
+from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_core
+from coreanalyze.process.process import Process
 from coreanalyze.render import render
+from coreanalyze.unwind.debugger import Debugger, Opener
 
 
 @pytest.fixture(scope="module")

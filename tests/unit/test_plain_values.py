@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 
-from coreanalyze.model import Frame, Report, Thread, to_jsonable
-from coreanalyze.provenance import _realpaths
+from coreanalyze.base.model import Frame, Report, Thread, to_jsonable
+from coreanalyze.base.vocabulary import FrameKind
 from coreanalyze.render.view import clean, one_line
-from coreanalyze.vocabulary import FrameKind
+from coreanalyze.symbols.provenance import _realpaths
 
 
 def test_a_string_with_nothing_to_escape_is_returned_as_it_is():

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import struct
 
-from coreanalyze.abortmsg import find_abort_message
+from coreanalyze.base.model import Frame, Report, SignalInfo, Thread
+from coreanalyze.classify.abortmsg import find_abort_message
 from coreanalyze.corefile.structures import ThreadNotes
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.hang.verdict import hang_classification
-from coreanalyze.model import Frame, Report, SignalInfo, Thread
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import layouts_for
 from coreanalyze.opinstance.tflite import read_tflite_node
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 
 STACK = 0x7FFD0000
 HEAP = 0x5600000

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coreanalyze.pyruntime import FoundRuntime, pywalker, version_from_name
+from coreanalyze.python.pyruntime import FoundRuntime, pywalker, version_from_name
 
 
 @pytest.mark.parametrize(
@@ -50,16 +50,16 @@ def test_the_walker_reads_back_the_located_runtime(version):
 def test_gdb_and_in_process_walkers_are_asked_the_same(options):
     """The typed options reach the walker alike: as its gdb command's arguments, parsed back
     inside gdb, and as the in-process walker's own options."""
-    from coreanalyze.coretarget import walker_options
     from coreanalyze.gdb.debugger import walker_arguments
-    from coreanalyze.pywalk import WalkOptions
+    from coreanalyze.python.coretarget import walker_options
+    from coreanalyze.python.pywalk import WalkOptions
 
     typed = WalkOptions(**options)
     assert pywalker.parse_args(walker_arguments(typed)) == walker_options(typed)
 
 
 def test_the_located_runtime_becomes_the_walks_options():
-    from coreanalyze.pystacks import walk_options
+    from coreanalyze.pipeline.pystacks import walk_options
 
     found = FoundRuntime(0x7F35BE1294C0, (3, 13, 0), "debug-offsets", "/usr/bin/python3.13")
     options = walk_options(imports=True, runtime=found)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from coreanalyze.rootpaths import file_in_root, resolve_in_root
+from coreanalyze.base.rootpaths import file_in_root, resolve_in_root
 
 
 def _tree(root):

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from coreanalyze import model
-from coreanalyze.abortmsg import message_kind
+from coreanalyze.base import model
+from coreanalyze.classify.abortmsg import message_kind
 from coreanalyze.classify.rules import builtin_heap_messages, default_rules, load_rules, required_literal
-from coreanalyze.pystacks import thread_role
+from coreanalyze.pipeline.pystacks import thread_role
 from coreanalyze.triage.abort_messages import _ALLOCATOR_MESSAGES, _maybe_allocator
 
 

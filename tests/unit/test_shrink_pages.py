@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from coreanalyze import model
-from coreanalyze.shrink import elfcore, marker
+from coreanalyze.base import model
+from coreanalyze.corefile import elfcore
+from coreanalyze.corefile import shrunk as marker
 from coreanalyze.shrink.pages import PageSet
 
 

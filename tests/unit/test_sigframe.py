@@ -11,11 +11,11 @@ import pytest
 
 from coreanalyze.arch import aarch64, architecture, fault_from_trap, x86_64
 from coreanalyze.arch.sigframe import SIGINFO_SIZE
+from coreanalyze.base.model import Frame, Module, SignalInfo
 from coreanalyze.classify.frames import build_views
+from coreanalyze.classify.reraise import describe, name_handler, reraise_rules
 from coreanalyze.classify.rules import default_rules
 from coreanalyze.corefile.sigframe import decode_frame, siginfo_written
-from coreanalyze.model import Frame, Module, SignalInfo
-from coreanalyze.reraise import describe, name_handler, reraise_rules
 
 PC, SP, CR2 = 0x5555_5555_1234, 0x7FFD_0000_1000, 0xDEAD0000
 

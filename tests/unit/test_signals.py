@@ -6,10 +6,10 @@ import signal
 
 import pytest
 
-from coreanalyze import signals
+from coreanalyze.base import signals
+from coreanalyze.base.model import SignalInfo
 from coreanalyze.classify.faultkind import code_name as classified_code_name
 from coreanalyze.corefile import signal_code_name
-from coreanalyze.model import SignalInfo
 from coreanalyze.triage.signals import from_ntstatus, normalize_name
 
 

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from coreanalyze.base.model import CoreInfo, Frame, Report, SignalInfo, Thread
 from coreanalyze.classify import classify, default_rules, signature_of
 from coreanalyze.classify.names import normalize_function
-from coreanalyze.model import CoreInfo, Frame, Report, SignalInfo, Thread
 
 SIGNATURE_FORMAT = re.compile(r"^(?P<key>.+) #(?P<hash>[0-9a-f]{10})$")
 

@@ -1,4 +1,4 @@
-"""Which wheel installed a shared library (coreanalyze.packages): read from the wheels' RECORD
+"""Which wheel installed a shared library (coreanalyze.process.packages): read from the wheels' RECORD
 files, and kept on disk per site-packages directory until the directory changes."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from coreanalyze import packages
+from coreanalyze.process import packages
 
 
 def _install(site, name, version, files):
@@ -60,7 +60,7 @@ def test_a_damaged_kept_index_is_read_again_from_the_wheels(site):
 def test_metadata_headers_are_read_as_the_email_parser_reads_them():
     from email.parser import HeaderParser
 
-    from coreanalyze.packages import metadata_headers
+    from coreanalyze.process.packages import metadata_headers
 
     text = (
         "Metadata-Version: 2.1\n"

@@ -1,6 +1,6 @@
 """The byte-level readers behind the op read from stack memory: which words are return addresses
-(coreanalyze.stackscan) and which function of a JIT's in-memory object holds a pc
-(coreanalyze.jitcode), on a real relocatable object made by the compiler here."""
+(coreanalyze.process.stackscan) and which function of a JIT's in-memory object holds a pc
+(coreanalyze.process.jitcode), on a real relocatable object made by the compiler here."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 from support.require import require
 
-from coreanalyze.jitcode import function_in_object, object_size
-from coreanalyze.stackscan import looks_like_call, stack_start
+from coreanalyze.process.jitcode import function_in_object, object_size
+from coreanalyze.process.stackscan import looks_like_call, stack_start
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from coreanalyze.errors import BadInput
+from coreanalyze.base.errors import BadInput
 from coreanalyze.triage.parse import parse_text, triage_text
 from tests.support import blindsets
 

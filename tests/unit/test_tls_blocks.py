@@ -9,7 +9,7 @@ def test_static_tls_is_read_from_where_its_mapping_begins():
     the handled C++ exception went unseen in about one core in six)."""
     from types import SimpleNamespace
 
-    from coreanalyze.abortmsg import STATIC_TLS_SPAN, _tls_blocks
+    from coreanalyze.classify.abortmsg import STATIC_TLS_SPAN, _tls_blocks
 
     segment = SimpleNamespace(start=0x7F0000003000, end=0x7F0000007000)
     tp = segment.start + 13376

@@ -363,8 +363,8 @@ def test_bfc_warning_the_caller_survives_is_not_the_failure():
     ],
 )
 def test_fatal_messages_of_a_core_name_the_fault_kind(message, kind):
+    from coreanalyze.base.model import SignalInfo
     from coreanalyze.classify.faultkind import fault_kind
-    from coreanalyze.model import SignalInfo
 
     got, evidence = fault_kind(SignalInfo(number=6, name="SIGABRT"), message, [], {})
     assert got == kind, evidence

@@ -6,8 +6,8 @@ import json
 
 import jinja2
 
-from coreanalyze.model import FAULT_KINDS, MODULE_STATUSES, Module
-from coreanalyze.vocabulary import FaultKind, FrameKind, ModuleStatus, module_status
+from coreanalyze.base.model import FAULT_KINDS, MODULE_STATUSES, Module
+from coreanalyze.base.vocabulary import FaultKind, FrameKind, ModuleStatus, module_status
 
 
 def test_members_read_and_write_as_their_words():

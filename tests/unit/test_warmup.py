@@ -1,4 +1,4 @@
-"""The work ahead of the stages after the debugger (coreanalyze.warmup, coreanalyze.idle,
+"""The work ahead of the stages after the debugger (coreanalyze.pipeline.warmup, coreanalyze.base.idle,
 lazyregex.compile_ahead): done only while the main thread waits, never changing a result."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import sys
 import threading
 import time
 
-from coreanalyze import idle
+from coreanalyze.base import idle
 from coreanalyze.classify.lazyregex import LazyPattern, _lazy_patterns, compile_ahead
 from coreanalyze.classify.rules import _builtin
-from coreanalyze.warmup import WarmUp
+from coreanalyze.pipeline.warmup import WarmUp
 
 
 def compiled(holder) -> list[bool]:

@@ -12,8 +12,8 @@ import time
 import pytest
 from support.paths import DATA
 
+from coreanalyze.base.errors import BadInput
 from coreanalyze.batch.store import BatchStore, CoreRecord, record_from_dict
-from coreanalyze.errors import BadInput
 from coreanalyze.watch import journal
 from coreanalyze.watch.arrival import Arrivals, open_for_writing
 from coreanalyze.watch.coredump import container_of

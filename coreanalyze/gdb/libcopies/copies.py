@@ -36,11 +36,11 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from coreanalyze import background, model
-from coreanalyze.atomicfile import write_atomically
-from coreanalyze.elfheaders import ElfHeaderError, ElfHeaders
-from coreanalyze.filecache import BoundedCache, PerFileCache, file_identity
-from coreanalyze.filefacts import whole_int
+from coreanalyze.base import background, model
+from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
+from coreanalyze.base.filecache import BoundedCache, PerFileCache, file_identity
+from coreanalyze.base.filefacts import whole_int
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
@@ -59,7 +59,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
 )  # fmt: skip
 from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
 from coreanalyze.gdb.linkmap import read_link_map
-from coreanalyze.process import Process
+from coreanalyze.process.process import Process
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, cache_dir, under, valid_build_id
 
 FORMAT = 3  # 3: .eh_frame without contents too (unwindtables.py)

@@ -25,7 +25,8 @@ import tempfile
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
-from coreanalyze.errors import GdbError, GdbTimeout
+from coreanalyze.base.errors import GdbError, GdbTimeout
+from coreanalyze.base.resources import GDB_SCRIPTS
 from coreanalyze.gdb.collect import DISASSEMBLY_BYTES, FromNotes, GdbAnalysis, collect
 from coreanalyze.gdb.debugger import GdbDebugger
 from coreanalyze.gdb.libcopies.copies import FastLibraries, FastLibrary
@@ -33,7 +34,6 @@ from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.symbolfiles import ElfSymbol, write_symbol_file, write_unwind_file
 from coreanalyze.gdb.libraries import LibraryChoice
 from coreanalyze.gdb.session import GdbSession, mi_quote
-from coreanalyze.resources import GDB_SCRIPTS
 
 SCRIPT = GDB_SCRIPTS / "symbolfiles.py"
 MI_COMMAND = "-coreanalyze-add-symbol-files"

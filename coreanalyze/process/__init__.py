@@ -1,0 +1,1 @@
+"""The crashed process as the core holds it: memory, modules, symbols, threads, and the readers of its state."""

@@ -1,0 +1,1 @@
+"""The CPython interpreter inside a core: its runtime structures and the walker of its frames."""
