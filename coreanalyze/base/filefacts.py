@@ -63,7 +63,7 @@ class FactStore:
                 self._known[key] = value
 
     def path(self) -> str:
-        from coreanalyze.symbols.paths import cache_dir  # here: the symbols package is heavy to import
+        from coreanalyze.base.cachedir import cache_dir
 
         return str(cache_dir() / FORMAT / f"{self.kind}.json")
 

@@ -15,7 +15,7 @@
 
 from typing import Any
 
-# Imported on first use: `coreanalyze CORE` and `triage` read batch/facts.py (what the known-crash
+# Imported on first use: `coreanalyze CORE` and `triage` read known/facts.py (what the known-crash
 # database matches on) and must not pay for the runner's imports (multiprocessing, the workers).
 _WHERE = {
     "BatchOptions": "runner",

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from coreanalyze.batch.facts import VERSION_DIMENSIONS
 from coreanalyze.batch.store import CoreRecord
+from coreanalyze.known.facts import VERSION_DIMENSIONS
 
 MIN_COUNT = 3
 MIN_RATIO = 2.0

@@ -9,6 +9,7 @@ from typing import Any
 
 from coreanalyze.base import model
 from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.vocabulary import ModuleStatus
 from coreanalyze.fetch.resolve import Candidate, Resolution, resolve
 from coreanalyze.fetch.target import ProcessTarget, process_target
@@ -17,7 +18,6 @@ from coreanalyze.fetch.wheels import WheelError, download, extract
 from coreanalyze.process.imported import InMemoryDistribution
 from coreanalyze.process.packages import site_packages_of
 from coreanalyze.process.process import Process
-from coreanalyze.symbols.paths import cache_dir
 
 WANTED = (ModuleStatus.MISSING, ModuleStatus.MISMATCH)
 

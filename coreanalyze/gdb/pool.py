@@ -25,9 +25,9 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
+from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.errors import GdbError
 from coreanalyze.gdb.session import GdbSession, _plain, mi_quote
-from coreanalyze.symbols.paths import cache_dir
 
 if TYPE_CHECKING:
     from coreanalyze.gdb.libraries import LibraryChoice

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.corefile.modules import DELETED_SUFFIX
 from coreanalyze.image.errors import AmbiguousImage, ImageError
 from coreanalyze.image.extract import extract
@@ -26,7 +27,7 @@ from coreanalyze.image.index import ImageIndex
 from coreanalyze.image.manifest import ImageManifest, read_manifest
 from coreanalyze.image.store import DirStore, TarStore
 from coreanalyze.process.process import Process
-from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, cache_dir, valid_build_id
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, build_id_relpath, valid_build_id
 
 INDEX_VERSION = 1
 

@@ -23,7 +23,7 @@ def recognize(report: Report, known: KnownCrashes, facts: CrashFacts | None = No
     """Match the report (or `facts`, a batch record's view of it) against the database; a match
     becomes classification.known and the first advice. None when no known crash matched."""
     if facts is None:
-        from coreanalyze.batch.facts import report_facts
+        from coreanalyze.known.facts import report_facts
 
         facts = report_facts(report)
     entry = known.match(facts)

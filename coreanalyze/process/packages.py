@@ -99,7 +99,7 @@ def _read_index(site: Path) -> dict[str, tuple[str, str]]:
 
 
 def _index_file(key: tuple[str, int]) -> Path:
-    from coreanalyze.symbols.paths import cache_dir
+    from coreanalyze.base.cachedir import cache_dir
 
     return cache_dir() / INDEX_CACHE / (hashlib.sha256(key[0].encode("utf-8", "surrogateescape")).hexdigest() + ".json")
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from coreanalyze.base import background, model
 from coreanalyze.base.resources import gdb_script_module
+from coreanalyze.corefile.shrunk import GRAIN
 from coreanalyze.process.process import Process
 from coreanalyze.python.pywalk import WalkOptions, WalkResult, parse_walk_document
-from coreanalyze.shrink.pages import GRAIN
 
 # The walker is one of the files loaded into gdb; here it runs in-process.
 pywalker = gdb_script_module("pywalker")

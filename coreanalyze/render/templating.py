@@ -73,7 +73,7 @@ class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
 
 
 def _compiled_templates(kind: str) -> jinja2.BytecodeCache | None:
-    from coreanalyze.symbols.paths import cache_dir  # here: the symbols package is heavy to import for rendering alone
+    from coreanalyze.base.cachedir import cache_dir
 
     # Separate per environment: the compiled code depends on its settings (autoescape, ...).
     directory = cache_dir() / f"templates-{kind}-jinja{jinja2.__version__}"

@@ -90,7 +90,7 @@ def upstream_issue(report: Report) -> UpstreamIssue | None:
     cls = report.classification
     if cls.known is not None or not _ran_tensorflow(report):
         return None
-    from coreanalyze.batch.facts import packages_of, versions_of
+    from coreanalyze.known.facts import packages_of, versions_of
 
     env = report.environment
     versions = versions_of(report, packages_of(report))

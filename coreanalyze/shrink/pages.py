@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import bisect
 
+from coreanalyze.corefile.shrunk import GRAIN
+
 PAGE = 4096
-GRAIN = 256  # the Python walker reads blocks of a grain while recorded; measured on a TensorFlow core: 4.1 MiB, 11k program headers (512: 5.3 MiB, 9k)
 
 
 def page_floor(address: int) -> int:

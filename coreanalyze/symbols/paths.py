@@ -39,14 +39,6 @@ def under(root: str | os.PathLike[str], path: str) -> str | None:
     return candidate
 
 
-def cache_dir() -> Path:
-    """Where lookup indexes live: $COREANALYZE_CACHE_DIR, else the XDG cache dir."""
-    explicit = os.environ.get("COREANALYZE_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "coreanalyze"
 
 
 def debuginfod_cache_dirs() -> list[Path]:

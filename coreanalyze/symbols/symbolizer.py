@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Sequence
 
 from coreanalyze.base import model
+from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.demangle import demangle
 from coreanalyze.base.vocabulary import ModuleStatus
 from coreanalyze.corefile.modules import elf_build_id
 from coreanalyze.symbols import locate
 from coreanalyze.symbols.elfindex import ElfIndexError, build_index
-from coreanalyze.symbols.paths import cache_dir, valid_build_id
+from coreanalyze.symbols.paths import valid_build_id
 from coreanalyze.symbols.store import Index, IndexUnusable, write_cache_file
 
 INDEX_DIR = "index-v1"

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from coreanalyze.base import zstd
+from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
-from coreanalyze.symbols.paths import build_id_relpath, cache_dir
+from coreanalyze.symbols.paths import build_id_relpath
 
 FORMAT_DIR = "debug-uncompressed-v1"
 SHF_ALLOC = 0x2

@@ -119,3 +119,59 @@ def test_the_stages_name_no_debugger():
     assert "gdb_pool" not in source and "GdbOpener" not in source
     for seam in ("coreanalyze.unwind.debugger", "coreanalyze.unwind.threads", "coreanalyze.pipeline.pystacks", "coreanalyze.python.pywalk", "coreanalyze.python.coretarget"):
         assert not {m for m in reachable(graph, seam) if m.startswith("coreanalyze.gdb")}, seam
+
+
+# The folders in the order of the pipeline: each may import only the folders before it (and
+# itself), so a stage is found by its folder and nothing below a stage depends on what follows it.
+# "coreanalyze" is the package's own __init__ (its version); the thin CLI sits above them all.
+FOLDERS_IN_ORDER = (
+    "coreanalyze",  # the version
+    "base",  # infrastructure and the typed data model
+    "rulesdata",  # the one loader of rules data
+    "schema",  # the JSON contract
+    "arch",  # what differs between CPU architectures
+    "corefile",  # the core file: notes, memory segments, the module table
+    "symbols",  # symbol and debug-file lookup
+    "process",  # the crashed process: memory tiers, symbols, readers of its state
+    "python",  # the CPython interpreter in the core
+    "unwind",  # the unwinder seam
+    "gdb",  # gdb as the unwinder
+    "classify",  # the verdict of native frames
+    "gpu",  # a GPU's own core dump
+    "hang",  # a process that hung
+    "opinstance",  # the op a kernel ran, from memory
+    "jobs",  # one job's ranks
+    "fetch",  # the crashed build's files from package indexes
+    "image",  # container images as sysroots
+    "pipeline",  # the stages of one core's analysis
+    "known",  # the known-crash database
+    "render",  # reports
+    "shrink",  # small cores to attach to tickets
+    "batch",  # many cores, the fleet's view
+    "triage",  # crash text without a core
+    "watch",  # the service that analyzes cores as they arrive
+)
+TOP_MODULES = {"coreanalyze.cli", "coreanalyze.__main__"}
+
+
+def folder_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_every_module_sits_in_a_folder_of_the_pipeline():
+    graph = import_graph()
+    loose = sorted(m for m in graph if m not in TOP_MODULES and folder_of(m) not in FOLDERS_IN_ORDER)
+    assert loose == [], "a module outside the pipeline's folders: give it one (FOLDERS_IN_ORDER)"
+
+
+def test_no_folder_imports_one_that_follows_it():
+    rank = {folder: i for i, folder in enumerate(FOLDERS_IN_ORDER)}
+    upward = []
+    for module, targets in import_graph().items():
+        if module in TOP_MODULES:
+            continue
+        for target in targets:
+            if target in TOP_MODULES or rank[folder_of(target)] > rank[folder_of(module)]:
+                upward.append(f"{module} -> {target}")
+    assert sorted(upward) == []

@@ -38,6 +38,7 @@ from typing import Iterable, Sequence
 
 from coreanalyze.base import background, model
 from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.base.filecache import BoundedCache, PerFileCache, file_identity
 from coreanalyze.base.filefacts import whole_int
@@ -60,7 +61,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
 from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
 from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.process.process import Process
-from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, cache_dir, under, valid_build_id
+from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under, valid_build_id
 
 FORMAT = 3  # 3: .eh_frame without contents too (unwindtables.py)
 LIBRARIES_DIR = f"fastlibs-v{FORMAT}"
