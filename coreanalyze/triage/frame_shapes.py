@@ -38,6 +38,11 @@ _BANG_REST = re.compile(
     r"(?:\s+(?:Line|行|Zeile|ligne|línea|строка)\s*\d{1,7})?(?:\s+(?:C\+\+|C|Unknown))?\s*$"
 )
 _FILE_MODULE = re.compile(r"\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib|apk)$", re.IGNORECASE)
+# A frame without a symbol: Visual Studio's "libffi.dll!00007ffff734cf7a()", and a WinDbg stack
+# row's "libffi+0x4cf7a" (only after the row's backticked addresses: a module and an offset alone
+# are too common a shape in other text).
+_BANG_PC = re.compile(r"(?:^|[\s>*])(?P<mod>[\w.+-]{1,120}\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib))!(?:0x)?(?P<pc>[0-9A-Fa-f]{6,16})\(\)", re.IGNORECASE)
+_WINDBG_MODULE_OFFSET = re.compile(r"[0-9a-fA-F]{8}`[0-9a-fA-F]{8}\s(?:.*\s)?(?P<mod>[A-Za-z_][\w.+-]{0,119})\+0x[0-9a-fA-F]{1,16}\s*$")
 # How many "module!" starts of one line are tried (a line of exclamation marks is not a stack).
 MAX_BANG_TRIES = 4
 # "Exception thrown at 0x00007FFAE2A925F0 (tensorflow.dll) in app.exe": the pc and its module.
@@ -66,6 +71,11 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
     """The frame a line carries and whether its shape alone is proof, or None."""
     if "!" in line and (got := _bang(line)) is not None:
         return got, True
+    if "!" in line and (m := _BANG_PC.search(line)) is not None:
+        return fd.native_frame(None, pc=int(m.group("pc"), 16), module=m.group("mod")), True
+    if "`" in line and "+0x" in line and (m := _WINDBG_MODULE_OFFSET.search(line)) is not None:
+        module = m.group("mod")
+        return fd.native_frame(None, module=module if _FILE_MODULE.search(module) else None), True
     if "0x" in line and (m := _PC_MODULE.search(line)) is not None:
         return fd.native_frame(None, pc=fd.hex_int(m.group("pc")), module=m.group("mod")), True
     if "`" in line and (m := _BACKTICK.search(line)) is not None and (m.group("off") or m.group("file") or "frame #" in line):
