@@ -63,7 +63,10 @@ class PastedFrame:
 
     @property
     def library(self) -> str:
-        return os.path.basename(self.module.replace("\\", "/")) if self.module else "python3.11"
+        if self.module:
+            return os.path.basename(self.module.replace("\\", "/"))
+        # A frame without a name or a library is code nobody mapped (a call through a null pointer).
+        return "python3.11" if self.function else "???"
 
 
 @dataclass
@@ -87,7 +90,7 @@ _CPYTHON_SOURCE = re.compile(r"(?:^|/)(?:Python|Objects|Parser|Include|Programs|
 DEFAULT_FAULT_ADDRESS = 0x7F3F2A000010
 
 
-def _library(module: str | None, file: str | None) -> str | None:
+def _library(module: str | None, file: str | None, program: str | None) -> str | None:
     if module or not file:
         return module
     if _GLIBC_SOURCE.match(file):
@@ -96,20 +99,27 @@ def _library(module: str | None, file: str | None) -> str | None:
         return "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"
     if _CPYTHON_SOURCE.search(file):
         return None  # the interpreter's own code
-    return f"/opt/app/lib{os.path.splitext(os.path.basename(file))[0]}.so"
+    if program:
+        return program  # a program's own code, not an interpreter's
+    return f"/opt/app/lib{os.path.splitext(os.path.basename(file))[0]}.so"  # a Python extension's
 
 
 def crash_of(report) -> Crash:
     """The crash a real text or core states (a coreanalyze Report of it): the crashing thread's
     native frames, the signal and the fault address, as the writers need them."""
+    command = (report.core.executable or report.core.cmdline or "").split()
+    program = command[0] if command and "python" not in os.path.basename(command[0]) else None
     frames = []
     for f in report.crashed_thread.frames:
         if f.kind != "native":
             continue
         name = bare_name(f.function) if f.function and f.function != TRAMPOLINE else f.function
-        frames.append(PastedFrame(function=name, module=_library(f.module, f.file), pc=f.pc or 0x400000 + 16 * f.index, file=f.file, line=f.line))
+        frames.append(PastedFrame(function=name, module=_library(f.module, f.file, program), pc=f.pc if f.pc is not None else 0x400000 + 16 * f.index, file=f.file, line=f.line))
     signal = report.core.signal
-    address = signal.address if signal.address is not None else DEFAULT_FAULT_ADDRESS if signal.name in FAULTS else None
+    address = signal.address
+    if address is None and signal.name in FAULTS:
+        # An instruction fetch faults at the pc itself (a call through a null pointer: 0).
+        address = frames[0].pc if frames and frames[0].pc == 0 else DEFAULT_FAULT_ADDRESS
     return Crash(signal=signal.name, address=address, frames=frames)
 
 
