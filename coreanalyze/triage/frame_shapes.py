@@ -42,7 +42,10 @@ _FILE_MODULE = re.compile(r"\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib|apk)$", re.I
 # row's "libffi+0x4cf7a" (only after the row's backticked addresses: a module and an offset alone
 # are too common a shape in other text).
 _BANG_PC = re.compile(r"(?:^|[\s>*])(?P<mod>[\w.+-]{1,120}\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib))!(?:0x)?(?P<pc>[0-9A-Fa-f]{6,16})\(\)", re.IGNORECASE)
-_WINDBG_MODULE_OFFSET = re.compile(r"[0-9a-fA-F]{8}`[0-9a-fA-F]{8}\s(?:.*\s)?(?P<mod>[A-Za-z_][\w.+-]{0,119})\+0x[0-9a-fA-F]{1,16}\s*$")
+# ... or its bare address where no module is mapped ("0x0": a call through a null pointer).
+_WINDBG_MODULE_OFFSET = re.compile(
+    r"[0-9a-fA-F]{8}`[0-9a-fA-F]{8}\s(?:.*\s)?(?:(?P<mod>[A-Za-z_][\w.+-]{0,119})\+0x[0-9a-fA-F]{1,16}|(?P<pc>0x[0-9a-fA-F]{1,16}))\s*$"
+)
 # How many "module!" starts of one line are tried (a line of exclamation marks is not a stack).
 MAX_BANG_TRIES = 4
 # "Exception thrown at 0x00007FFAE2A925F0 (tensorflow.dll) in app.exe": the pc and its module.
@@ -73,8 +76,10 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
         return got, True
     if "!" in line and (m := _BANG_PC.search(line)) is not None:
         return fd.native_frame(None, pc=int(m.group("pc"), 16), module=m.group("mod")), True
-    if "`" in line and "+0x" in line and (m := _WINDBG_MODULE_OFFSET.search(line)) is not None:
+    if "`" in line and "0x" in line and (m := _WINDBG_MODULE_OFFSET.search(line)) is not None:
         module = m.group("mod")
+        if module is None:
+            return fd.native_frame(None, pc=fd.hex_int(m.group("pc"))), True
         return fd.native_frame(None, module=module if _FILE_MODULE.search(module) else None), True
     if "0x" in line and (m := _PC_MODULE.search(line)) is not None:
         return fd.native_frame(None, pc=fd.hex_int(m.group("pc")), module=m.group("mod")), True

@@ -174,12 +174,15 @@ def _windows_module(f: PastedFrame) -> str:
 def _windbg_rows(c: Crash, between: str) -> list[str]:
     """WinDbg's stack rows: child SP, return address, `between` (kn: the frame number's place;
     !analyze: the arguments), module!function+offset."""
-    # A frame without a symbol is the module and the offset in it: "libffi+0x1cf7a".
-    return [
-        f"{_tick(0x9F53F978 + 0x40 * i)} {_tick(f.pc)}     {between}{_windows_module(f)}"
-        + (f"!{f.function}+0x1c" if f.function else f"+0x{f.pc & 0xFFFFF:x}")
-        for i, f in enumerate(_frames(c, WINDOWS_TRAMPOLINE))
-    ]
+    # A frame without a symbol is the module and the offset in it ("libffi+0x1cf7a"), or its bare
+    # address where no module is mapped there ("0x0").
+    return [f"{_tick(0x9F53F978 + 0x40 * i)} {_tick(f.pc)}     {between}{_windbg_call_site(f)}" for i, f in enumerate(_frames(c, WINDOWS_TRAMPOLINE))]
+
+
+def _windbg_call_site(f: PastedFrame) -> str:
+    if f.function:
+        return f"{_windows_module(f)}!{f.function}+0x1c"
+    return f"{_windows_module(f)}+0x{f.pc & 0xFFFFF:x}" if f.module else f"0x{f.pc:x}"
 
 
 def windbg_kn(c: Crash) -> str:
