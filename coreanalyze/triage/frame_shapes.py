@@ -32,7 +32,9 @@ _OFFSET = r"(?:\s*\+\s*(?:0x[0-9a-fA-F]{1,16}|\d{1,9}))?"
 # module!function(+0x..) with a module that names a file (WinDbg, cdb, Visual Studio, Process
 # Explorer), or any module when an offset follows ("nvcuda!cuDevicePrimaryCtxRelease+0x2a"). The
 # function runs to the offset, or to the end of the line less Visual Studio's "Line 14  C++".
-_BANG_START = re.compile(r"(?:^|[\s>*])([\w.+-]{1,120})!(?=[A-Za-z_?@$~])")
+# A name may start with an anonymous namespace, as gdb ("(anonymous namespace)::") or MSVC
+# ("`anonymous namespace'::") writes it.
+_BANG_START = re.compile(r"(?:^|[\s>*])([\w.+-]{1,120})!(?=[A-Za-z_?@$~]|\(anonymous namespace\)|`anonymous namespace')")
 _BANG_REST = re.compile(
     r"(?P<fn>.{1,4000}?)(?P<off>\s*\+\s*0x[0-9a-fA-F]{1,16})?"
     r"(?:\s+(?:Line|行|Zeile|ligne|línea|строка)\s*\d{1,7})?(?:\s+(?:C\+\+|C|Unknown))?\s*$"
