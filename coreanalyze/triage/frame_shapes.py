@@ -44,9 +44,13 @@ _FILE_MODULE = re.compile(r"\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib|apk)$", re.I
 # row's "libffi+0x4cf7a" (only after the row's backticked addresses: a module and an offset alone
 # are too common a shape in other text).
 _BANG_PC = re.compile(r"(?:^|[\s>*])(?P<mod>[\w.+-]{1,120}\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib))!(?:0x)?(?P<pc>[0-9A-Fa-f]{6,16})\(\)", re.IGNORECASE)
-# ... or its bare address where no module is mapped ("0x0": a call through a null pointer).
+# ... or its bare address where no module is mapped ("0x0": a call through a null pointer). The
+# row's columns are matched from its start, each bounded: `kn`'s frame number, child SP, return
+# address, and !analyze's arguments between colons.
+_TICKED = r"[0-9a-fA-F]{8}`[0-9a-fA-F]{8}"
 _WINDBG_MODULE_OFFSET = re.compile(
-    r"[0-9a-fA-F]{8}`[0-9a-fA-F]{8}\s(?:.*\s)?(?:(?P<mod>[A-Za-z_][\w.+-]{0,119})\+0x[0-9a-fA-F]{1,16}|(?P<pc>0x[0-9a-fA-F]{1,16}))\s*$"
+    rf"\s{{0,8}}(?:[0-9a-fA-F]{{2,4}}\s{{1,8}})?{_TICKED}\s{{1,8}}{_TICKED}\s{{1,8}}(?::(?:\s{{1,4}}{_TICKED}){{1,4}}\s{{1,4}}:\s{{1,8}})?"
+    r"(?:(?P<mod>[A-Za-z_][\w.+-]{0,119})\+0x[0-9a-fA-F]{1,16}|(?P<pc>0x[0-9a-fA-F]{1,16}))\s*$"
 )
 # How many "module!" starts of one line are tried (a line of exclamation marks is not a stack).
 MAX_BANG_TRIES = 4
@@ -78,7 +82,7 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
         return got, True
     if "!" in line and (m := _BANG_PC.search(line)) is not None:
         return fd.native_frame(None, pc=int(m.group("pc"), 16), module=m.group("mod")), True
-    if "`" in line and "0x" in line and (m := _WINDBG_MODULE_OFFSET.search(line)) is not None:
+    if "`" in line and "0x" in line and (m := _WINDBG_MODULE_OFFSET.match(line)) is not None:
         module = m.group("mod")
         if module is None:
             return fd.native_frame(None, pc=fd.hex_int(m.group("pc"))), True
