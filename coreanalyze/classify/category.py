@@ -122,7 +122,12 @@ def decide_category(
 
     # The stack speaks first: where a frame rule matched, the text's other lines only add context.
     framed = any(c.view is not None for c in candidates)
+    # A rule of the crash's own line alone (window 0) reads a bare verdict: a stack of named native
+    # frames is more than that, whichever tool printed it and whether or not its line was claimed.
+    named_stack = pick.native and pick.view is not None and bool(pick.view.name)
     for rule, distance, line in rules.line_rules(context, fault_kind):
+        if rule.window == 0 and named_stack:
+            continue
         score = rule.priority - s.line_penalty * min(distance, s.line_reach) - (s.noise_penalty if framed else 0)
         shown = " ".join(line.split())[:160]
         candidates.append(Candidate(rule.category, score, distance, f"rule {rule.name} matched the line `{shown}`", rule))

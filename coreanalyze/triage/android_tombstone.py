@@ -39,7 +39,12 @@ _FATAL_SIGNAL = re.compile(
 )
 # Crash reporters (Play Console, Crashlytics) drop the thread's name: "pid: 0, tid: 30757 >>> app <<<".
 _PID = re.compile(r"^pid: (\d{1,9}), tid: (\d{1,9})(?:, name: (.{0,100}?))?\s+>>> (.{0,400}?) <<<")
-_SIGNAL = re.compile(r"^signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4}) \((\w{1,30})\)(?:, fault addr (0x[0-9a-fA-F]{1,16}|-+))?")
+# debuggerd names a sender only when it is another process ("code 0 (SI_USER from pid 1, uid 0)"):
+# a signal raised by someone without one is the crashing process' own (abort()'s tgkill).
+_SIGNAL = re.compile(
+    r"^signal (\d{1,2}) \((SIG\w{2,8})\), code (-?\d{1,4}) \((\w{1,30})(?: from pid (\d{1,9}), uid \d{1,9})?\)"
+    r"(?:, fault addr (0x[0-9a-fA-F]{1,16}|-+))?"
+)
 _ABORT = re.compile(r"^Abort message: '?(.*?)'?$")
 # ... and write the pc wider: "#00  pc 0x000000000005e0ac  /apex/.../libc.so (__memcpy_a15+188)".
 _FRAME = re.compile(r"^#(\d{1,4})\s+pc\s+(?:0x)?([0-9a-fA-F]{1,16})\s+(\S+)(.*)$")
@@ -118,8 +123,11 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 finding.pid, thread.tid, thread.name = int(m.group(1)), int(m.group(2)), (m.group(3) or "").strip() or None
                 finding.cmdline = m.group(4)
             elif (m := _SIGNAL.match(s)) is not None:
-                address = fd.hex_int(m.group(5)) if m.group(5) and m.group(5).startswith("0x") else None
-                finding.set_signal(signals.normalize_name(m.group(2)), fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_NAMED, address=address, code=int(m.group(3)), code_name=m.group(4))
+                address = fd.hex_int(m.group(6)) if m.group(6) and m.group(6).startswith("0x") else None
+                code = int(m.group(3))
+                sender = int(m.group(5)) if m.group(5) else finding.pid if code <= 0 else None
+                strength = fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_NAMED
+                finding.set_signal(signals.normalize_name(m.group(2)), strength, address=address, code=code, code_name=m.group(4), sender_pid=sender)
             elif (m := _ABORT.match(s)) is not None:
                 text = m.group(1).rstrip("'")
                 weight = fd.MESSAGE_CHECK_FAILURE if ("Check failed" in text or re.search(r"\] ", text)) else fd.MESSAGE_TERMINATE

@@ -32,12 +32,26 @@ _OFFSET = r"(?:\s*\+\s*(?:0x[0-9a-fA-F]{1,16}|\d{1,9}))?"
 # module!function(+0x..) with a module that names a file (WinDbg, cdb, Visual Studio, Process
 # Explorer), or any module when an offset follows ("nvcuda!cuDevicePrimaryCtxRelease+0x2a"). The
 # function runs to the offset, or to the end of the line less Visual Studio's "Line 14  C++".
-_BANG_START = re.compile(r"(?:^|[\s>*])([\w.+-]{1,120})!(?=[A-Za-z_?@$~])")
+# A name may start with an anonymous namespace, as gdb ("(anonymous namespace)::") or MSVC
+# ("`anonymous namespace'::") writes it.
+_BANG_START = re.compile(r"(?:^|[\s>*])([\w.+-]{1,120})!(?=[A-Za-z_?@$~]|\(anonymous namespace\)|`anonymous namespace')")
 _BANG_REST = re.compile(
     r"(?P<fn>.{1,4000}?)(?P<off>\s*\+\s*0x[0-9a-fA-F]{1,16})?"
     r"(?:\s+(?:Line|行|Zeile|ligne|línea|строка)\s*\d{1,7})?(?:\s+(?:C\+\+|C|Unknown))?\s*$"
 )
 _FILE_MODULE = re.compile(r"\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib|apk)$", re.IGNORECASE)
+# A frame without a symbol: Visual Studio's "libffi.dll!00007ffff734cf7a()", and a WinDbg stack
+# row's "libffi+0x4cf7a" (only after the row's backticked addresses: a module and an offset alone
+# are too common a shape in other text).
+_BANG_PC = re.compile(r"(?:^|[\s>*])(?P<mod>[\w.+-]{1,120}\.(?:dll|exe|pyd|sys|so(?:\.\d+)*|dylib))!(?:0x)?(?P<pc>[0-9A-Fa-f]{6,16})\(\)", re.IGNORECASE)
+# ... or its bare address where no module is mapped ("0x0": a call through a null pointer). The
+# row's columns are matched from its start, each bounded: `kn`'s frame number, child SP, return
+# address, and !analyze's arguments between colons.
+_TICKED = r"[0-9a-fA-F]{8}`[0-9a-fA-F]{8}"
+_WINDBG_MODULE_OFFSET = re.compile(
+    rf"\s{{0,8}}(?:[0-9a-fA-F]{{2,4}}\s{{1,8}})?{_TICKED}\s{{1,8}}{_TICKED}\s{{1,8}}(?::(?:\s{{1,4}}{_TICKED}){{1,4}}\s{{1,4}}:\s{{1,8}})?"
+    r"(?:(?P<mod>[A-Za-z_][\w.+-]{0,119})\+0x[0-9a-fA-F]{1,16}|(?P<pc>0x[0-9a-fA-F]{1,16}))\s*$"
+)
 # How many "module!" starts of one line are tried (a line of exclamation marks is not a stack).
 MAX_BANG_TRIES = 4
 # "Exception thrown at 0x00007FFAE2A925F0 (tensorflow.dll) in app.exe": the pc and its module.
@@ -66,6 +80,13 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
     """The frame a line carries and whether its shape alone is proof, or None."""
     if "!" in line and (got := _bang(line)) is not None:
         return got, True
+    if "!" in line and (m := _BANG_PC.search(line)) is not None:
+        return fd.native_frame(None, pc=int(m.group("pc"), 16), module=m.group("mod")), True
+    if "`" in line and "0x" in line and (m := _WINDBG_MODULE_OFFSET.match(line)) is not None:
+        module = m.group("mod")
+        if module is None:
+            return fd.native_frame(None, pc=fd.hex_int(m.group("pc"))), True
+        return fd.native_frame(None, module=module if _FILE_MODULE.search(module) else None), True
     if "0x" in line and (m := _PC_MODULE.search(line)) is not None:
         return fd.native_frame(None, pc=fd.hex_int(m.group("pc")), module=m.group("mod")), True
     if "`" in line and (m := _BACKTICK.search(line)) is not None and (m.group("off") or m.group("file") or "frame #" in line):

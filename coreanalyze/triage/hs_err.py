@@ -29,7 +29,11 @@ _HEADER = re.compile(
     r"^(?:[#-]\s+)?(SIG[A-Z]{2,8}) \(0x[0-9a-fA-F]{1,2}\)(?:\[thread \d{1,12} also had an error\])? at pc=(0x[0-9a-fA-F]{1,16})"
     r"(?:, pid=(\d{1,9}), tid=(\d{1,12}))?"
 )
-_SIGINFO = re.compile(r"^siginfo: si_signo: (\d{1,2}) \((SIG\w{2,8})\), si_code: (-?\d{1,4}) \((\w{1,30})\)(?:, si_addr: (0x[0-9a-fA-F]{1,16}))?")
+# A signal someone raised names its sender: "si_code: -6 (SI_TKILL), sent from pid: 4242 (current process)".
+_SIGINFO = re.compile(
+    r"^siginfo: si_signo: (\d{1,2}) \((SIG\w{2,8})\), si_code: (-?\d{1,4}) \((\w{1,30})\)"
+    r"(?:, si_addr: (0x[0-9a-fA-F]{1,16}))?(?:, sent from pid: (\d{1,9}))?"
+)
 _FRAME = re.compile(r"^(?:[#-]\s+)?([CVvJjA])\s+(?:\[([^\]+]{1,300})\+(0x[0-9a-fA-F]{1,16})\]\s*(.*)|(\S.*))$")
 _NATIVE_LIST = "Native frames:"
 _OFFSET = re.compile(r"^(.*?)\+0x[0-9a-fA-F]{1,16}$")
@@ -77,7 +81,10 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 i += 1
             continue
         elif s.startswith("siginfo:") and finding is not None and (m := _SIGINFO.match(s)) is not None:
-            finding.set_signal(signals.normalize_name(m.group(2)), fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(m.group(5)), code=int(m.group(3)), code_name=m.group(4))
+            sender = int(m.group(6)) if m.group(6) else None
+            finding.set_signal(
+                signals.normalize_name(m.group(2)), fd.SIGNAL_WITH_ADDRESS, address=fd.hex_int(m.group(5)), code=int(m.group(3)), code_name=m.group(4), sender_pid=sender
+            )
             claimed[i] = 1
         i += 1
     if finding is None:

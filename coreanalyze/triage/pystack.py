@@ -55,6 +55,8 @@ def _c_frame(file: str, line: int, rest: str) -> fd.model.Frame:
         rest = rest[: -len(" (inlined)")]
     if file in ("???", "") or file == module:
         file = None
+    if module in ("???", ""):  # pystack's word for a pc in no mapped file
+        module = None
     return fd.native_frame(rest, module=module, file=file, line=line or None, inlined=inlined)
 
 

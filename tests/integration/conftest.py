@@ -3,6 +3,7 @@ cores cached; TensorFlow and aarch64 cores built on first use."""
 
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
@@ -97,3 +98,12 @@ def job_cores(tmp_path_factory):
 
     with job_core_cache(tmp_path_factory.getbasetemp()) as cache:
         yield cache
+
+
+@pytest.fixture(scope="session")
+def pasted_backtraces():
+    """`pasted_backtraces(exe, core)` -> what `gdb -batch -ex bt` prints on the core, run once per
+    core and session: every test that triages a core's paste reads the same text."""
+    from support.pastes import gdb_backtrace_text
+
+    return functools.cache(gdb_backtrace_text)

@@ -212,3 +212,59 @@ def test_gdb_frames_whose_source_and_library_paths_hold_spaces():
         ("helper", None, None, "/opt/Vendor Libs/libhelp.so.1"),
         ("clone3", "../sysdeps/unix/sysv/linux/x86_64/clone3.S", 81, None),
     ]
+
+
+_KN = "00 00000000`9f53f978 00007fd6`e7bd5989     "
+
+
+def test_windbg_rows_of_an_anonymous_namespace_an_unnamed_frame_and_a_null_pc():
+    text = "\n".join([
+        "(1a2c.3b4): Access violation - code c0000005 (first chance)",
+        " # Child-SP          RetAddr               Call Site",
+        _KN + "0x0",
+        _KN + "crash_ops!(anonymous namespace)::ScatterToSlotsOp::Compute+0x1c",
+        _KN + "libffi+0x4cf7a",
+        _KN + "tensorflow_framework!tensorflow::ThreadPoolDevice::Compute+0x1c",
+    ])  # fmt: skip
+    frames = parse_text(text, "kn.txt").report.crashed_thread.frames
+    assert [(f.function, f.pc) for f in frames][:3] == [(None, 0), ("(anonymous namespace)::ScatterToSlotsOp::Compute", None), (None, None)]
+    assert triage_text(text, "kn.txt").classification.culprit.function == "ScatterToSlotsOp::Compute"
+
+
+def test_visual_studio_frame_without_a_symbol_keeps_its_module():
+    text = "\tName\tLanguage\n>\tlibffi.dll!00007ffff734cf7a()\tUnknown\n \t_ctypes.pyd!_ctypes_callproc() Line 1262\tC\n"
+    frames = parse_text(text, "vs.txt").report.crashed_thread.frames
+    assert (frames[0].module, frames[0].pc) == ("libffi.dll", 0x7FFFF734CF7A)
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("(1a2c.3b4): Security check failure or stack buffer overrun - code c0000409 (first chance)", "SIGABRT"),
+        ("   ExceptionCode: c000001d (Illegal instruction)", "SIGILL"),
+        ("Exception thrown at 0x00007FF6 (app.dll) in python.exe: 0xC0000094: Integer division by zero.", "SIGFPE"),
+        ("(1a2c.3b4): In-page I/O error - code c0000006 (first chance)", "SIGBUS"),
+    ],
+)
+def test_windows_exception_codes_give_the_signal(line, signal):
+    text = line + "\n\tName\tLanguage\n>\tapp.dll!Kernel::Run() Line 3\tC++\n \tapp.dll!main() Line 9\tC++\n"
+    assert triage_text(text, "win.txt").core.signal.name == signal
+
+
+def test_a_raised_signal_names_its_sender_in_hs_err_and_a_tombstone_names_none_for_its_own():
+    hs_err = (
+        "#  SIGABRT (0x6) at pc=0x00007f0000001000, pid=4242, tid=4260\n"
+        "Native frames: (J=compiled Java code, j=interpreted, Vv=VM code, C=native code)\n"
+        "C  [libc.so.6+0x1000]  abort+0x1c\n"
+        "siginfo: si_signo: 6 (SIGABRT), si_code: -6 (SI_TKILL), sent from pid: 4242 (current process), sent from uid: 1000\n"
+    )
+    assert triage_text(hs_err, "hs_err.txt").core.signal.sender_pid == 4242
+    tombstone = (
+        "pid: 4242, tid: 4260, name: worker  >>> app <<<\n"
+        "signal 6 (SIGABRT), code -6 (SI_TKILL), fault addr --------\n"
+        "backtrace:\n"
+        "      #00 pc 0000000000001000  /system/lib64/libc.so (abort+28)\n"
+    )
+    assert triage_text(tombstone, "tombstone.txt").core.signal.sender_pid == 4242
+    other = tombstone.replace("code -6 (SI_TKILL)", "code 0 (SI_USER from pid 1, uid 0)")
+    assert triage_text(other, "tombstone.txt").core.signal.sender_pid == 1
