@@ -78,7 +78,7 @@ def test_editable_install_runs_from_the_source_tree(cores, tmp_path):
                                 "-e", str(REPO)], capture_output=True, text=True, cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
     shipped = subprocess.run(
-        [venv / "bin/python", "-c", "from coreanalyze import resources; print(resources.GDB_SCRIPTS, resources.TEMPLATES, sep='\\n')"],
+        [venv / "bin/python", "-c", "from coreanalyze.base import resources; print(resources.GDB_SCRIPTS, resources.TEMPLATES, sep='\\n')"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     ).stdout.splitlines()  # one a line: a clone's path may hold spaces
     assert shipped == [str(REPO / "gdb_scripts"), str(REPO / "templates")]
