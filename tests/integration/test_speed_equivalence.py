@@ -248,7 +248,11 @@ def _addresses_of(path: str, base: int, sample: int | None, seed: int) -> list[i
             out.update(a + d for a in picked for d in (0, 1, 6))
         for _ in range(8 if sample is None else max(1, sample // 20)):
             out.add(section.addr + rng.randrange(section.size))
-    return sorted(base + a for a in out)
+    # A copy may hide its unwind table's contents by design (gdb unwinds from the entries served
+    # beside it: unwindtables.py); no analysis disassembles or names bytes there, whichever
+    # sample (a symbol's end, a random place) lands in it.
+    hidden = [(s.addr, s.end) for s in layout.sections if s.alloc and s.name == ".eh_frame"]
+    return sorted(base + a for a in out if not any(lo <= a < hi for lo, hi in hidden))
 
 
 def compare_naming(core: Path, exe: Path | None, libraries: list[str], min_symbols: int, sample: int | None, tmp: Path) -> int:
@@ -311,7 +315,10 @@ def test_tf_gdb_names_addresses_as_with_the_whole_libraries(tf_cores, tmp_path):
     case = tf_cores.get("kernel_compute_segv")
     libraries = [os.path.basename(p) for p in replaced(case.core, case.exe, MIN_SYMBOLS)]
     assert {"libtensorflow_cc.so.2", "libtensorflow_framework.so.2"} <= set(libraries)
-    compared = compare_naming(case.core, case.exe, libraries, MIN_SYMBOLS, 150, tmp_path)
+    # TensorFlow's own libraries: the other replaced libraries (NumPy's, SciPy's bundled BLAS)
+    # change with every resolver run of the environment and are compared in the fastlib tests.
+    tensorflow = [name for name in libraries if name.startswith("libtensorflow")]
+    compared = compare_naming(case.core, case.exe, tensorflow, MIN_SYMBOLS, 150, tmp_path)
     assert compared > 1000
 
 
