@@ -7,16 +7,12 @@ from __future__ import annotations
 from coreanalyze.base.model import Report
 from coreanalyze.batch.store import CoreRecord
 from coreanalyze.known import CrashFacts
-from coreanalyze.known.facts import HOSTNAME, clip, crashing_frames, facts_of, packages_of, versions_of
+from coreanalyze.known.facts import HOSTNAME, clip, facts_of, kept_facts
 
 
 def fill_facts(record: CoreRecord, report: Report) -> None:
-    cls = report.classification
-    record.packages = packages_of(report)
-    record.versions = versions_of(report, record.packages)
-    record.frames = crashing_frames(report)
-    record.abort_message = clip(cls.abort_message)
-    record.gpu_exception = clip(cls.gpu.exception) if cls.gpu is not None else None
+    for name, value in kept_facts(report).items():
+        setattr(record, name, value)
 
 
 def hostname_from_core(core_path: str, report: Report) -> str | None:

@@ -94,20 +94,24 @@ def crashing_frames(report: Report) -> list[str]:
     return []
 
 
+def kept_facts(report: Report) -> dict[str, Any]:
+    """What a batch's record keeps of a report beside its verdict (batch/facts.py), and what
+    report_facts reads the same way: one derivation for both."""
+    cls = report.classification
+    packages = packages_of(report)
+    return {
+        "packages": packages,
+        "versions": versions_of(report, packages),
+        "frames": crashing_frames(report),
+        "abort_message": clip(cls.abort_message),
+        "gpu_exception": clip(cls.gpu.exception) if cls.gpu is not None else None,
+    }
+
+
 def report_facts(report: Report) -> CrashFacts:
     """The known-crash database's view of one report (`coreanalyze CORE`, `triage`, a batch's core)."""
     cls = report.classification
-    packages = packages_of(report)
-    return facts_of(
-        signature=clip(cls.signature),
-        summary=clip(cls.summary),
-        fault_kind=cls.fault_kind,
-        packages=packages,
-        versions=versions_of(report, packages),
-        frames=crashing_frames(report),
-        abort_message=clip(cls.abort_message),
-        gpu_exception=clip(cls.gpu.exception) if cls.gpu is not None else None,
-    )
+    return facts_of(signature=clip(cls.signature), summary=clip(cls.summary), fault_kind=cls.fault_kind, **kept_facts(report))
 
 
 def facts_of(*, signature, summary, fault_kind, packages, versions, frames, abort_message, gpu_exception) -> CrashFacts:
