@@ -150,6 +150,8 @@ FOLDERS_IN_ORDER = (
     "batch",  # many cores, the fleet's view
     "triage",  # crash text without a core
     "watch",  # the service that analyzes cores as they arrive
+    "locate",  # where this system put its cores (core_pattern, systemd-coredump, apport)
+    "capture",  # a crash caught as it happens: the watched process, its core and report
 )
 TOP_MODULES = {"coreanalyze.cli", "coreanalyze.__main__"}
 
