@@ -11,10 +11,14 @@ from coreanalyze.jobs.verdict import wait_text
 from coreanalyze.jobs.waiting import rank_state, sender_of
 
 
-def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[str] = ()) -> None:
+def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[str] = (), current: Mapping[str, str] | None = None) -> None:
+    """environ: the environment the process started with; current: the one it had when it died
+    (Process.current_environment), whose values win: a script that sets TF_CONFIG or RANK
+    itself (`os.environ[...] = ...`) is that rank, though its launcher did not say so. A
+    variable the process removed is still read from the initial one: it was started as that rank."""
+    environ = {**(environ or {}), **(current or {})}
     if not environ and not argv:
         return
-    environ = environ or {}
     job = job_of_environment(environ, environ.get("HOSTNAME"), argv)
     if job is None:
         return

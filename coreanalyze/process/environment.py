@@ -160,7 +160,8 @@ def describe_environment(process: Process, report: Report, *, include_env: bool 
         env["cpu"] = _cpu_from_auxv(report.auxv, report.core.arch)
     env["analysis_machine_cpu"] = _analysis_machine_cpu()
     env["packages"] = packages
-    environ = process.environ
+    # As the process had it when it died: what it set itself (os.environ[...] = ...) included.
+    environ = process.current_environment
     if environ:
         if include_env:
             env["environment_variables"] = dict(environ)

@@ -162,7 +162,18 @@ class Process:
 
     @property
     def environ(self) -> dict[str, str]:
+        """The environment the process started with (its initial stack)."""
         return self.notes.environ
+
+    @cached_property
+    def current_environment(self) -> dict[str, str]:
+        """The environment when the process died: libc's `environ` (which setenv/putenv and
+        `os.environ[...] = ...` update) where the core holds it, else the initial one; read once
+        (coreanalyze.process.currentenv)."""
+        from coreanalyze.process.currentenv import current_environment
+
+        found = current_environment(self)
+        return self.notes.environ if found is None else found
 
     @property
     def signal(self) -> Any:

@@ -201,3 +201,35 @@ def test_the_jax_jobs_pasted_output_gives_the_same_root_cause(job_cores, name):
         assert report.core.signal.name == "SIGSEGV"
     else:  # the watchdog's SIGABRT is not the cause: the job hung, as the batch of its cores says
         assert str(report.classification.fault_kind) == "hang"
+
+
+# The environment when the process died: a rank that set its launcher's variables itself.
+
+
+def test_a_rank_that_sets_its_variables_itself_is_read_from_libcs_environ(tmp_path):
+    from support.coregen import compile_c, run_to_core
+    from support.paths import JOBS
+
+    exe = compile_c(JOBS / "setenv_crash.c", tmp_path / "setenv_crash")
+    case = run_to_core("setenv_crash", [str(exe)], tmp_path / "run", env={"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "DROPPED": "yes"})
+    report = analyze_json(case.core)
+    job = report["job"]
+    # RANK and WORLD_SIZE were set after the start; MASTER_ADDR's later value wins over the first.
+    assert (job["rank"], job["world_size"], job["master"], job["state"]) == (1, 4, "10.0.0.7:29500", "crashed")
+    names = report["environment"]["environment_variable_names"]
+    assert "PYTEST_CURRENT_TEST" in names and "RANK" in names and "DROPPED" not in names
+    values = run_cli(str(case.core), "--include-env", "--format", "json", "-o", "-").json["environment"]["environment_variables"]
+    assert values["PYTEST_CURRENT_TEST"] == "tests/test_model.py::test_forward (call)" and values["MASTER_PORT"] == "29500"
+
+
+@pytest.mark.tf
+def test_each_tf_worker_names_its_job_and_rank_however_tf_config_reached_it(jobs_batch):
+    """Worker 0 set TF_CONFIG itself (os.environ), worker 1 had it from its launcher."""
+    runs, summary = jobs_batch
+    ids = set()
+    for entry in _job_of(summary, runs["tf_one_crash"])["ranks"]:
+        job = json.loads((Path(summary["_out"]) / Path(entry["report_html"]).with_suffix(".json")).read_text())["job"]
+        assert (job["rank"], job["world_size"], job["launcher"], job["role"]) == (entry["rank"], 2, "tensorflow", "worker")
+        assert job["variables"] == ["TF_CONFIG"] and job["address"].startswith("localhost:")
+        ids.add(job["id"])
+    assert len(ids) == 1 and next(iter(ids)).startswith("tf:")

@@ -1,42 +1,54 @@
-"""One worker of a two-worker MultiWorkerMirroredStrategy job (TF_CONFIG names the cluster and
-this task). Both workers run one all-reduce step together; then the worker told to crash calls
-a raw op that CHECK-fails in TensorFlow 2.21 (LRNGrad with a 1-D output_image) while the other
-enters the next step's all-reduce and waits for it there, until a watchdog ends it.
+"""One worker of a two-worker MultiWorkerMirroredStrategy job. Both workers run one training step
+together (a kernel, then an all-reduce of its result inside the strategy's replica function);
+in the next step the worker told to crash feeds the kernel an input that CHECK-fails in
+TensorFlow 2.21 (LRNGrad with a 1-D output_image), inside the replica function, before its
+all-reduce, while the other reaches the all-reduce of that step and waits for it there until a
+watchdog ends it.
 
-    tf_worker.py RANK_DIR crash|wait
+    tf_worker.py RANK_DIR crash|wait [--cluster HOST:PORT,HOST:PORT --index N]
 
+Without --cluster, TF_CONFIG comes from the launcher's environment; with it, the script builds
+TF_CONFIG from its flags and sets it itself (`os.environ["TF_CONFIG"] = json.dumps(...)`), as many
+training scripts do: then it is not in the environment the process started with.
 The worker works in RANK_DIR (its core is written there) and leaves `pid` there at start and
-`waiting` right before its last call.
+`waiting` right before its last step.
 """
 
+import argparse
+import json
 import os
-import sys
 
-rank_dir, role = sys.argv[1], sys.argv[2]
-os.chdir(rank_dir)
+parser = argparse.ArgumentParser()
+parser.add_argument("rank_dir")
+parser.add_argument("role", choices=("crash", "wait"))
+parser.add_argument("--cluster")
+parser.add_argument("--index", type=int)
+args = parser.parse_args()
+os.chdir(args.rank_dir)
 with open("pid", "w") as f:
     f.write(str(os.getpid()))
+if args.cluster:
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": args.cluster.split(",")}, "task": {"type": "worker", "index": args.index}})
 
 import tensorflow as tf  # noqa: E402
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 
 
-def replica_step():
+def replica_step(image):
+    # The kernel's result feeds the all-reduce: a worker whose kernel dies never contributes.
+    grads = tf.raw_ops.LRNGrad(input_grads=tf.ones([1, 1, 1, 4]), input_image=tf.ones([1, 1, 1, 4]), output_image=image)
     context = tf.distribute.get_replica_context()
-    return context.all_reduce("sum", tf.constant([1.0, 2.0]))
+    return context.all_reduce("sum", tf.constant([1.0, 2.0]) + 0.0 * tf.reduce_sum(grads))
 
 
-@tf.function
-def train_step():
-    return strategy.run(replica_step)
+# Any shape: the graph is the same on both workers, and the bad input reaches the kernel.
+@tf.function(input_signature=[tf.TensorSpec(shape=None, dtype=tf.float32)])
+def train_step(image):
+    return strategy.run(replica_step, args=(image,))
 
 
-print("step 0:", train_step().numpy(), flush=True)
+print("step 0:", train_step(tf.ones([1, 1, 1, 4])).numpy(), flush=True)
 open("waiting", "w").close()
-if role == "crash":
-    grads = tf.ones([1, 1, 1, 4])
-    tf.raw_ops.LRNGrad(input_grads=grads, input_image=grads, output_image=tf.ones([1]))
-else:
-    train_step()  # the peer never comes: blocks in the all-reduce
+train_step(tf.ones([1]) if args.role == "crash" else tf.ones([1, 1, 1, 4]))  # the waiting worker's peer never comes
 print("unreachable", flush=True)

@@ -186,16 +186,23 @@ def run_torch_job(scenario: JobScenario, root: Path) -> JobRun:
 
 
 def run_tf_job(scenario: JobScenario, root: Path) -> JobRun:
+    """Both ways TF_CONFIG reaches a worker: worker 0 builds it from its flags and sets it itself
+    (it is not in the environment the process started with), the others get it from the launcher."""
     ports = [_free_port() for _ in range(scenario.world_size)]
-    cluster = {"worker": [f"localhost:{p}" for p in ports]}
+    workers = [f"localhost:{p}" for p in ports]
     procs = []
     for rank in range(scenario.world_size):
         rank_dir = root / f"rank{rank}"
         rank_dir.mkdir()
-        env = {**_env(), "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}})}
         role = "crash" if rank in scenario.crashers else "wait"
-        procs.append(subprocess.Popen([sys.executable, str(JOBS / "tf_worker.py"), str(rank_dir), role], cwd=rank_dir, env=env,
-                                      preexec_fn=raise_core_limit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        cmd = [sys.executable, str(JOBS / "tf_worker.py"), str(rank_dir), role]
+        env = _env()
+        if rank == 0:
+            cmd += ["--cluster", ",".join(workers), "--index", "0"]
+        else:
+            env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": rank}})
+        procs.append(subprocess.Popen(cmd, cwd=rank_dir, env=env, preexec_fn=raise_core_limit, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
     return _watch(scenario, root, procs)
 
 

@@ -197,3 +197,42 @@ def test_without_a_symbol_for_the_kernel_no_node_is_read():
     process, thread = _tflite_process()
     thread.frames[0].function = "tflite::Subgraph::Invoke()"  # no kernel above the interpreter
     assert read_tflite_node(process, thread, layouts_for("tflite", "2.21")) is None
+
+
+# -- the environment when the process died ----------------------------------------------------
+
+
+def _environ_process(strings: list[bytes], **fields) -> Process:
+    """libc's `__environ` at DATA pointing to an array on the heap of the given strings, as
+    setenv leaves it; the initial block (the notes' environ) is the test's fields."""
+    at, blob, pointers = HEAP + 0x400, b"", []
+    for text in strings:
+        pointers.append(at + len(blob))
+        blob += text + b"\0"
+    heap = u64(*pointers, 0).ljust(0x400, b"\0") + blob
+    return Process.in_memory({DATA: u64(HEAP), HEAP: heap}, symbols={"__environ": (DATA, 8)}, **fields)
+
+
+def test_the_current_environment_is_libcs_array_and_the_job_is_read_from_it():
+    from coreanalyze.jobs.stage import add_job
+
+    tf_config = b'TF_CONFIG={"cluster": {"worker": ["h0:2222", "h1:2222"]}, "task": {"type": "worker", "index": 1}}'
+    current = [b"PATH=/bin", b"PYTEST_CURRENT_TEST=tests/test_model.py::test_forward (call)", tf_config, b"PATH=/shadowed"]
+    process = _environ_process(current, environ={"PATH": "/bin", "DROPPED": "1"})
+    environ = process.current_environment
+    # What the process set itself is there; what it removed is not; getenv's first PATH wins.
+    assert environ["PYTEST_CURRENT_TEST"] == "tests/test_model.py::test_forward (call)"
+    assert environ["PATH"] == "/bin" and "DROPPED" not in environ and process.environ == {"PATH": "/bin", "DROPPED": "1"}
+    report = Report()
+    add_job(report, process.environ, current=environ)
+    assert report.job is not None and (report.job.rank, report.job.world_size, report.job.role) == (1, 2, "worker")
+    assert report.job.id.startswith("tf:")
+
+
+def test_without_environ_in_the_core_the_initial_environment_stands():
+    cleared = Process.in_memory({DATA: u64(0)}, symbols={"__environ": (DATA, 8)}, environ={"RANK": "0"})
+    assert cleared.current_environment == {}  # clearenv()
+    unknown = Process.in_memory({}, symbols={}, environ={"RANK": "0"})
+    assert unknown.current_environment == {"RANK": "0"}  # no symbol for environ: the initial block
+    lost = Process.in_memory({DATA: u64(HEAP + 0x10000)}, symbols={"__environ": (DATA, 8)}, environ={"RANK": "0"})
+    assert lost.current_environment == {"RANK": "0"}  # its array is not in the core
