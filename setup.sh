@@ -69,6 +69,10 @@ command -v setfattr >/dev/null 2>&1 || missing+=(attr)
 command -v gdb-multiarch >/dev/null 2>&1 || missing+=(gdb-multiarch)
 command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc-aarch64-linux-gnu)
+# apport's own writer of .crash files (the tests write real ones with it): Ubuntu's
+# python3-problem-report where apt offers it; Debian's archive has no apport, and there the tests
+# use apport's problem_report.py kept in tests/support/apport/.
+/usr/bin/python3 -c 'import problem_report' >/dev/null 2>&1 || ! apt-cache show python3-problem-report >/dev/null 2>&1 || missing+=(python3-problem-report)
 # CPython 3.14 and 3.15 come from a Debian unstable root (step 4).
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 # Debian's own python3 is one of the interpreters the tool is tested under: its venv module.

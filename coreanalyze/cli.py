@@ -169,19 +169,28 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
 
 def _analyze_file(core: str, options):
     """A core as given, or decompressed into a temporary file first (zstd, LZ4, xz, gzip, as
-    systemd-coredump and people store them); the report names the file given."""
+    systemd-coredump and people store them, or an apport .crash file's CoreDump); the report
+    names the file given."""
     from coreanalyze.corefile.compressed import compression_of, decompressed
     from coreanalyze.pipeline.analyze import analyze_core
 
     compression = compression_of(core) if os.path.isfile(core) else None
     if compression is not None:
         options = replace(options, gpu_core_beside=core)  # its GPU core is beside it, not the copy
+    crash = None
+    if compression == "crash":  # an apport report: its fields first (no core in it: one line)
+        from coreanalyze.corefile.apportcrash import read_crash_fields
+
+        crash = read_crash_fields(core)
+        options = replace(options, python=options.python or crash.program)
     with decompressed(core, compression) as plain:
         result = analyze_core(plain, options)
     if compression is not None:
         from coreanalyze.gpu.stage import name_as_given
 
         name_as_given(result.report, plain, core)
+    if crash is not None:
+        crash.fill(result.report)
     return result
 
 
@@ -428,6 +437,29 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _fail(f"internal error: {type(e).__name__}: {e} (set COREANALYZE_DEBUG=1 for details)", EXIT_ANALYSIS_FAILED)
     sys.exit(0)
+@cli.group("cache")
+def cache_group():
+    """See or clear what analyses keep for the next ones (library symbols, indexes, file facts)."""
+
+
+@cache_group.command("info")
+def cache_info_command():
+    """Where the cache is, its size per part, and its cap."""
+    from coreanalyze.base import cachesize
+
+    for line in cachesize.info_lines():
+        click.echo(line)
+
+
+@cache_group.command("clear")
+def cache_clear_command():
+    """Remove everything in the cache (the next analysis is a cold one)."""
+    from coreanalyze.base import cachesize
+    from coreanalyze.base.cachedir import cache_dir
+
+    click.echo(f"removed {_mib(cachesize.clear())} from {cache_dir()}")
+
+
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 compressed core becomes a plain file gdb can open.
 
 Inputs are directories (walked), globs and files. In a directory, a file is taken when its
-name is a core's (`core`, `core.PID`, systemd-coredump's `core.COMM.UID.BOOTID.PID.USEC[.zst|.lz4|.xz]`)
-or when its first bytes are an ELF core header, so reports or notes lying next to the cores are
+name is a core's (`core`, `core.PID`, systemd-coredump's `core.COMM.UID.BOOTID.PID.USEC[.zst|.lz4|.xz]`,
+apport's `NAME.crash`) or when its first bytes are an ELF core header, so reports or notes lying next to the cores are
 left alone while a corrupt `core.1234` is still reported. A file or glob named explicitly is
 always taken.
 
@@ -34,6 +34,8 @@ SYSTEMD_NAME = re.compile(
 PLAIN_NAME = re.compile(r"^core(?:\.(?P<pid>\d+))?$")
 # core.NAME.zst as systemd and people name them; NAME.core.zst as `batch --shrink` does.
 COMPRESSED_NAME = re.compile(r"^(?:core\..+|.+\.core)\.(?:zst|lz4|xz)$")
+# apport's reports (/var/crash/_usr_bin_python3.12.1000.crash); NAME.core.crash as `watch` keeps them.
+APPORT_NAME = re.compile(r"^[^.].*\.crash$")
 
 ELF_CORE_HEADER = b"\x7fELF"
 ET_CORE = 4
@@ -65,7 +67,7 @@ class CoreInput:
     path: str  # absolute, as found
     size: int
     mtime: float
-    compression: str | None  # "zst" | "lz4" | "xz" | "gz" by magic bytes; None for a plain core
+    compression: str | None  # "zst" | "lz4" | "xz" | "gz" | "crash" (apport) by magic bytes; None for a plain core
     file_identity: str  # identity of the bytes as stored (== the core's for a plain core)
     systemd: SystemdName | None = None
     xattrs: dict[str, str] = field(default_factory=dict)
@@ -137,7 +139,7 @@ def parse_systemd_name(name: str) -> SystemdName | None:
 
 
 def looks_like_core_name(name: str) -> bool:
-    return bool(PLAIN_NAME.match(name) or SYSTEMD_NAME.match(name) or COMPRESSED_NAME.match(name))
+    return bool(PLAIN_NAME.match(name) or SYSTEMD_NAME.match(name) or COMPRESSED_NAME.match(name) or APPORT_NAME.match(name))
 
 
 def sniff(path: str) -> tuple[str | None, bool]:

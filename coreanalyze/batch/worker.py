@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 
-from coreanalyze.base import filefacts
+from coreanalyze.base import cachesize, filefacts
 from coreanalyze.base.errors import CoreAnalyzeError
 from coreanalyze.base.model import Report, to_jsonable
 from coreanalyze.base.signals import SIGNAL_NAMES
@@ -35,6 +35,7 @@ from coreanalyze.batch.facts import crash_facts, fill_facts, hostname_from_core
 from coreanalyze.batch.identity import content_identity
 from coreanalyze.batch.inputs import MAX_CORE_BYTES, CoreInput, materialized
 from coreanalyze.batch.store import BatchStore, CoreRecord, job_fields, report_stem
+from coreanalyze.corefile.apportcrash import read_crash_fields
 from coreanalyze.gpu.stage import name_as_given
 from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.known.onreport import recognize
@@ -228,6 +229,8 @@ def begin_one(
             record.status = "duplicate"
             return CoreWork(record, started, held.pop_all(), None)
         options = replace(config.options, gpu_core_beside=core.path)  # not beside a decompressed copy
+        if core.compression == "crash":  # apport's report names the program that dumped it
+            options = replace(options, python=options.python or read_crash_fields(core.path).program)
         analysis = begin_analysis(local, options, gdb_pool=gdb_pool)
         held.callback(analysis.abandon)  # after finish(): nothing left to release
 
@@ -265,8 +268,9 @@ def _report_and_record(result, record: CoreRecord, core: CoreInput, local: str, 
 
 def _before_os_exit() -> None:
     """What a normal exit would do and os._exit does not (a worker, a child finishing a core):
-    wait for the debug-file copies under way and keep the file facts learnt."""
+    wait for the debug-file copies and the cache's trim under way and keep the file facts learnt."""
     uncompressed.wait()
+    cachesize.wait()
     filefacts.save_all()
 
 

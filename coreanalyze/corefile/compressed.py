@@ -1,4 +1,5 @@
-"""A compressed core (zstd, LZ4, xz, gzip) as a plain file gdb can open.
+"""A compressed core (zstd, LZ4, xz, gzip, or the CoreDump field of an apport .crash file) as a
+plain file gdb can open.
 
 Compression is decided by the file's magic bytes, never by its name. The stream is decompressed
 into a temporary file with a bound on the size written (a corrupt or hostile stream must not
@@ -24,14 +25,20 @@ from typing import Callable, Iterator
 from coreanalyze.base import zstd
 from coreanalyze.base.errors import BadInput
 from coreanalyze.base.safenames import safe_stem
+from coreanalyze.corefile.apportcrash import MAGIC as APPORT_MAGIC
+from coreanalyze.corefile.apportcrash import CoreDumpReader
 
-# Magic bytes -> compression name (zstd frame, LZ4 frame, xz stream, gzip member).
+# Magic bytes -> compression name (zstd frame, LZ4 frame, xz stream, gzip member, apport report).
+# The name is also the extension a kept copy gets (coreanalyze.watch.keep).
 MAGICS = (
     (b"\x28\xb5\x2f\xfd", "zst"),
     (b"\x04\x22\x4d\x18", "lz4"),
     (b"\xfd7zXZ\x00", "xz"),
     (b"\x1f\x8b", "gz"),
+    (APPORT_MAGIC, "crash"),
 )
+# How a message names what was decompressed; the stream's name for the others.
+WHAT = {"crash": "apport CoreDump field"}
 
 MAX_CORE_BYTES = 64 << 30  # bound on one decompressed core
 READ_CHUNK = 1 << 20
@@ -47,7 +54,7 @@ def compression_of(path: str) -> str | None:
     """The compression of the file by its first bytes; None for anything else."""
     try:
         with open(path, "rb") as f:
-            head = f.read(8)
+            head = f.read(16)
     except OSError:
         return None
     return next((name for magic, name in MAGICS if head.startswith(magic)), None)
@@ -178,6 +185,8 @@ def _reader(compression: str, src):
         return lzma.open(src, "rb")
     if compression == "gz":
         return gzip.open(src, "rb")
+    if compression == "crash":
+        return CoreDumpReader(src, os.path.basename(src.name))
     raise BadInput(f"unknown compression {compression!r}")
 
 
@@ -226,9 +235,10 @@ def decompress_file(
             raise _no_room(name, directory, f"more than {_gib(written)}", free_bytes(directory)) from None
         raise BadInput(f"{name}: cannot decompress: {e.strerror or e}") from None
     except _decompression_errors() as e:
-        raise BadInput(f"{name}: corrupt {compression} stream: {str(e)[:200] or type(e).__name__}") from None
+        what = WHAT.get(compression, f"{compression} stream")
+        raise BadInput(f"{name}: corrupt {what}: {str(e)[:200] or type(e).__name__}") from None
     if written == 0:
-        raise BadInput(f"{name}: the {compression} stream holds nothing")
+        raise BadInput(f"{name}: the {WHAT.get(compression, f'{compression} stream')} holds nothing")
     return written
 
 

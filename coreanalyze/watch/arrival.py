@@ -4,7 +4,8 @@ A core is read once nobody writes it any more: no process holds it open for writ
 /proc/*/fd: a tool copying a core in), its size and modification time did not change since the
 previous look, and it is whole: a 64-bit ELF core whose program headers' file extents all lie
 within the file (the kernel writes the headers first, so a core it is still dumping is short of
-them), a file named by systemd-coredump (written under a hidden name, then linked in place), or,
+them), a file named by systemd-coredump (written under a hidden name, then linked in place), an
+apport report whose file mode is no longer 0 (apport's sign that it finished writing it), or,
 for anything else (a truncated core, another compressor), a file unchanged for `settle` seconds.
 Hidden files (systemd's `.#core...` while it writes, our own temporaries) are never taken.
 """
@@ -12,12 +13,13 @@ Hidden files (systemd's `.#core...` while it writes, our own temporaries) are ne
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass
 from typing import Iterator
 
 from coreanalyze.base.errors import BadInput
-from coreanalyze.batch.inputs import SYSTEMD_NAME, walk_cores
+from coreanalyze.batch.inputs import APPORT_NAME, SYSTEMD_NAME, walk_cores
 
 O_ACCMODE = 0o3  # open flags' access mode: O_RDONLY 0, O_WRONLY 1, O_RDWR 2
 
@@ -50,6 +52,14 @@ def whole_elf_core(path: str) -> bool:
     except BadInput:
         return False
     return True
+
+
+def apport_report_written(path: str) -> bool:
+    """apport writes a report with file mode 0 and gives it its mode (0640) once written."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode) != 0
+    except OSError:
+        return False
 
 
 def open_for_writing(paths: set[str]) -> set[str]:
@@ -122,6 +132,8 @@ class Arrivals:
     def _whole(self, path: str, look: Look, now: float) -> bool:
         if SYSTEMD_NAME.match(os.path.basename(path)):
             return True
+        if APPORT_NAME.match(os.path.basename(path)):
+            return apport_report_written(path) or now - look.since >= self.settle
         return now - look.since >= self.settle or whole_elf_core(path)
 
     def finished(self, path: str) -> None:
