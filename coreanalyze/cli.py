@@ -209,6 +209,28 @@ def _recognize_known(report, known) -> None:
     recognize(report, known)
 
 
+@cli.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS...]")
+@click.option("--out", "out_dir", default="coreanalyze-reports", show_default=True, metavar="DIR", help="Where a crash's core and reports go (made only when something crashes).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS", help="Limit for one crash's analysis (the crashed process waits for it).")
+@click.option("--keep-core/--no-keep-core", default=True, show_default=True, help="Keep the core written for the report in DIR.")
+def run_command(command, out_dir, timeout, keep_core):
+    """Run CMD and report any crash of it or of any process it starts, core or no core.
+
+    \b
+    coreanalyze run -- python train.py --epochs 3
+    coreanalyze run --out /tmp/reports -- torchrun --nproc-per-node 2 train.py
+
+    A process that receives a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
+    SIGSYS) is held there, its core written and analyzed into DIR, and then it dies of its
+    signal as it would have. Exits with CMD's status (128 + signal when it died of one).
+    See docs/capture.md.
+    """
+    from coreanalyze.capture.run import RunOptions, run
+
+    sys.exit(run(list(command), RunOptions(out_dir=Path(out_dir), timeout=timeout, keep_core=keep_core)))
+
+
 @cli.command("triage")
 @click.argument("source", metavar="FILE|-")
 @click.option("-o", "--output", default="-", metavar="PATH|-", show_default=True, help="Where to write the report.")
@@ -415,28 +437,6 @@ def merge_command(dirs, out, known_files):
         click.echo(line)
 
 
-def main(argv: list[str] | None = None) -> None:
-    # At exit the interpreter's last garbage collection walks every object the analysis made
-    # (rules, patterns, the report): ~35 ms of a warm run for nothing, as the process ends.
-    # Frozen objects are skipped; files are closed by then (every one is written in a `with`).
-    atexit.register(gc.freeze)
-    try:
-        cli.main(args=argv, prog_name="coreanalyze", standalone_mode=False)
-    except click.exceptions.Abort:
-        _fail("interrupted", 130)
-    except click.exceptions.ClickException as e:
-        _fail(e.format_message(), EXIT_BAD_INPUT)
-    except CoreAnalyzeError as e:
-        _fail(f"error: {e}", e.exit_code)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
-    except BrokenPipeError:
-        sys.exit(0)
-    except Exception as e:  # noqa: BLE001 — never a traceback for the user; debug env var shows it
-        if os.environ.get("COREANALYZE_DEBUG"):
-            raise
-        _fail(f"internal error: {type(e).__name__}: {e} (set COREANALYZE_DEBUG=1 for details)", EXIT_ANALYSIS_FAILED)
-    sys.exit(0)
 @cli.group("cache")
 def cache_group():
     """See or clear what analyses keep for the next ones (library symbols, indexes, file facts)."""
@@ -460,6 +460,28 @@ def cache_clear_command():
     click.echo(f"removed {_mib(cachesize.clear())} from {cache_dir()}")
 
 
+def main(argv: list[str] | None = None) -> None:
+    # At exit the interpreter's last garbage collection walks every object the analysis made
+    # (rules, patterns, the report): ~35 ms of a warm run for nothing, as the process ends.
+    # Frozen objects are skipped; files are closed by then (every one is written in a `with`).
+    atexit.register(gc.freeze)
+    try:
+        cli.main(args=argv, prog_name="coreanalyze", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail("interrupted", 130)
+    except click.exceptions.ClickException as e:
+        _fail(e.format_message(), EXIT_BAD_INPUT)
+    except CoreAnalyzeError as e:
+        _fail(f"error: {e}", e.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as e:  # noqa: BLE001 — never a traceback for the user; debug env var shows it
+        if os.environ.get("COREANALYZE_DEBUG"):
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set COREANALYZE_DEBUG=1 for details)", EXIT_ANALYSIS_FAILED)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -332,6 +332,24 @@ class JobVerdict:
 
 
 @dataclass
+class CaptureInfo:
+    """report.capture: the crash was caught as it happened (`coreanalyze run`, the guard, the
+    pytest plugin, the notebook extension), the core written by the watcher (docs/capture.md)."""
+
+    by: str  # "run", "guard", "pytest", "notebook"
+    command: list[str] = field(default_factory=list)  # the process's arguments
+    pid: int | None = None
+    core: str | None = None  # the core the watcher wrote (None: it could not)
+    died: str | None = None  # what ended it: "SIGSEGV", "exit status 1"; None while held
+    handler_ran: bool = False  # the program's own signal handler got the fault first
+    test: str | None = None  # the pytest node id it was running
+    problem: str | None = None  # why the core is incomplete or missing
+    oom_kills: int | None = None  # OOM kills of its memory cgroup while it ran
+    peak_memory: int | None = None  # bytes: the process's peak RSS, else its cgroup's peak
+    memory_limit: int | None = None  # the memory cgroup's limit, bytes
+
+
+@dataclass
 class JobInfo:
     """report.job: the job and rank this process was, from its environment (or a pasted job log)."""
 
@@ -382,6 +400,7 @@ class Report:
     schema: str = SCHEMA
     tool_version: str = ""
     job: JobInfo | None = None  # the job and rank of a multi-process training run (coreanalyze.jobs)
+    capture: CaptureInfo | None = None  # how a crash that left no core of its own was caught (coreanalyze.capture)
 
     def thread(self, tid: int | None) -> Thread | None:
         for t in self.threads:
@@ -400,6 +419,8 @@ class Report:
         data = to_jsonable(self)
         if data.get("job") is None:
             del data["job"]  # only a job's processes have one: the others' JSON stays as it was
+        if data.get("capture") is None:
+            del data["capture"]  # only a caught crash has one
         return data
 
 
