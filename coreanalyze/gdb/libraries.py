@@ -19,7 +19,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from coreanalyze.gdb.session import GdbSession
 from coreanalyze.process.process import Process
@@ -42,6 +42,9 @@ class LibraryChoice:
     wanted: set[str] = field(default_factory=set)  # libraries frames were found in, by gdb's name
     read: set[str] = field(default_factory=set)  # read in the current session
     extents: list[tuple[int, int, str]] = field(default_factory=list)  # each library's code, sorted
+    # Libraries gdb must not read, by gdb's name: huge ones whose symbols and unwind entries it
+    # gets in small files instead (coreanalyze.gdb.libcopies, without copies); None: none.
+    served: Callable[[str], bool] | None = None
 
     @classmethod
     def for_process(cls, process: Process, reached: list[int] | None = None) -> LibraryChoice:
@@ -51,6 +54,8 @@ class LibraryChoice:
         """After `target core` with `auto-solib-add off`: read the libraries chosen."""
         self.read = set()
         self.extents = sorted(self._extent(low, high) + (name,) for low, high, name in listed_libraries(session))
+        if self.served is not None:  # counted as read: never read, not even by read_all
+            self.read.update(name for _, _, name in self.extents if self.served(name))
         self._read(session, [name for low, high, name in self.extents if self._chosen(low, high, name)])
 
     def read_more(self, session: GdbSession, pcs: Iterable[int | None]) -> bool:

@@ -78,6 +78,9 @@ class GdbOpener:
             from coreanalyze.symbols import uncompressed
 
             uncompressed.make_later(self.debug_files_to_copy)
+        from coreanalyze.base import cachesize
+
+        cachesize.trim_later()  # the cache's size cap, once this analysis has written its part
 
     # -- the plan ----------------------------------------------------------------------------
 
@@ -95,6 +98,9 @@ class GdbOpener:
                 ctx.report.modules,
                 sysroot=options.sysroot,
                 debug_dirs=self.debug_dirs,
+                # Copies only where gdb reads every library (files placed from the loader's list):
+                # elsewhere gdb is told not to read these, which costs the cache nothing.
+                copies=ctx.link_map is not None,
                 **({} if options.fast_libraries_min_symbols is None else {"min_symbols": options.fast_libraries_min_symbols}),
             )
         except LibraryCopyError:

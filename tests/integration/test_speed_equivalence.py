@@ -31,6 +31,7 @@ from coreanalyze.corefile.modules import module_table
 from coreanalyze.gdb.libcopies.copies import MIN_SYMBOLS, plan_fast_libraries
 from coreanalyze.gdb.libcopies.naming import FrameNamer
 from coreanalyze.gdb.libcopies.symbolfiles import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
+from coreanalyze.gdb.libraries import LibraryChoice
 from coreanalyze.gdb.pool import GdbPool, OwnGdb
 from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_core
 from coreanalyze.process.process import Process
@@ -131,6 +132,14 @@ def assert_same_report(plain: dict, fast: dict) -> None:
         assert f["frames"] == p["frames"], f"thread {p['tid']}"
     assert fast["classification"] == plain["classification"]
     assert fast == plain
+
+
+def build_id_of(path: Path) -> str:
+    from coreanalyze.corefile.modules import elf_build_id
+
+    found = elf_build_id(path)
+    assert found
+    return found
 
 
 def replaced(core: Path, exe: Path | None, min_symbols: int) -> list[str]:
@@ -255,14 +264,24 @@ def _addresses_of(path: str, base: int, sample: int | None, seed: int) -> list[i
     return sorted(base + a for a in out if not any(lo <= a < hi for lo, hi in hidden))
 
 
-def compare_naming(core: Path, exe: Path | None, libraries: list[str], min_symbols: int, sample: int | None, tmp: Path) -> int:
-    """gdb's view of many addresses in each library, with the library whole and replaced.
+def compare_naming(
+    core: Path, exe: Path | None, libraries: list[str], min_symbols: int, sample: int | None, tmp: Path, *, copies: bool = True
+) -> int:
+    """gdb's view of many addresses in each library, with the library whole and replaced: by a
+    copy (copies), or not read at all, its symbol and unwind files standing alone (the analysis's
+    way when gdb reads only the libraries it is told to).
 
     Returns how many addresses were compared; any difference fails.
     """
     notes = read_core(str(core))
     try:
-        plan = plan_fast_libraries(Process(notes), module_table(notes, executable=str(exe) if exe else None), min_symbols=min_symbols)
+        process = Process(notes)
+        table = module_table(notes, executable=str(exe) if exe else None)
+        plan = plan_fast_libraries(process, table, min_symbols=min_symbols, copies=copies)
+        choice = None
+        if not copies and plan is not None:
+            choice = LibraryChoice.for_process(process)
+            choice.served = plan.served
     finally:
         notes.close()
     assert plan is not None
@@ -274,7 +293,7 @@ def compare_naming(core: Path, exe: Path | None, libraries: list[str], min_symbo
     with OwnGdb(timeout=900) as whole:
         expected = _views(whole.open_core(str(core), executable=str(exe) if exe else None), addresses)
     with OwnGdb(timeout=900) as gdb:
-        session = gdb.open_core(str(core), executable=str(exe) if exe else None, sysroot=plan.sysroot)
+        session = gdb.open_core(str(core), executable=str(exe) if exe else None, sysroot=plan.sysroot, libraries=choice)
         namer = FrameNamer(plan, str(tmp))
         # What gdb will name, found as the analysis finds it: from gdb's own unnamed view.
         unnamed = _views(session, addresses)
@@ -287,11 +306,26 @@ def compare_naming(core: Path, exe: Path | None, libraries: list[str], min_symbo
     return len(addresses)
 
 
+@pytest.mark.parametrize("copies", [True, False], ids=["copy", "not-read"])
 @pytest.mark.parametrize("layout", ["plain", "ibt"])
-def test_gdb_names_every_address_as_with_the_whole_library(fastlib, layout, tmp_path):
+def test_gdb_names_every_address_as_with_the_whole_library(fastlib, layout, copies, tmp_path):
     case = fastlib.core(layout, 1)
-    compared = compare_naming(case.core, case.exe, ["libfastlib.so"], ALL, None, tmp_path)
+    compared = compare_naming(case.core, case.exe, ["libfastlib.so"], ALL, None, tmp_path, copies=copies)
     assert compared > 100
+
+
+def test_without_copies_nothing_is_copied_and_the_entry_holds_the_order(fastlib, tmp_path, monkeypatch):
+    """The analysis's way: the library's cache entry (keyed by build-id) holds its symbol order,
+    a few bytes a symbol, and no copy of the library."""
+    monkeypatch.setenv("COREANALYZE_CACHE_DIR", str(tmp_path / "cache"))
+    case = fastlib.core("plain", 1)
+    fast = report(case.core, case.exe, fast=True, min_symbols=ALL)
+    assert fast == report(case.core, case.exe, fast=False)
+    entries = [p for p in (tmp_path / "cache").glob("libsymbols-v1/*/*") if p.is_dir()]
+    assert entries and all((p / "symbols.order").is_file() for p in entries)
+    assert not (tmp_path / "cache" / "fastlibs-v3").exists() and not (tmp_path / "cache" / "sysroots-v3").exists()
+    library = fastlib.program("plain").parent / "libfastlib.so"
+    assert any(p.name.startswith(build_id_of(library)[2:]) and p.parent.name == build_id_of(library)[:2] for p in entries)
 
 
 # --------------------------------------------------------------------------- TensorFlow
@@ -318,7 +352,7 @@ def test_tf_gdb_names_addresses_as_with_the_whole_libraries(tf_cores, tmp_path):
     # TensorFlow's own libraries: the other replaced libraries (NumPy's, SciPy's bundled BLAS)
     # change with every resolver run of the environment and are compared in the fastlib tests.
     tensorflow = [name for name in libraries if name.startswith("libtensorflow")]
-    compared = compare_naming(case.core, case.exe, tensorflow, MIN_SYMBOLS, 150, tmp_path)
+    compared = compare_naming(case.core, case.exe, tensorflow, MIN_SYMBOLS, 150, tmp_path, copies=False)
     assert compared > 1000
 
 

@@ -21,6 +21,15 @@ their copies. Everything else gdb opens is the same file as without it.
 
 Only libraries whose symbols are all gdb would read qualify: no DWARF or other debug sections,
 no separate debug file, x86_64 (where gdb's made-up PLT names are reproduced).
+
+Most analyses need no copy at all (`copies=False`, the analysis's way whenever gdb reads only
+the libraries it is told to, coreanalyze.gdb.libraries): gdb is never asked to read such a
+library, yet it still maps the library's sections (its code and data are read from the file
+itself), and the small symbol file and the unwind entries are added beside it as object files
+of their own. The cache then keeps only the library's symbols in address order (about 4 bytes
+a symbol, under `libsymbols-v1/`), where a copy took the library's size (0.7 GB for
+TensorFlow). Copies remain for cores whose libraries gdb reads all (those placed from the
+loader's list).
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under, valid_build_id
 
 FORMAT = 3  # 3: .eh_frame without contents too (unwindtables.py)
 LIBRARIES_DIR = f"fastlibs-v{FORMAT}"
+SYMBOLS_DIR = "libsymbols-v1"  # entries without a copy: the symbol order alone
 SYSROOTS_DIR = f"sysroots-v{FORMAT}"
 META = "meta.json"
 ORDER = "symbols.order"
@@ -90,7 +100,7 @@ class FastLibrary:
 
     path: str  # the path the core recorded
     local_path: str  # the file on this machine
-    copy: str  # the cached copy gdb opens
+    copy: str  # the cached copy gdb opens; without copies, the file itself (never read whole)
     entry: str  # its cache directory
     layout: ElfLayout
     base: int | None = None  # run-time minus link-time address (the loader's l_addr)
@@ -139,9 +149,15 @@ class FastLibrary:
 class FastLibraries:
     """What gdb gets for one core: its sysroot and the libraries replaced there."""
 
-    sysroot: str
+    sysroot: str | None  # the sysroot gdb is given (the caller's own when nothing is copied)
     libraries: list[FastLibrary]
     warnings: list[str] = field(default_factory=list)
+    copied: bool = True  # False: gdb must not read these libraries; their files stand alone beside them
+
+    def served(self, name: str) -> bool:
+        """Whether gdb's library name (as `info sharedlibrary` lists it) is one of these libraries."""
+        identity = _identity(name)
+        return identity is not None and any(_identity(lib.local_path) == identity for lib in self.libraries)
 
     def library_at(self, address: int) -> FastLibrary | None:
         return next((lib for lib in self.libraries if lib.contains(address)), None)
@@ -171,20 +187,22 @@ def plan_fast_libraries(
     debug_dirs: Sequence[str] = (),
     cache_root: str | os.PathLike[str] | None = None,
     min_symbols: int = MIN_SYMBOLS,
+    copies: bool = True,
 ) -> FastLibraries | None:
     """The fast libraries of a core, or None when none qualifies (gdb then loads all as they are).
 
     debug_dirs: the directories gdb searches for separate debug files; a library with one is
-    left alone (gdb reads its DWARF, which a copy would not change). Any failure is a
-    LibraryCopyError.
+    left alone (gdb reads its DWARF, which a copy would not change). copies: False when gdb will
+    read only the libraries it is told to (coreanalyze.gdb.libraries), which then leave these
+    out: nothing is copied. Any failure is a LibraryCopyError.
     """
     try:
-        return _plan(process, modules, sysroot, debug_dirs, cache_root, min_symbols)
+        return _plan(process, modules, sysroot, debug_dirs, cache_root, min_symbols, copies)
     except (OSError, ValueError, struct.error) as e:
         raise LibraryCopyError(str(e)) from e
 
 
-def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbols) -> FastLibraries | None:
+def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbols, copies=True) -> FastLibraries | None:
     root = os.fspath(cache_root) if cache_root is not None else str(cache_dir())
     executable = process.executable
     chosen: list[FastLibrary] = []
@@ -194,6 +212,11 @@ def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbol
             continue
         layout = _candidate_layout(module.local_path, min_symbols)
         if layout is None or has_debug_file(layout, module.path, debug_dirs):
+            continue
+        if not copies:
+            if _stands_alone(module.path, layout):
+                entry = symbols_entry(module.local_path, layout, root)
+                chosen.append(FastLibrary(path=module.path, local_path=module.local_path, copy=module.local_path, entry=entry, layout=layout))
             continue
         try:
             entry, copy = cached_copy(module.local_path, layout, root)
@@ -216,6 +239,8 @@ def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbol
     chosen = [lib for lib in chosen if lib.base is not None]
     if not chosen:
         return None
+    if not copies:
+        return FastLibraries(sysroot=sysroot, libraries=chosen, warnings=warnings, copied=False)
     paths = [m.path for m in process.mappings] + [item.name for item in loaded]
     try:
         farm = build_sysroot(paths, {os.path.realpath(lib.local_path): lib.copy for lib in chosen}, root, sysroot)
@@ -362,6 +387,29 @@ def _build_id(layout: ElfLayout) -> str | None:
     return data[start : start + descsz].hex()
 
 
+def _stands_alone(path: str, layout: ElfLayout) -> bool:
+    """Whether gdb can do without reading the library at all: its unwind entries can be served
+    (gdb gets them from no other place), its PLT names reproduced, and it is none of the
+    libraries gdb looks symbols up in by name (the C library and the loader)."""
+    import fnmatch
+
+    from coreanalyze.gdb.libraries import ALWAYS_READ
+
+    if any(fnmatch.fnmatchcase(os.path.basename(path), p) for p in ALWAYS_READ):
+        return False
+    return plt_layout_known(layout) and unwind_hidden(layout)
+
+
+def symbols_entry(path: str, layout: ElfLayout, root: str) -> str:
+    """The cache entry of a library given to gdb without a copy: it holds the symbol order
+    (write_order) and is keyed like a copy (build-id and headers), so that two builds of a
+    library (two TensorFlow versions) never share one. Made when the order is first written."""
+    key = library_key(path, layout)
+    entry = os.path.join(root, SYMBOLS_DIR, key[:2], key[2:])
+    _touch(entry)
+    return entry
+
+
 def cached_copy(path: str, layout: ElfLayout, root: str) -> tuple[str, str]:
     """(cache entry, copy) of a library, made on first use."""
     key = library_key(path, layout)
@@ -403,6 +451,10 @@ def _entry_ok(entry: str, copy: str, key: str) -> bool:
 def _touch(entry: str) -> None:
     try:
         os.utime(os.path.join(entry, META))  # entries are trimmed least recently used first
+    except OSError:
+        pass
+    try:
+        os.utime(entry)  # the whole cache's trim (coreanalyze.base.cachesize) goes by the entry's time
     except OSError:
         pass
 
@@ -498,10 +550,14 @@ def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
     with open(layout.path, "rb") as f:
         f.seek(symtab.offset)
         order = sort_symbols(f.read(symtab.size))
-    # The order first, then the small file that makes it valid: a reader never sees half.
-    write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
-    lowest = {"count": len(order.order), "lowest": order.lowest, "lowest_sized": order.lowest_sized}
-    write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
+    try:
+        os.makedirs(entry, mode=0o700, exist_ok=True)
+        # The order first, then the small file that makes it valid: a reader never sees half.
+        write_atomically(os.path.join(entry, ORDER), array("I", order.order).tobytes())
+        lowest = {"count": len(order.order), "lowest": order.lowest, "lowest_sized": order.lowest_sized}
+        write_atomically(os.path.join(entry, ORDER_META), json.dumps(lowest).encode())
+    except OSError:
+        pass  # a full disk or a read-only cache costs the next run the sort, not this one its report
     return order
 
 

@@ -115,7 +115,8 @@ class FrameNamer:
             path = os.path.join(self.workdir, f"{self._round}-{len(pairs)}-{os.path.basename(copy)}.sym")
             write_symbol_file(lib.layout, symbols, path)
             unwind = self._unwind_file(lib, addresses, os.path.join(self.workdir, f"{self._round}-{len(pairs)}.eh"))
-            pairs.append([copy, path, unwind, lib.base])
+            # Without copies gdb has no object file of the library: both files stand alone.
+            pairs.append([copy, path, unwind, lib.base, not self.libraries.copied])
         self.covered = {copy: set(addresses) for copy, addresses in wanted.items()}
         if not pairs:
             return
@@ -224,17 +225,22 @@ def collected_core(
     the core's notes), which choose the symbols and unwind entries of fast libraries.
     from_notes: what the core's notes tell, which gdb is not asked for (collect's).
 
-    With fast libraries, gdb opens the core through their sysroot and gets the symbol windows
-    it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
+    With fast libraries, gdb opens the core through their sysroot (copies) or without reading
+    them at all (no copies: `libraries` then leaves them out) and gets the symbol windows it needs; when unwinding keeps reaching new addresses, or a window cannot be made, the core
     is opened again the plain way. The symbol files live until the caller is done with gdb.
     """
     opening = {"executable": executable, "debug_dirs": debug_dirs, "libraries": libraries}
+    if fast is not None and not fast.copied and libraries is None:
+        fast = None  # without copies gdb must be told which libraries to read: plainly then
     if fast is None:
         session = gdb.open_core(core, sysroot=sysroot, before_target=before_target, **opening)
         yield session, _collected(session, libraries, max_frames, from_notes)
         return
     with tempfile.TemporaryDirectory(prefix="coreanalyze-") as workdir:
         namer = FrameNamer(fast, workdir)
+        if not fast.copied:
+            assert libraries is not None
+            libraries.served = fast.served  # gdb reads none of them: their small files stand in
         try:
             session = gdb.open_core(core, sysroot=fast.sysroot, before_target=before_target, **opening)
             wanted = namer.initial(session, reached, crash_pc)
@@ -249,6 +255,8 @@ def collected_core(
             else:
                 raise LibraryCopyError("unwinding kept reaching new addresses")
         except LibraryCopyError:
+            if libraries is not None:
+                libraries.served = None  # the plain way: gdb reads them whole
             session = gdb.open_core(core, sysroot=sysroot, **opening)
             analysis = _collected(session, libraries, max_frames, from_notes)
         yield session, analysis
