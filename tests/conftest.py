@@ -15,6 +15,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 UNIT_TESTS = Path(__file__).resolve().parent / "unit"
 
 
+def pytest_report_header(config):
+    """Which interpreters the tests run crashers under, found by their own paths (never PATH):
+    a missing one fails its tests in CI and skips them elsewhere."""
+    from support.pythons import PYENV_MINORS, SYSTEM_PYTHON, pyenv_python, where_pyenv_python
+
+    found = [f"system {SYSTEM_PYTHON} -> {SYSTEM_PYTHON.resolve()}" if SYSTEM_PYTHON.exists() else f"system {SYSTEM_PYTHON}: MISSING"]
+    for minor in PYENV_MINORS:
+        exe = pyenv_python(minor)
+        found.append(f"3.{minor} {exe}" if exe else f"3.{minor}: MISSING (looked for {where_pyenv_python(minor)})")
+    return ["interpreters: " + "; ".join(found)]
+
+
 def pytest_collection_modifyitems(session, config, items):
     """The lint check and the unit tests (no gdb, no cores: seconds) run first."""
     items.sort(key=lambda item: 0 if UNIT_TESTS in Path(item.path).parents else 1)

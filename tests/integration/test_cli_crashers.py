@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from support.clirun import analyze_json, crashed_thread, native_functions, run_cli
 from support.paths import CRASHERS
-from support.pythons import SYSTEM_PYTHON, pyenv_python
+from support.pythons import SYSTEM_PYTHON, require_pyenv_python
 
 # name -> (signal, si_code name, fault kind, a function that must be the first frame of the
 #          crashing thread's own code, after the noise of libc/signal frames)
@@ -130,8 +130,8 @@ def test_mismatched_python_warns(cores):
 
 @pytest.mark.parametrize("python", ["pyenv", "system"])
 def test_python_ctypes_crash(cores, python):
-    exe = pyenv_python("11") if python == "pyenv" else SYSTEM_PYTHON
-    assert exe is not None and exe.exists(), f"{python} CPython 3.11 missing"
+    exe = require_pyenv_python("11") if python == "pyenv" else SYSTEM_PYTHON
+    assert exe.exists(), f"{python} CPython 3.11 missing"
     case = cores.python_crash(f"ctypes_{python}", exe, CRASHERS / "ctypes_crash.py")
     report = analyze_json(case.core, "--python", str(exe))
     assert report["core"]["signal"]["name"] == "SIGSEGV"
@@ -183,7 +183,7 @@ def test_user_rules_add_a_category_with_its_advice(cores, tmp_path):
 
 
 def test_locals_on_request(cores):
-    exe = pyenv_python("11")
+    exe = require_pyenv_python("11")
     case = cores.python_crash("ctypes_pyenv", exe, CRASHERS / "ctypes_crash.py")
     plain = crashed_thread(analyze_json(case.core, "--python", str(exe)))
     assert all(f["locals"] is None for f in plain["frames"] if f["kind"] == "python")
@@ -205,8 +205,8 @@ def test_call_through_null_function_pointer_blames_the_caller(reports):
 def test_python_crash_in_a_virtual_environment(cores, tmp_path_factory, base):
     """Users' programs run from a venv: the core names the base binary behind venv/bin/python,
     and `--python venv/bin/python` (or no --python at all) must analyze it as that binary."""
-    base_exe = pyenv_python("11") if base == "pyenv" else SYSTEM_PYTHON
-    assert base_exe is not None and base_exe.exists(), f"{base} CPython 3.11 missing"
+    base_exe = require_pyenv_python("11") if base == "pyenv" else SYSTEM_PYTHON
+    assert base_exe.exists(), f"{base} CPython 3.11 missing"
     venv = tmp_path_factory.mktemp(f"venv-{base}") / "venv"
     subprocess.run([str(base_exe), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     venv_python = venv / "bin" / "python"

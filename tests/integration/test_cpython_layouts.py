@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cpython_headers import debug_offsets_fields, header_layout, include_dir
-from support.pythons import PYENV_PYTHON, pyenv_python
+from support.pythons import require_pyenv_python
 from support.require import missing
 from support.sidroot import sid_root
 
@@ -25,9 +25,7 @@ from coreanalyze.python.coretarget import pywalker
 def headers(minor: str) -> Path:
     """Include/ of CPython 3.X: pyenv's install up to 3.13, the Debian unstable root's after."""
     if minor in ("3.12", "3.13"):
-        exe = pyenv_python(minor.split(".")[1])
-        if exe is None:
-            missing(f"CPython {minor} (pyenv) with its headers under {PYENV_PYTHON}")
+        exe = require_pyenv_python(minor.split(".")[1])
         include = include_dir(exe.parent.parent, minor)
     else:
         include = include_dir(sid_root() / "usr", minor)

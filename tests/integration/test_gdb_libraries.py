@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from support.paths import PYCRASHERS
-from support.pythons import pyenv_python
+from support.pythons import require_pyenv_python
 
 from coreanalyze.corefile import read_core
 from coreanalyze.gdb.collect import collect
@@ -21,8 +21,7 @@ def _frames(analysis):
 
 @pytest.fixture(scope="module")
 def python_case(python_cores):
-    exe = pyenv_python("11")
-    assert exe is not None, "CPython 3.11 missing (pyenv)"
+    exe = require_pyenv_python("11")
     return python_cores.python_crash("three_deep_11", exe, PYCRASHERS / "three_deep.py")
 
 

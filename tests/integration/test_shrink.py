@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.clirun import analyze_json, run_cli
 from support.paths import PYCRASHERS
-from support.pythons import pyenv_python
+from support.pythons import require_pyenv_python
 from support.require import require
 
 from coreanalyze.arch.debugger import gdb_for_core
@@ -74,8 +74,7 @@ def test_arm_core_shrinks_to_the_same_report_and_backtraces(arm_cores, name, tmp
 
 @pytest.mark.parametrize("minor", ["10", "11", "12", "13"])
 def test_python_crash_shrinks_to_the_same_report_and_backtraces(python_cores, minor, tmp_path):
-    exe = pyenv_python(minor)
-    assert exe is not None, f"CPython 3.{minor} missing (pyenv)"
+    exe = require_pyenv_python(minor)
     case = python_cores.python_crash(f"three_deep_{minor}", exe, PYCRASHERS / "three_deep.py")
     report = _assert_shrinks_faithfully(case.core, tmp_path, "--python", str(exe))
     assert any(f["kind"] == "python" for t in report["threads"] for f in t["frames"])
@@ -176,8 +175,7 @@ def _frames(report: dict) -> list:
 
 
 def test_redacted_core_keeps_the_frames_and_drops_environment_values_and_arguments(python_cores, tmp_path):
-    exe = pyenv_python("12")
-    assert exe is not None, "CPython 3.12 missing (pyenv)"
+    exe = require_pyenv_python("12")
     case = python_cores.python_crash("three_deep_secret", exe, PYCRASHERS / "three_deep.py", env={"SHRINK_TEST_TOKEN": SECRET})
     assert SECRET.encode() in case.core.read_bytes()
     small = tmp_path / "redacted.core"

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support.clirun import analyze_json, crashed_thread
+from support.clirun import crashed_thread
+from support.pythons import interpreter_code_file, is_interpreter_code
 from support.require import require
 from support.tfcores import SCENARIOS, installed_version
 
@@ -290,8 +291,14 @@ class Verdict:
     fault_kind: str
     culprit: str  # regex over classification.culprit.function
     op: str | None = None  # regex over classification.op
-    culprit_module: str | None = None  # regex over the culprit's module path
+    # regex over the culprit's module path, or THE_INTERPRETER: the file of the interpreter's own
+    # code, whichever it is (libpython3.X.so of a shared build, the executable of a static one)
+    culprit_module: str | None = None
     abort_message: str | None = None  # regex over classification.abort_message
+
+
+# The culprit is in the interpreter's own code (support.pythons.interpreter_code_file).
+THE_INTERPRETER = "<the interpreter's code>"
 
 
 # LRNGrad's CHECK failure, called eagerly or as a node of a tf.function.
@@ -352,14 +359,14 @@ VERDICTS: dict[str, Verdict] = {
     ),
     # The op is read from the stack's memory (test_tf_op_beyond.py has the details).
     "caught_exception_no_gil": Verdict(
-        "kernel-compute", "null-deref", r"^PyErr_Occurred$", op=r"^TensorListSetItem$", culprit_module=r"libpython3",
+        "kernel-compute", "null-deref", r"^PyErr_Occurred$", op=r"^TensorListSetItem$", culprit_module=THE_INTERPRETER,
     ),
     "xla_jit_segv": Verdict("xla", "invalid-access", r"^custom-call$", op=r"^XlaLaunch$"),
     "dataset_bad_alloc": Verdict(
         "tf-data", "out-of-memory", r"InputBuffer", op=r"^FixedLengthRecordDataset$", culprit_module=r"libtensorflow_framework\.so",
     ),
     "dataset_exception_no_gil": Verdict(
-        "tf-data", "null-deref", r"^PyErr_Occurred$", op=r"^ParallelInterleaveDataset$", culprit_module=r"libpython3",
+        "tf-data", "null-deref", r"^PyErr_Occurred$", op=r"^ParallelInterleaveDataset$", culprit_module=THE_INTERPRETER,
     ),
     "deep_recursion_overflow": Verdict(
         "kernel-compute", "stack-overflow", r"TensorList|VariantTensorData|ToProto|EncodeVariant", op=r"^SerializeTensorOp$",
@@ -373,11 +380,12 @@ def test_every_scenario_has_a_verdict():
 
 
 @pytest.fixture(scope="module")
-def reports(tf_cores):
-    @functools.cache
+def reports(tf_reports):
+    """(case, report) of the session's one plain analysis of each core."""
+
     def get(name: str):
-        case = tf_cores.get(name)
-        return case, analyze_json(case.core, "--python", str(case.exe))
+        case, report, _seconds = tf_reports(name)
+        return case, report
 
     return get
 
@@ -391,7 +399,9 @@ class TestVerdicts:
         assert c["category"] == expected.category, c
         assert c["fault_kind"] == expected.fault_kind, c
         assert c["culprit"]["function"] and re.search(expected.culprit, c["culprit"]["function"]), c["culprit"]
-        if expected.culprit_module:
+        if expected.culprit_module == THE_INTERPRETER:
+            assert is_interpreter_code(c["culprit"]["module"], case.exe), (c["culprit"], interpreter_code_file(case.exe))
+        elif expected.culprit_module:
             assert re.search(expected.culprit_module, c["culprit"]["module"] or ""), c["culprit"]
         if expected.op:
             assert c.get("op") and re.search(expected.op, c["op"]), c.get("op")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support.coregen import CrashCase
 from support.paths import PYCRASHERS
-from support.pythons import SYSTEM_PYTHON, pyenv_python
+from support.pythons import SYSTEM_PYTHON, require_pyenv_python
 from support.require import missing
 
 INTERPRETERS = ["3.10", "3.11", "3.12", "3.13", "system"]
@@ -19,10 +19,7 @@ def interpreter(which: str) -> Path:
         if not exe.is_file():
             missing(f"the system interpreter {SYSTEM_PYTHON}")
         return exe
-    exe = pyenv_python(which.split(".")[1])
-    if exe is None:
-        missing(f"CPython {which} (pyenv)")
-    return exe
+    return require_pyenv_python(which.split(".")[1])
 
 
 def python_minor(which: str, exe: Path) -> str:
