@@ -57,6 +57,31 @@ def tf_cores(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tf_reports(tf_cores):
+    """`tf_reports("kernel_check_failure")` -> (case, report, seconds): the plain analysis of a
+    TensorFlow core (`coreanalyze CORE --python EXE`, JSON), run once per core and session and
+    read by every test that checks it (the verdicts, the op, the triage agreement, ...); each
+    caller gets its own copy of the report. `seconds`: how long that one analysis took."""
+    import copy
+    import time
+
+    from support.clirun import analyze_json
+
+    done: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in done:
+            case = tf_cores.get(name)
+            started = time.perf_counter()
+            report = analyze_json(case.core, "--python", str(case.exe))
+            done[name] = (case, report, time.perf_counter() - started)
+        case, report, seconds = done[name]
+        return case, copy.deepcopy(report), seconds
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def arm_cores(tmp_path_factory):
     """Real aarch64 cores (tests/armcores.py): a Debian arm64 sysroot and qemu-run crashers,
     each built on first use."""

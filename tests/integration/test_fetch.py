@@ -39,10 +39,9 @@ def pip_download(requirement: str, dest: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def far_away(tf_cores, tmp_path_factory):
+def far_away(tf_reports, tmp_path_factory):
     """(case, local report, sysroot of OS files only, find-links dir, pip environment)."""
-    case = tf_cores.get("kernel_check_failure")
-    local = analyze_json(case.core, "--python", str(case.exe))
+    case, local, _seconds = tf_reports("kernel_check_failure")
     root = tmp_path_factory.mktemp("fetch")
     sysroot = root / "sysroot"
     for module in local["modules"]:

@@ -6,7 +6,6 @@ the node names their graphs have. A kernel object overwritten on purpose gives n
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
@@ -94,11 +93,9 @@ pytestmark_tf = pytest.mark.tf
 
 
 @pytest.fixture(scope="module")
-def op_reports(tf_cores):
-    @functools.cache
+def op_reports(tf_reports):
     def get(name: str) -> dict:
-        case = tf_cores.get(name)
-        return analyze_json(case.core, "--python", str(case.exe))
+        return tf_reports(name)[1]
 
     return get
 

@@ -6,26 +6,18 @@ bottom of a stack that overflowed. The cores are tf_corpus/'s, made once per ses
 
 from __future__ import annotations
 
-import functools
 import re
-import time
 
 import pytest
-from support.clirun import analyze_json, crashed_thread
+from support.clirun import crashed_thread
 
 pytestmark = pytest.mark.tf
 
 
 @pytest.fixture(scope="module")
-def reports(tf_cores):
-    @functools.cache
-    def get(name: str):
-        case = tf_cores.get(name)
-        started = time.perf_counter()
-        report = analyze_json(case.core, "--python", str(case.exe))
-        return case, report, time.perf_counter() - started
-
-    return get
+def reports(tf_reports):
+    """(case, report, seconds) of the session's one plain analysis of each core."""
+    return tf_reports
 
 
 def test_exception_caught_without_the_gil_names_thrower_type_catcher(reports):

@@ -43,7 +43,6 @@ def test_c_crash_text_agrees_with_core(cores, pasted_backtraces, tmp_path, name)
 
 @pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(set(SCENARIOS) - BEYOND_THE_TEXT))
-def test_tensorflow_crash_text_agrees_with_core(tf_cores, pasted_backtraces, tmp_path, name):
-    case = tf_cores.get(name)
-    core_report = analyze_json(case.core, "--python", str(case.exe))
+def test_tensorflow_crash_text_agrees_with_core(tf_reports, pasted_backtraces, tmp_path, name):
+    case, core_report, _seconds = tf_reports(name)
     assert_agree(core_report, triage_json(pasted_backtraces(case.exe, case.core), tmp_path))
