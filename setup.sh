@@ -129,6 +129,9 @@ say "installing torch 2.13 (CPU) into $VENV for the job tests"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 say "installing coreanalyze[test] into $VENV (the first time downloads tensorflow-cpu and jax, ~700 MB)"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# The crash guard's startup hook (COREANALYZE_GUARD=DIR arms every Python process): wheels
+# install it into site-packages themselves, an editable install does not.
+"$VENV/bin/coreanalyze" guard --install >/dev/null
 
 # The op-instance tests build cores with an older TensorFlow too, in a virtual environment they
 # make per test run; fill pip's cache with it now so that they install it from there.

@@ -231,6 +231,33 @@ def run_command(command, out_dir, timeout, keep_core):
     sys.exit(run(list(command), RunOptions(out_dir=Path(out_dir), timeout=timeout, keep_core=keep_core)))
 
 
+@cli.command("guard")
+@click.option("--install", "action", flag_value="install", help="Put the startup hook into this environment's site-packages (wheels have it already).")
+@click.option("--uninstall", "action", flag_value="uninstall", help="Take the startup hook away.")
+def guard_command(action):
+    """The crash guard's startup hook: with it, COREANALYZE_GUARD=DIR arms every Python process.
+
+    \b
+    COREANALYZE_GUARD=/tmp/reports python train.py     (its crash, and its children's, reported there)
+    python -c "import coreanalyze.capture.guard as g; g.arm('/tmp/reports')"   (arm from inside)
+
+    See docs/capture.md.
+    """
+    from coreanalyze.capture import hook
+
+    try:
+        if action == "install":
+            click.echo(f"installed: {hook.install()}")
+        elif action == "uninstall":
+            removed = hook.uninstall()
+            click.echo(f"removed: {removed}" if removed else f"not installed: {hook.hook_path()}")
+        else:
+            state = "installed" if hook.installed() else "not installed (coreanalyze guard --install)"
+            click.echo(f"startup hook {hook.hook_path()}: {state}")
+    except OSError as e:
+        raise BadInput(f"cannot write {hook.hook_path()}: {e.strerror or e}") from None
+
+
 @cli.command("triage")
 @click.argument("source", metavar="FILE|-")
 @click.option("-o", "--output", default="-", metavar="PATH|-", show_default=True, help="Where to write the report.")

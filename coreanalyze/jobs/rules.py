@@ -20,12 +20,24 @@ class CollectiveRule:
     file: re.Pattern[str] | None = None
     native: re.Pattern[str] | None = None
     fallback: bool = False  # a transport-level wait: names the wait only where nothing above it does
+    with_native: re.Pattern[str] | None = None  # a native frame some thread must also be in
+
+
+@dataclass(frozen=True)
+class FailedTaskRule:
+    """A TensorFlow runtime line naming the task that failed (groups `job`, `task`), or, for a
+    `leader` rule, saying that the coordination service on the job's leader stopped."""
+
+    pattern: re.Pattern[str]
+    says: str
+    leader: bool = False
 
 
 @dataclass(frozen=True)
 class JobRules:
     collectives: tuple[CollectiveRule, ...]
     peer_failure: tuple[re.Pattern[str], ...]
+    failed_tasks: tuple[FailedTaskRule, ...] = ()
 
 
 def _pattern(text: str | None) -> re.Pattern[str] | None:
@@ -37,8 +49,9 @@ def job_rules(path: Path = RULES_FILE) -> JobRules:
     data = rulesdata.shipped(path, JOB_RULES)
     collectives = tuple(
         CollectiveRule(name=c["name"], python=_pattern(c.get("python")), file=_pattern(c.get("file")), native=_pattern(c.get("native")),
-                       fallback=bool(c.get("fallback", False)))
+                       fallback=bool(c.get("fallback", False)), with_native=_pattern(c.get("with")))
         for c in data.get("collective", [])
     )
     peer = tuple(re.compile(p, re.IGNORECASE) for p in data.get("peer_failure", {}).get("patterns", []))
-    return JobRules(collectives=collectives, peer_failure=peer)
+    failed = tuple(FailedTaskRule(re.compile(t["pattern"]), t["says"], bool(t.get("leader", False))) for t in data.get("failed_task", []))
+    return JobRules(collectives=collectives, peer_failure=peer, failed_tasks=failed)

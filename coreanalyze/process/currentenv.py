@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import TYPE_CHECKING, Iterator
+from typing import Any, Iterator
 
 from coreanalyze.corefile.tables import MAX_ARG_BYTES, MAX_ARGV_TOTAL_BYTES, MAX_ENVIRON, printable_text
 
-if TYPE_CHECKING:
-    from coreanalyze.process.process import Process
+# The Process (coreanalyze.process.process) calls this module for its current_environment: named
+# here only in words, so that the two modules make no import cycle.
+Process = Any
 
 ENVIRON_SYMBOLS = ("__environ", "environ")
 CHUNK_WORDS = 512

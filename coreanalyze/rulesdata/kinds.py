@@ -327,8 +327,10 @@ JOB_RULES = FileKind(
     "rules file",
     Table(
         {
-            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR, "fallback": BOOL}, required=("name",))),
+            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR, "fallback": BOOL, "with": STR},
+                                       required=("name",))),
             "peer_failure": Table({"patterns": STRINGS}),
+            "failed_task": Tables(Table({"pattern": STR, "says": STR, "leader": BOOL}, required=("pattern", "says"))),
         }
     ),
 )

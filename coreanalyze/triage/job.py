@@ -22,12 +22,14 @@ import re
 from dataclasses import dataclass, field
 
 from coreanalyze.base.errors import BadInput
-from coreanalyze.base.model import JobInfo, JobWait, RankVerdict, Report
+from coreanalyze.base.model import Frame, JobInfo, JobWait, RankVerdict, Report
 from coreanalyze.base.vocabulary import FaultKind
+from coreanalyze.jobs.rules import job_rules
 from coreanalyze.jobs.verdict import job_verdict
 from coreanalyze.jobs.waiting import peer_failure_message
 from coreanalyze.triage import limits
 from coreanalyze.triage.signals import from_description, normalize_name
+from coreanalyze.triage.tf_tasks import FailedTask, aborted_collective, failed_tasks, mentions_chief, step_line
 
 MAX_RANKS = 4096
 TAIL_LINES = 2000  # of a rank's own lines, where it says what became of its peers
@@ -36,6 +38,10 @@ TAIL_LINES = 2000  # of a rank's own lines, where it says what became of its pee
 _TORCH_PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_][\w-]{0,40}?)(\d{1,6})\]:\s?")
 _MPI_PREFIX = re.compile(r"^\[\d{1,9},(\d{1,6})\]<std(?:out|err)>:\s?")
 _SRUN_PREFIX = re.compile(r"^\s{0,3}(\d{1,6}): ")
+# Per-rank files pasted one after the other as `tail` (or `head`) prints them: "==> w1/out.txt <==";
+# the rank is the last number in the file's name, else the file's place among them.
+_FILE_HEADER = re.compile(r"^==> (.{1,400}) <==\s*$")
+_LAST_NUMBER = re.compile(r"(\d{1,6})(?!.*\d)")
 # torchrun's failure summary.
 _SUMMARY_ENTRY = re.compile(r"^\s*\[(\d{1,6})\]:\s*$")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d{1,6})(?:\s*\(local_rank:\s*(\d{1,6})\))?")
@@ -65,6 +71,9 @@ class _Rank:
     host: str | None = None
     message: str | None = None  # what it (or its launcher) said of its peers
     collective: str | None = None
+    peer: int | None = None  # the rank it said failed (TensorFlow's runtime names the task)
+    step: Frame | None = None  # the program's line of the step that raised, from its traceback
+    failed: FailedTask | None = None  # what another rank's TensorFlow said became of this one
 
 
 @dataclass
@@ -81,6 +90,8 @@ def _rank(ranks: dict[int, _Rank], number: int) -> _Rank | None:
 
 def _split(lines: list[str], ranks: dict[int, _Rank]) -> list[str]:
     """Each rank's own lines into its _Rank; the unprefixed lines (the launcher's) returned."""
+    if sum(1 for line in lines if _FILE_HEADER.match(line)) >= 2:
+        return _split_files(lines, ranks)
     srun = sum(1 for line in lines[:2000] if _SRUN_PREFIX.match(line)) >= 2
     rest = []
     for line in lines:
@@ -90,6 +101,27 @@ def _split(lines: list[str], ranks: dict[int, _Rank]) -> list[str]:
             rest.append(line)
         else:
             rank.lines.append(line[m.end():])
+    return rest
+
+
+def _split_files(lines: list[str], ranks: dict[int, _Rank]) -> list[str]:
+    """`tail` of per-rank files: each file's lines are its rank's (any launcher prefix left on
+    them is taken off too); lines before the first header are the launcher's."""
+    rest: list[str] = []
+    current: _Rank | None = None
+    seen = 0
+    for line in lines:
+        header = _FILE_HEADER.match(line)
+        if header is not None:
+            number = _LAST_NUMBER.search(header.group(1).rsplit("/", 1)[-1]) or _LAST_NUMBER.search(header.group(1))
+            current = _rank(ranks, int(number.group(1)) if number else seen)
+            seen += 1
+            continue
+        if current is None:
+            rest.append(line)
+            continue
+        m = _TORCH_PREFIX.match(line) or _MPI_PREFIX.match(line)
+        current.lines.append(line[m.end():] if m else line)
     return rest
 
 
@@ -179,17 +211,43 @@ def _note_collective(rank: _Rank, lines: list[str]) -> None:
             rank.collective = f"NCCL {op.group(1)}"
 
 
+def _tensorflow_lines(ranks: dict[int, _Rank], text: str) -> None:
+    """TensorFlow's runtime in each rank's lines: the task it says failed (its peer, and a rank
+    of the job even where that rank's own lines are not pasted), the collective op aborted, and
+    the program's line of the step that raised."""
+    rules = job_rules()
+    with_chief = mentions_chief(text)
+    for rank in list(ranks.values()):
+        failed = [f for f in failed_tasks(rank.lines, rules, with_chief) if f.rank != rank.rank]
+        if not failed:
+            continue
+        first = failed[0]
+        rank.peer = first.rank
+        rank.message = rank.message or first.line
+        rank.collective = rank.collective or aborted_collective(rank.lines, rules)
+        rank.step = step_line(rank.lines)
+        named = _rank(ranks, first.rank)
+        if named is not None and named.failed is None:
+            named.failed = FailedTask(rank.rank, first.says, first.line)  # rank: who said it
+
+
 def _verdict_of(rank: _Rank, rules, triage) -> RankVerdict:
     verdict = RankVerdict(rank=rank.rank, state="unknown", signal=rank.signal, pid=rank.pid, host=rank.host)
     if rank.message is not None:
         verdict.state = "waiting"
-        verdict.waited = JobWait(collective=rank.collective, message=rank.message)
+        verdict.waited = JobWait(collective=rank.collective, message=rank.message, peer=rank.peer)
+        if rank.step is not None:
+            verdict.waited.file, verdict.waited.line, verdict.waited.python_function = rank.step.file, rank.step.line, rank.step.function
         return verdict
     own = _own_crash(rank, rules, triage)
     if own is not None:
         cls = own.classification
         verdict.state, verdict.fault_kind, verdict.summary, verdict.signature = "crashed", str(cls.fault_kind), cls.summary, cls.signature
         verdict.signal = (own.core.signal.name if own.core is not None else None) or verdict.signal
+    elif rank.failed is not None and rank.signal not in ENDING_SIGNALS:
+        # Its own lines say nothing of it (or are not pasted): its peers' TensorFlow says it failed.
+        verdict.state = "crashed"
+        verdict.summary = f"it {rank.failed.says}, as rank {rank.failed.rank}'s TensorFlow said"
     elif rank.signal in FAULT_SIGNALS:
         verdict.state = "crashed"
     elif rank.signal in ENDING_SIGNALS:
@@ -220,6 +278,7 @@ def job_of_text(text: str, rules, triage) -> JobText | None:
     launcher_root = _torchrun_summary(rest, ranks)
     _launcher_lines(rest, ranks)
     _peer_lines(ranks, rest)
+    _tensorflow_lines(ranks, text)
     if len(ranks) < 2:
         return None
     verdicts = [_verdict_of(r, rules, triage) for r in sorted(ranks.values(), key=lambda r: r.rank)]
@@ -243,7 +302,10 @@ def with_job(text: str, source_name: str, rules, triage) -> Report:
         return triage(text, source_name, rules, job=False)
     verdict = found.info.verdict
     report = None
-    for candidate in (found.root_text, text):
+    # A root cause known only from its peers' words has no lines to classify: the others' lines
+    # are not its crash.
+    candidates = (found.root_text,) if found.root_text == "" else (found.root_text, text)
+    for candidate in candidates:
         if candidate:
             try:
                 report = triage(candidate, source_name, rules, job=False)

@@ -1,0 +1,99 @@
+"""What TensorFlow's distributed runtime says in one task's log about the other tasks of its job.
+
+A MultiWorkerMirroredStrategy (or ParameterServerStrategy) task that outlives a failed peer says
+so in its own words: the coordination service on the leader names the tasks that stopped sending
+heartbeats, gRPC names the remote task of a call that failed, the collective is aborted
+(`Collective ops is aborted by: ...`, `[[{{node CollectiveReduceV2}}]]`), and the Python
+traceback shows the program's line of the step. Tasks are named as `/job:worker/replica:0/
+task:1`; a job's rank is its place in the collective: the chief first, then the workers
+(coreanalyze/jobs/identity.py). The rules naming failed tasks are data (jobs/rules.toml).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from coreanalyze.base.model import Frame, Thread
+from coreanalyze.base.vocabulary import FrameKind
+from coreanalyze.jobs.rules import JobRules
+from coreanalyze.jobs.waiting import collective_in, program_line
+
+# "[[{{node CollectiveReduceV2}}]]", "[[{{node allreduce/CollectiveReduceV2_1}}]]".
+_NODE = re.compile(r"\{\{node ([\w/.-]{1,200})\}\}")
+# A Python traceback's frame line.
+_PY_FRAME = re.compile(r'^\s*File "([^"]{1,400})", line (\d{1,9}), in (\S{1,200})')
+_CHIEF = "/job:chief/"
+MAX_SCANNED_CHARS = 1 << 20  # of one task's lines, from its end: what it said last
+
+
+@dataclass(frozen=True)
+class FailedTask:
+    rank: int  # the failed task's rank in the job
+    says: str  # what became of it, in the verdict's words
+    line: str  # the line that said so
+
+
+def task_rank(job: str, task: int, with_chief: bool) -> int | None:
+    """The rank of /job:JOB/task:TASK in the collective: the chief is 0, the workers follow;
+    a parameter server or an evaluator has no rank among them."""
+    if job == "chief":
+        return task
+    if job == "worker":
+        return task + (1 if with_chief else 0)
+    return None
+
+
+def failed_tasks(lines: list[str], rules: JobRules, with_chief: bool) -> list[FailedTask]:
+    """The tasks this log says failed, in the order it says so (each once)."""
+    text = "\n".join(lines)[-MAX_SCANNED_CHARS:]
+    found: dict[int, FailedTask] = {}
+    for rule in rules.failed_tasks:
+        for match in rule.pattern.finditer(text):
+            if rule.leader:
+                rank = 0  # the leader: the chief, else worker 0, rank 0 either way
+            else:
+                rank = task_rank(match.group("job"), int(match.group("task")), with_chief)
+            if rank is not None:
+                found.setdefault(rank, FailedTask(rank, rule.says, _line_at(text, match.start())))
+    return sorted(found.values(), key=lambda f: text.find(f.line))
+
+
+def _line_at(text: str, offset: int) -> str:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return text[start : end if end >= 0 else len(text)].strip()[:300]
+
+
+def mentions_chief(text: str) -> bool:
+    return _CHIEF in text
+
+
+def aborted_collective(lines: list[str], rules: JobRules) -> str | None:
+    """The collective op of the step that was aborted, named as a core's frames would name it."""
+    for line in reversed(lines):
+        for node in reversed(_NODE.findall(line)):
+            frame = Frame(index=0, kind=FrameKind.NATIVE, function=node.rsplit("/", 1)[-1])
+            name, _ = collective_in([_thread(frame)], None, rules)
+            if name:
+                return name
+    return None
+
+
+def step_line(lines: list[str]) -> Frame | None:
+    """The program's own innermost line of the last Python traceback (the step that raised)."""
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")), default=None)
+    if start is None:
+        return None
+    frames = []
+    for line in lines[start + 1 :]:
+        m = _PY_FRAME.match(line)
+        if m:
+            frames.append(Frame(index=0, kind=FrameKind.PYTHON, file=m.group(1), line=int(m.group(2)), function=m.group(3)))
+        elif line and not line[0].isspace():
+            break  # the exception's own line ends the traceback
+    return program_line(_thread(*reversed(frames)))
+
+
+def _thread(*frames: Frame) -> Thread:
+    return Thread(tid=0, frames=list(frames))
