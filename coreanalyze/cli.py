@@ -285,6 +285,39 @@ def triage_command(source, output, fmt, rules_files, known_files):
     _write_report(render(report, fmt, color=fmt == "text" and output == "-" and color_wanted(sys.stdout)), output)
 
 
+@cli.command("last")
+@click.option("--exe", "exe_name", metavar="NAME", help="Only cores of this executable (its name, as `ps` shows it, or its path).")
+@click.option("--pid", type=int, metavar="PID", help="Only the core of this process id.")
+@click.option("--list", "list_only", is_flag=True, help="List the cores found, newest first, and analyze none.")
+@click.option("--python", "python", metavar="PATH", help="The program that dumped the core (default: taken from the core).")
+@click.pass_context
+def last_command(ctx, exe_name, pid, list_only, python, **analyze_options):
+    """Analyze the newest core where this system puts cores: core_pattern's place, systemd-coredump,
+    apport's /var/crash, this directory's core and core.PID (docs/locating-cores.md). With none,
+    say why and what to change. A core file named `last` here is `coreanalyze ./last`."""
+    import time
+
+    from coreanalyze.locate.finder import core_file, find_cores
+
+    search = find_cores(pid=pid, exe=exe_name)
+    if not search.found:
+        raise BadInput(search.why or "no core found")
+    if list_only:
+        for c in search.found:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.mtime))
+            click.echo(f"{when}  {c.source:<18} {c.pid if c.pid is not None else '-':>8}  {c.exe or '-'}  {c.path}")
+        return
+    newest = search.found[0]
+    click.echo(f"coreanalyze: the newest core: {newest.path} ({newest.source})", err=True)
+    with core_file(newest) as path:
+        ctx.invoke(analyze_command, core=path, pid=None, keep_core=None, python=python, **analyze_options)
+
+
+# `last` takes every option of `coreanalyze CORE` but --pid/--keep-core/--python, which it has
+# its own way (--exe there names the executable to pick, not the program to read).
+last_command.params.extend(p for p in analyze_command.params if p.name not in ("core", "pid", "keep_core", "python"))
+
+
 @cli.command("batch")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--out", required=True, metavar="DIR", help="Output directory: reports/, results/, summary.json, index.html, cores.jsonl.")

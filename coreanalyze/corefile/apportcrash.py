@@ -31,7 +31,7 @@ from coreanalyze.base.safenames import without_controls
 MAGIC = b"ProblemType:"
 CORE_FIELD = "CoreDump"
 # The text fields the analysis uses (see `defaults_for` and docs/locating-cores.md).
-WANTED = ("ExecutablePath", "ProcCmdline", "ProcMaps", "Signal", "Date", "ProcCwd", "Package", "InterpreterPath")
+WANTED = ("ExecutablePath", "ProcCmdline", "ProcMaps", "ProcStatus", "Signal", "Date", "ProcCwd", "Package", "InterpreterPath")
 # A base64 line holds one compressed chunk of at most 128 KiB input (apport's CHUNK_SIZE):
 # about 175 KiB of text. Longer lines are not apport's.
 MAX_LINE = 4 << 20
@@ -68,6 +68,15 @@ class CrashFields:
                 return path
         return None
 
+    @property
+    def pid(self) -> int | None:
+        """The crashed process's pid, from ProcStatus's `Pid:` line."""
+        for line in self.fields.get("ProcStatus", "").splitlines():
+            key, _, value = line.partition(":")
+            if key == "Pid" and value.strip().isdigit():
+                return int(value.strip())
+        return None
+
     def fill(self, report: Report) -> None:
         """What the report lacks and the file says: the command line (ProcCmdline holds all of
         it, where the core's notes keep 80 characters)."""
@@ -82,10 +91,6 @@ def _is_elf(path: str) -> bool:
             return os.path.isfile(path) and f.read(4) == b"\x7fELF"
     except OSError:
         return False
-
-
-def is_apport_crash(head: bytes) -> bool:
-    return head.startswith(MAGIC)
 
 
 def _lines(src: BinaryIO) -> Iterator[tuple[bytes, bool]]:
@@ -128,7 +133,7 @@ def read_fields(src: BinaryIO, name: str, wanted: tuple[str, ...] = WANTED) -> C
     def close() -> None:
         if key in wanted and key not in found.fields:
             text = b"\n".join(value).decode("utf-8", errors="replace")
-            found.fields[key] = without_controls(text, MAX_VALUE) if key != "ProcMaps" else _clean_lines(text)
+            found.fields[key] = _clean_lines(text)
 
     for line, _cut in _lines(src):
         if line.startswith(b" "):
