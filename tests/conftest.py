@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import inspect
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -57,3 +60,73 @@ def reports_fit_the_schema():
     jsonout.render = render_and_check
     yield
     jsonout.render = plain
+
+
+# ---------------------------------------------------------------------------------------------
+# TensorFlow's crash cores (support/tfcores.py): made once per session, from its start on
+
+
+@pytest.fixture(scope="session")
+def tf_cores(tmp_path_factory, private_cache_dir):
+    """Real TensorFlow crash cores (support/tfcores.py), each built once: `tf_cores.get(
+    "kernel_check_failure")` -> CrashCase. The cores (~300 MB each) live in one directory of this
+    session, removed when the session ends."""
+    from support.tfcores import require_tensorflow, tf_core_cache
+
+    with tf_core_cache(require_tensorflow(), tmp_path_factory.getbasetemp()) as cache:
+        yield cache
+
+
+@pytest.fixture(scope="session")
+def tf_reports(tf_cores):
+    """`tf_reports("kernel_check_failure")` -> (case, report, seconds): the plain analysis of a
+    TensorFlow core (`coreanalyze CORE --python EXE`, JSON), run once per core and session and
+    read by every test that checks it (the verdicts, the op, the triage agreement, ...); each
+    caller gets its own copy of the report. `seconds`: how long that one analysis took."""
+
+    def get(name: str):
+        case, report, seconds = tf_cores.report(name)
+        return case, copy.deepcopy(report), seconds
+
+    return get
+
+
+def _tf_scenarios_in_order(items) -> tuple[list[str], bool]:
+    """The TensorFlow scenarios the selected tests use, in the order they first need them (from
+    their parameters and the names in their code), and whether any reads the plain analysis."""
+    from support.tfcores import SCENARIOS
+
+    names: list[str] = []
+    analyzed = False
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if not fixtures & {"tf_cores", "tf_reports"}:
+            continue
+        analyzed = analyzed or "tf_reports" in fixtures
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        found = [v for v in params.values() if isinstance(v, str) and v in SCENARIOS]
+        try:
+            source = inspect.getsource(item.function)
+        except (AttributeError, OSError, TypeError):
+            source = ""
+        found += [word for word in re.findall(r"[\"'](\w+)[\"']", source) if word in SCENARIOS]
+        names += [name for name in found if name not in names]
+    return names, analyzed
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tf_cores_made_ahead(request):
+    """When the selected tests use TensorFlow's cores, a thread builds them (and analyzes them,
+    when tests read the analysis) from the session's start on, in the order the tests first need
+    them, while the tests before them run: on two CPUs the cores cost the session little of its
+    time. Without TensorFlow, gdb or g++ nothing is made ahead (the tests that need the cores
+    say what is missing)."""
+    import shutil
+
+    from support.tfcores import find_tf_python
+
+    names, analyzed = _tf_scenarios_in_order(request.session.items)
+    if names and find_tf_python().has_tensorflow and shutil.which("gdb") and shutil.which("g++"):
+        cache = request.getfixturevalue("tf_cores")
+        cache.prepare_in_background(names, analyze=analyzed)
+    yield

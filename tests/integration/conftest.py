@@ -1,5 +1,5 @@
 """Fixtures of the integration tests: real crashers compiled and run once per test session,
-cores cached; TensorFlow and aarch64 cores built on first use."""
+cores cached; aarch64 cores built on first use (TensorFlow's: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -41,44 +41,6 @@ def hide_gdb(monkeypatch):
 @pytest.fixture(scope="session")
 def in_ci() -> bool:
     return os.environ.get("CI") == "true"
-
-
-@pytest.fixture(scope="session")
-def tf_cores(tmp_path_factory):
-    """Real TensorFlow crash cores (tests/tfcores.py), each built on first use.
-
-    `tf_cores.get("kernel_check_failure")` -> CrashCase. The cores (~300 MB each) live in one
-    directory of this session, removed when the session ends.
-    """
-    from support.tfcores import require_tensorflow, tf_core_cache
-
-    with tf_core_cache(require_tensorflow(), tmp_path_factory.getbasetemp()) as cache:
-        yield cache
-
-
-@pytest.fixture(scope="session")
-def tf_reports(tf_cores):
-    """`tf_reports("kernel_check_failure")` -> (case, report, seconds): the plain analysis of a
-    TensorFlow core (`coreanalyze CORE --python EXE`, JSON), run once per core and session and
-    read by every test that checks it (the verdicts, the op, the triage agreement, ...); each
-    caller gets its own copy of the report. `seconds`: how long that one analysis took."""
-    import copy
-    import time
-
-    from support.clirun import analyze_json
-
-    done: dict[str, tuple] = {}
-
-    def get(name: str):
-        if name not in done:
-            case = tf_cores.get(name)
-            started = time.perf_counter()
-            report = analyze_json(case.core, "--python", str(case.exe))
-            done[name] = (case, report, time.perf_counter() - started)
-        case, report, seconds = done[name]
-        return case, copy.deepcopy(report), seconds
-
-    return get
 
 
 @pytest.fixture(scope="session")

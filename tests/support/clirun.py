@@ -24,8 +24,12 @@ class CliRun:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None, stdin: str | None = None) -> CliRun:
-    full_env = dict(os.environ, NO_COLOR="1", **(env or {}))
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None, stdin: str | None = None,
+    base_env: dict | None = None,
+) -> CliRun:  # fmt: skip
+    """base_env: the environment `env` adds to (default: this process's, as it is now)."""
+    full_env = dict(os.environ if base_env is None else base_env, NO_COLOR="1", **(env or {}))
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.pop("COREANALYZE_DEBUG", None)
     proc = subprocess.run(
@@ -44,8 +48,8 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
 
-def analyze_json(core: Path, *extra: str, cwd: Path | None = None) -> dict:
-    run = run_cli(str(core), "--format", "json", "-o", "-", *extra, cwd=cwd)
+def analyze_json(core: Path, *extra: str, cwd: Path | None = None, base_env: dict | None = None) -> dict:
+    run = run_cli(str(core), "--format", "json", "-o", "-", *extra, cwd=cwd, base_env=base_env)
     assert run.code == 0, run.stderr
     return run.json
 

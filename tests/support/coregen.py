@@ -104,6 +104,7 @@ def run_to_core(
     kill_after_ready: int | None = None,
     timeout: float = 300.0,
     reraised: bool = False,
+    base_env: dict | None = None,
 ) -> CrashCase:
     """Run argv in workdir until it dies by a signal; return the core the crash left.
 
@@ -111,10 +112,11 @@ def run_to_core(
     (for a process killed by another one).
     reraised: the program's handler catches the first signal and raises it again; under gdb the
     core is written at the second one (the kernel writes it there anyway).
+    base_env: the environment `env` adds to (default: this process's, as it is now).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     exe = Path(shutil.which(argv[0]) or argv[0]).resolve()
-    full_env = dict(os.environ, **(env or {}))
+    full_env = dict(os.environ if base_env is None else base_env, **(env or {}))
     if kernel_writes_cores_here():
         since = time.time()
         proc = subprocess.Popen(

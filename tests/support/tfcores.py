@@ -22,7 +22,11 @@ dies by a signal; the kernel writes its core:
   the same function (imports, warm-up) are left alone.
 
 Cores are ~270-310 MB each: the fixture keeps them in one directory of the session and removes
-it when the session ends (see `tf_cores` in conftest.py).
+it when the session ends (see `tf_cores` in conftest.py). Each core's plain analysis
+(`coreanalyze CORE --python EXE`, JSON) is run once too (TFCoreCache.report). A session that
+will need the corpus has both made by a thread of its own from its start on
+(TFCoreCache.prepare_in_background), in the order its tests first need them, while the tests that
+need neither run: the machine's second CPU builds the cores.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -202,7 +207,7 @@ def quiet_env() -> dict[str, str]:
 # The custom op library
 
 
-def tf_build_flags(python: Path) -> tuple[list[str], list[str]]:
+def tf_build_flags(python: Path, base_env: dict | None = None) -> tuple[list[str], list[str]]:
     code = (
         "import json, tensorflow as tf; "
         "print(json.dumps([tf.sysconfig.get_compile_flags(), tf.sysconfig.get_link_flags()]))"
@@ -212,7 +217,7 @@ def tf_build_flags(python: Path) -> tuple[list[str], list[str]]:
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, **quiet_env(), "TF_CPP_MIN_LOG_LEVEL": "3"},
+        env={**(os.environ if base_env is None else base_env), **quiet_env(), "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     if out.returncode != 0:
         raise RuntimeError(f"cannot read tf.sysconfig flags: {out.stderr[-2000:]}")
@@ -220,10 +225,15 @@ def tf_build_flags(python: Path) -> tuple[list[str], list[str]]:
     return compile_flags, link_flags
 
 
-def build_op_library(python: Path, cache_dir: Path, source: Path = OP_SOURCE) -> Path:
+def _program(name: str, base_env: dict | None) -> str:
+    """A program on the PATH of base_env (default: this process's), or require()'s verdict."""
+    return (shutil.which(name, path=base_env.get("PATH")) if base_env is not None else None) or require(name)
+
+
+def build_op_library(python: Path, cache_dir: Path, source: Path = OP_SOURCE, base_env: dict | None = None) -> Path:
     """Compile the custom op library as a user would, once per (source, flags)."""
-    cxx = require("g++")
-    compile_flags, link_flags = tf_build_flags(python)
+    cxx = _program("g++", base_env)
+    compile_flags, link_flags = tf_build_flags(python, base_env)
     key = hashlib.sha256(
         source.read_bytes() + json.dumps([compile_flags, link_flags, cxx]).encode()
     ).hexdigest()[:16]
@@ -234,7 +244,7 @@ def build_op_library(python: Path, cache_dir: Path, source: Path = OP_SOURCE) ->
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = [cxx, "-std=c++17", "-shared", "-fPIC", "-O2", "-g", "-w", str(source), "-o", str(library)]
     cmd += [*compile_flags, *link_flags]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=base_env)
     if done.returncode != 0:
         raise RuntimeError(f"building {source.name} failed:\n{done.stderr[-4000:]}")
     return library
@@ -327,9 +337,9 @@ def _kill_pid(pid: int) -> None:
 
 
 def inject_fault(name: str, argv: list[str], workdir: Path, injection: FaultInjection,
-                 env: dict | None = None, timeout: float = 600.0) -> CrashCase:
+                 env: dict | None = None, timeout: float = 600.0, base_env: dict | None = None) -> CrashCase:
     """Run argv under gdb, corrupt the pointer at injection.function, let the process fault."""
-    gdb = require("gdb")
+    gdb = _program("gdb", base_env)
     workdir.mkdir(parents=True, exist_ok=True)
     by_kernel = kernel_writes_cores_here()
     pid_file = workdir / "inferior.pid"
@@ -343,7 +353,7 @@ def inject_fault(name: str, argv: list[str], workdir: Path, injection: FaultInje
     }
     driver = workdir / "inject_fault.py"
     driver.write_text(_DRIVER % {"params": json.dumps(params)})
-    full_env = dict(os.environ, **(env or {}))
+    full_env = dict(os.environ if base_env is None else base_env, **(env or {}))
     # gdb's embedded Python must not pick up another interpreter's home.
     full_env.pop("PYTHONHOME", None)
     cmd = [
@@ -396,21 +406,72 @@ def call_site_line(script: Path) -> int | None:
 
 
 class TFCoreCache:
-    """Builds each TensorFlow crash at most once per session, on first use (`get(name)`)."""
+    """Builds each TensorFlow crash at most once per session, on first use (`get(name)`), and
+    analyzes it once (`report(name)`); a thread may make them ahead (prepare_in_background)."""
 
     def __init__(self, root: Path, python: Path):
         self.root = root
         self.python = python
+        # The environment every core is made and analyzed in: this process's when the cache is
+        # made, whatever a test running meanwhile sets or hides (a PATH without gdb, ...).
+        self.environ = dict(os.environ)
+        self.cwd = Path.cwd()
         self.cases: dict[str, CrashCase] = {}
+        self.reports: dict[str, tuple[CrashCase, dict, float]] = {}
         self.build_seconds: dict[str, float] = {}
         self._op_library: Path | None = None
+        # One lock per thing made (a core, a report, the op library): whoever asks first makes
+        # it, whoever asks meanwhile waits for it.
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._background: threading.Thread | None = None
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
 
     def op_library(self) -> Path:
-        if self._op_library is None:
-            started = time.monotonic()
-            self._op_library = build_op_library(self.python, self.root)
-            self.build_seconds["op_library"] = time.monotonic() - started
+        with self._lock("op_library"):
+            if self._op_library is None:
+                started = time.monotonic()
+                self._op_library = build_op_library(self.python, self.root, base_env=self.environ)
+                self.build_seconds["op_library"] = time.monotonic() - started
         return self._op_library
+
+    def report(self, name: str) -> tuple[CrashCase, dict, float]:
+        """(case, report, seconds): the plain analysis of the scenario's core, run once."""
+        from support.clirun import analyze_json
+
+        with self._lock(f"report:{name}"):
+            if name not in self.reports:
+                case = self.get(name)
+                started = time.perf_counter()
+                report = analyze_json(case.core, "--python", str(case.exe), cwd=self.cwd, base_env=self.environ)
+                self.reports[name] = (case, report, time.perf_counter() - started)
+        return self.reports[name]
+
+    def prepare_in_background(self, names: list[str], analyze: bool = True) -> None:
+        """Build (and analyze) these scenarios, in this order, on a thread of their own. A failure
+        there is left for the test that asks for the same core to meet (it tries again)."""
+
+        def prepare() -> None:
+            for name in names:
+                if self._stop.is_set():
+                    return
+                try:
+                    self.report(name) if analyze else self.get(name)
+                except BaseException:  # noqa: BLE001 - the asking test makes it again and says why
+                    pass
+
+        self._background = threading.Thread(target=prepare, name="tf-cores", daemon=True)
+        self._background.start()
+
+    def close(self) -> None:
+        """Stop making cores ahead; waits for the one being made."""
+        self._stop.set()
+        if self._background is not None:
+            self._background.join()
 
     def key(self, scenario: Scenario) -> str:
         h = hashlib.sha256()
@@ -421,8 +482,12 @@ class TFCoreCache:
         return h.hexdigest()[:12]
 
     def get(self, name: str) -> CrashCase:
-        if name in self.cases:
-            return self.cases[name]
+        with self._lock(f"core:{name}"):
+            if name not in self.cases:
+                self.cases[name] = self._build(name)
+        return self.cases[name]
+
+    def _build(self, name: str) -> CrashCase:
         scenario = SCENARIOS[name]
         script = TF_CORPUS / scenario.script
         argv = [str(self.python), str(script)]
@@ -437,9 +502,9 @@ class TFCoreCache:
         scratch.mkdir(parents=True, exist_ok=True)
         env = {**quiet_env(), "TMPDIR": str(scratch)}
         if scenario.injection is None:
-            case = run_to_core(name, argv, workdir, env=env, timeout=600)
+            case = run_to_core(name, argv, workdir, env=env, timeout=600, base_env=self.environ)
         else:
-            case = inject_fault(name, argv, workdir, scenario.injection, env=env)
+            case = inject_fault(name, argv, workdir, scenario.injection, env=env, base_env=self.environ)
         self.build_seconds[name] = time.monotonic() - started
         case.exe = self.python
         case.extra["script"] = script
@@ -449,7 +514,6 @@ class TFCoreCache:
         line = call_site_line(script)
         if line is not None:
             case.extra["call_site_line"] = line
-        self.cases[name] = case
         return case
 
 
@@ -460,9 +524,11 @@ def tf_core_cache(python: Path, base: Path) -> Iterator[TFCoreCache]:
     require("gdb")
     require("g++")
     root, lock = _claim_corpus_dir(base)
+    cache = TFCoreCache(root, python)
     try:
-        yield TFCoreCache(root, python)
+        yield cache
     finally:
+        cache.close()
         shutil.rmtree(root, ignore_errors=True)
         os.close(lock)
 
