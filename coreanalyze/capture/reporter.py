@@ -109,7 +109,9 @@ def report_crash(request: CrashRequest, options: ReporterOptions) -> CrashReply:
         from coreanalyze.capture.killed import report_without_core
 
         report, failure = report_without_core(request), None
-        stem = f"{'killed' if request.killed else 'crashed'}.{request.pid}"
+        from coreanalyze.capture.watcher import process_name
+
+        stem = f"{'killed' if request.killed else 'crashed'}.{process_name(request.argv)}.{request.pid}"
     report.capture = capture_info(request, options.by)
     if failure:
         report.warnings.append(failure)
@@ -118,7 +120,10 @@ def report_crash(request: CrashRequest, options: ReporterOptions) -> CrashReply:
     write_atomically(json_path, render(report, "json"))
     if request.core is not None and not options.keep_core:
         os.unlink(request.core)
-    line = verdict(report, color=False).splitlines()[0] if report.classification.summary or report.core else ""
+    if request.core is None:
+        line = report.classification.summary  # no frames: what is known is the whole verdict
+    else:
+        line = verdict(report, color=False).splitlines()[0]
     return CrashReply(request.pid, verdict=line, html=str(html_path), json=str(json_path))
 
 

@@ -64,7 +64,7 @@ def run(argv: list[str], options: RunOptions) -> int:
     if child == 0:
         _become_command(program, argv, go_read, go_write)
     os.close(go_read)
-    watcher = Watcher(out_dir=out_dir, request=reporter.ask, say=say)
+    watcher = Watcher(out_dir=out_dir, request=reporter.ask, say=say, command=child)
     watched = _seize(watcher, child)
     os.write(go_write, b"go")
     os.close(go_write)

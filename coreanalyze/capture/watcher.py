@@ -62,7 +62,7 @@ class Watcher:
     exits: dict[int, int] = field(default_factory=dict)  # tgid -> wait status, of processes that ended
     memory: procfs.MemoryCgroup | None = None
     oom_kills_before: int | None = None
-    next_core: int = 0
+    command: int | None = None  # the process `run` started: its own SIGKILL is always reported
 
     # --- tracees in and out --------------------------------------------------------------------
 
@@ -190,7 +190,9 @@ class Watcher:
                 _remove(process.core)
                 return
             self._ask(process, died=stop.status)
-        elif process.core is None and stop.killed_by == signal.SIGKILL:
+        elif process.core is None and stop.killed_by == signal.SIGKILL and (tgid == self.command or self._oom_kills() > 0):
+            # SIGKILL is also how launchers and kernel managers stop their processes: a report
+            # for the command itself, and for any process when the memory cgroup counted an OOM kill.
             self._ask(process, died=stop.status, killed=True)
 
     # --- a fatal signal ------------------------------------------------------------------------
@@ -267,7 +269,7 @@ class Watcher:
             if held is not None:
                 threads.append(held)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        name = _safe_name(process.argv)
+        name = process_name(process.argv)
         path = self.out_dir / f"core.{name}.{process.tgid}"
         try:
             written = write_core(process.tgid, threads, process.signal or 0, process.siginfo, str(path))
@@ -288,9 +290,13 @@ class Watcher:
 
     # --- reports ---------------------------------------------------------------------------------
 
+    def _oom_kills(self) -> int:
+        """OOM kills the memory cgroup counted since the watch began."""
+        now = self.memory.oom_kills() if self.memory else None
+        return now - self.oom_kills_before if now is not None and self.oom_kills_before is not None else 0
+
     def _ask(self, process: WatchedProcess, died: int | None = None, killed: bool = False) -> None:
         process.requested = True
-        oom_kills = self.memory.oom_kills() if self.memory else None
         self.request(
             CrashRequest(
                 pid=process.tgid,
@@ -301,7 +307,7 @@ class Watcher:
                 core_problem=process.core_problem,
                 died=died,
                 killed=killed,
-                oom_kills=(oom_kills - self.oom_kills_before) if oom_kills is not None and self.oom_kills_before is not None else None,
+                oom_kills=self._oom_kills() if self.memory and self.memory.events else None,
                 cgroup_peak=self.memory.peak_bytes() if self.memory else None,
                 cgroup_limit=self.memory.limit_bytes() if self.memory else None,
                 peak_rss=process.peak_rss,
@@ -325,12 +331,17 @@ class Watcher:
         return any(p.held for p in self.processes.values())
 
 
-def _safe_name(argv: list[str]) -> str:
+def process_name(argv: list[str]) -> str:
+    """A short, file-name-safe name: the script of `python script.py`, the module of `python -m
+    module`, else the program."""
     from coreanalyze.base.safenames import safe_stem
 
     name = os.path.basename(argv[0]) if argv else "process"
-    if name.startswith("python") and len(argv) > 1 and not argv[1].startswith("-"):
-        name = os.path.basename(argv[1])  # python script.py: the script says more
+    if name.startswith("python") and len(argv) > 1:
+        if argv[1] == "-m" and len(argv) > 2:
+            name = argv[2]
+        elif not argv[1].startswith("-"):
+            name = os.path.basename(argv[1])
     return safe_stem(name, "process")[:40]
 
 
