@@ -6,7 +6,8 @@ one level under its own directory (`index-v1/ab/...` and `libsymbols-v1/ab/...` 
 a two-character prefix). An entry's last use is its modification time: the parts touch an entry
 when they serve it. The cap is `$COREANALYZE_CACHE_MAX_MB` (default 1024, a laptop's share);
 the trim runs after an analysis has written its part, in a thread beside its report, and leaves
-alone what a concurrent analysis may be using (entries used in the last minutes).
+alone what a concurrent analysis may be using (entries used in the last minutes) and what a
+user asked for (extracted images, fetched wheels: ASKED_FOR_PARTS).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ IN_USE_SECONDS = 300  # a gdb may reopen what another analysis gave it by name
 # characters (or "nb", no build-id): the entry is one level further down.
 PREFIX_LENGTHS = (2,)
 PREFIX_NAMES = ("nb",)
+# Parts the trim leaves alone: what a user asked for (an image given as --sysroot, wheels
+# fetched with --fetch) costs a download to make again; `cache clear` removes them too.
+ASKED_FOR_PARTS = ("images", "fetch")
 
 
 @dataclass
@@ -105,7 +109,7 @@ def trim(root: str | os.PathLike[str] | None = None, limit: int | None = None, n
     returns the bytes removed. Entries used in the last IN_USE_SECONDS stay."""
     limit = limit_bytes() if limit is None else limit
     now = time.time() if now is None else now
-    found = entries(root)
+    found = [e for e in entries(root) if e.part not in ASKED_FOR_PARTS]
     total = sum(e.size for e in found)
     removed = 0
     for entry in sorted(found, key=lambda e: e.used):
@@ -174,7 +178,7 @@ def info_lines(root: str | os.PathLike[str] | None = None) -> list[str]:
     lines = [
         f"cache: {base}",
         f"size:  {_mib(total)} in {len(found)} entries (cap {_mib(limit_bytes())}, ${LIMIT_VARIABLE}; "
-        "least recently used entries go first)",
+        f"least recently used entries go first, {' and '.join(ASKED_FOR_PARTS)} excepted)",
     ]
     for part, items in sorted(parts.items(), key=lambda kv: -sum(e.size for e in kv[1])):
         lines.append(f"  {part:<30} {_mib(sum(e.size for e in items)):>11}  {len(items):>6} entries")

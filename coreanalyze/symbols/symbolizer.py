@@ -25,6 +25,7 @@ from typing import Sequence
 
 from coreanalyze.base import model
 from coreanalyze.base.cachedir import cache_dir
+from coreanalyze.base.cachesize import DEFAULT_LIMIT_MB
 from coreanalyze.base.demangle import demangle
 from coreanalyze.base.vocabulary import ModuleStatus
 from coreanalyze.corefile.modules import elf_build_id
@@ -34,7 +35,7 @@ from coreanalyze.symbols.paths import valid_build_id
 from coreanalyze.symbols.store import Index, IndexUnusable, write_cache_file
 
 INDEX_DIR = "index-v1"
-DEFAULT_CACHE_LIMIT_MB = 4096
+DEFAULT_CACHE_LIMIT_MB = DEFAULT_LIMIT_MB  # the whole cache's cap (coreanalyze.base.cachesize) bounds its indexes too
 NO_BUILD_ID_PREFIX = "nb"  # index names of files without a build-id: "nb" + sha1 of identity
 MAX_SECTION_HEADERS_HASHED = 1024 * 1024
 # Statuses whose local file is the crashed build (as far as can be told).

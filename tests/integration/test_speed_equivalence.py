@@ -294,6 +294,8 @@ def compare_naming(
         expected = _views(whole.open_core(str(core), executable=str(exe) if exe else None), addresses)
     with OwnGdb(timeout=900) as gdb:
         session = gdb.open_core(str(core), executable=str(exe) if exe else None, sysroot=plan.sysroot, libraries=choice)
+        if choice is not None:
+            choice.read_all(session)  # every other library, as the whole gdb: an address may name one
         namer = FrameNamer(plan, str(tmp))
         # What gdb will name, found as the analysis finds it: from gdb's own unnamed view.
         unnamed = _views(session, addresses)

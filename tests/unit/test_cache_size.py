@@ -28,17 +28,18 @@ def test_trim_removes_the_least_recently_used_first_and_keeps_those_in_use(tmp_p
     _entry(root / "libsymbols-v1" / "ab" / "oldest", MIB, 3 * 86400)
     _entry(root / "libsymbols-v1" / "cd" / "older", MIB, 2 * 86400)
     _entry(root / "index-v1" / "ef" / "recent", MIB, 86400)
+    _entry(root / "images" / "asked-for", MIB, 9 * 86400)  # an image given as --sysroot: kept
     stray = root / "stray.json"  # a file at the top, used just now
     stray.write_bytes(os.urandom(MIB))
     os.utime(stray, (time.time() - 10, time.time() - 10))
-    assert {e.part for e in cachesize.entries(root)} == {"libsymbols-v1", "index-v1", ""}
+    assert {e.part for e in cachesize.entries(root)} == {"libsymbols-v1", "index-v1", "images", ""}
     removed = cachesize.trim(root, limit=int(2.5 * MIB))
     assert removed >= 2 * MIB
     left = {os.path.basename(e.path) for e in cachesize.entries(root)}
-    assert left == {"recent", "stray.json"}
+    assert left == {"recent", "stray.json", "asked-for"}
     # Over the cap, but everything left is in use or needed to get under it: nothing more goes.
     assert cachesize.trim(root, limit=0, now=time.time()) >= MIB  # the day-old entry
-    assert {os.path.basename(e.path) for e in cachesize.entries(root)} == {"stray.json"}
+    assert {os.path.basename(e.path) for e in cachesize.entries(root)} == {"stray.json", "asked-for"}
 
 
 def test_the_cap_comes_from_the_environment(monkeypatch):

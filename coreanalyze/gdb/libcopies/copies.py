@@ -216,7 +216,8 @@ def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbol
         if not copies:
             if _stands_alone(module.path, layout):
                 entry = symbols_entry(module.local_path, layout, root)
-                chosen.append(FastLibrary(path=module.path, local_path=module.local_path, copy=module.local_path, entry=entry, layout=layout))
+                served = module.local_path  # gdb opens the library itself, and reads none of it
+                chosen.append(FastLibrary(path=module.path, local_path=served, copy=served, entry=entry, layout=layout))
             continue
         try:
             entry, copy = cached_copy(module.local_path, layout, root)

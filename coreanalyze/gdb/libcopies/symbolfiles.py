@@ -211,14 +211,15 @@ def sort_symbols(symtab_bytes: bytes | memoryview) -> SymbolOrder:
     Python's sort runs over the 8-byte values cut out of the table with a slice, which is the
     fast way without numpy (1.2 million symbols: well under a second).
     """
-    raw = bytes(symtab_bytes[: len(symtab_bytes) - len(symtab_bytes) % SYM_SIZE])
-    words = array("Q")
-    words.frombytes(raw)
-    values, sizes = words[1::3], words[2::3]
-    sections = array("H")
-    sections.frombytes(raw)
-    sections = sections[3::12]  # st_shndx: bytes 6-7 of each 24-byte symbol
-    order = array("I", sorted(range(len(values)), key=values.__getitem__))
+    # Views of the table, not copies: the first run of a TensorFlow core sorts 1.2 million
+    # symbols, and its peak memory is this sort's.
+    raw = memoryview(symtab_bytes)[: len(symtab_bytes) - len(symtab_bytes) % SYM_SIZE]
+    if not raw.contiguous or raw.itemsize != 1 or raw.ndim != 1:
+        raw = memoryview(bytes(raw))
+    words = raw.cast("B").cast("Q")
+    values, sizes = array("Q", words[1::3]), array("Q", words[2::3])
+    sections = array("H", raw.cast("B").cast("H")[3::12])  # st_shndx: bytes 6-7 of each 24-byte symbol
+    order = _address_order(values)
     # The lowest value (and lowest of a sized symbol) per section: the first of each section in
     # address order, found by walking the order only until every section present has both.
     present = set(sections)
@@ -234,6 +235,32 @@ def sort_symbols(symtab_bytes: bytes | memoryview) -> SymbolOrder:
         if len(lowest) == len(present) and len(lowest_sized) == len(sized_present):
             break
     return SymbolOrder(order, lowest, lowest_sized)
+
+
+def _address_order(values: array) -> array:
+    """Indexes of values in ascending order, equal values by index (a stable sort's order).
+
+    Each value and its index are packed into one integer, spread over buckets of about 64K by
+    range, and each bucket is sorted in turn: a list of Python integers a bucket at a time,
+    where sorting all indexes by key held two integers a symbol (for TensorFlow's 1.2 million
+    symbols: ~20 MB at the peak instead of ~150 MB, and faster)."""
+    count = len(values)
+    bits = max(1, count.bit_length())
+    if not count or max(values) >= 1 << (64 - bits):
+        return array("I", sorted(range(count), key=values.__getitem__))
+    mask = (1 << bits) - 1
+    packed = array("Q", ((value << bits) | index for index, value in enumerate(values)))
+    low, high = min(packed), max(packed)
+    shift = max(0, (high - low).bit_length() - max(1, count >> 16).bit_length())
+    buckets = [array("Q") for _ in range(((high - low) >> shift) + 1)]
+    appends = [bucket.append for bucket in buckets]
+    for key in packed:
+        appends[(key - low) >> shift](key)
+    del packed
+    order = array("I")
+    for bucket in buckets:
+        order.extend(key & mask for key in sorted(bucket))
+    return order
 
 
 class LibrarySymbols:
