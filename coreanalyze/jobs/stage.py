@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from coreanalyze.base.model import Report
+from coreanalyze.base.model import JobInfo, Report
 from coreanalyze.jobs.identity import job_of_environment
-from coreanalyze.jobs.verdict import wait_text
+from coreanalyze.jobs.verdict import waiting_for
 from coreanalyze.jobs.waiting import rank_state, sender_of
 
 
@@ -23,10 +23,21 @@ def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[st
     if job is None:
         return
     job.state, job.waited = rank_state(report)
+    if job.waited is not None and job.waited.peer is None:
+        job.waited.peer = only_peer(job)
     if job.state != "crashed":
         job.sent_by = sender_of(report)
     report.job = job
     report.classification.evidence.append(evidence_line(report))
+
+
+def only_peer(job: JobInfo) -> int | None:
+    """The rank a rank of two waited for: the other one. With more, which peer a pending receive
+    waits for is in the collective library's own structures (TensorFlow's, gloo's), which have no
+    debug info and change with every build: not read."""
+    if job.world_size == 2 and job.rank in (0, 1):
+        return 1 - job.rank
+    return None
 
 
 def evidence_line(report: Report) -> str:
@@ -35,7 +46,7 @@ def evidence_line(report: Report) -> str:
     role = f" ({job.role})" if job.role else ""
     text = f"Rank {job.rank if job.rank is not None else '?'}{size}{role} of job {job.id or '?'}"
     if job.state == "waiting":
-        text += f": it was waiting for its peers {wait_text(job.waited)}".rstrip()
+        text += f": it was waiting {waiting_for(job.waited)}"
     elif job.state == "stuck":
         text += ": it was blocked outside any collective"
     elif job.state == "crashed":

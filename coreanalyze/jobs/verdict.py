@@ -25,10 +25,10 @@ def _ranks_word(ranks: list[int | None]) -> str:
 
 
 def wait_text(wait: JobWait | None) -> str:
-    """"in torch.distributed.all_reduce at train.py:62"."""
+    """"for rank 1 in torch.distributed.all_reduce at train.py:62" (the rank where it is known)."""
     if wait is None:
         return ""
-    parts = []
+    parts = [f"for rank {wait.peer}"] if wait.peer is not None else []
     if wait.collective:
         parts.append(f"in {wait.collective}")
     elif wait.function:
@@ -36,9 +36,13 @@ def wait_text(wait: JobWait | None) -> str:
     if wait.file:
         where = wait.file.rsplit("/", 1)[-1] + (f":{wait.line}" if wait.line is not None else "")
         parts.append(f"at {where}")
-    if wait.peer is not None:
-        parts.append(f"for rank {wait.peer}")
     return " ".join(parts)
+
+
+def waiting_for(wait: JobWait | None) -> str:
+    """"for rank 1 in ... at ...", else "for its peers in ... at ..."."""
+    what = wait_text(wait)
+    return what if wait is not None and wait.peer is not None else f"for its peers {what}".rstrip()
 
 
 def _reason(rank: RankVerdict) -> tuple:
@@ -113,7 +117,10 @@ def evidence_of(rank: RankVerdict, verdict: JobVerdict) -> list[str]:
         lines.append(f"crashed too, for another reason: {_what(rank)}")
     elif rank.state in ("waiting", "stuck"):
         what = wait_text(rank.waited)
-        lines.append(("waited for its peers" if rank.state == "waiting" else "was blocked outside any collective") + (f" {what}" if what else ""))
+        if rank.state == "waiting":
+            lines.append(f"waited {waiting_for(rank.waited)}")
+        else:
+            lines.append("was blocked outside any collective" + (f" {what}" if what else ""))
         if rank.waited is not None and rank.waited.message:
             lines.append(f"said: {rank.waited.message}")
     elif rank.state == "killed":

@@ -47,8 +47,9 @@ def _collective_of(frame: Frame, rules: tuple[CollectiveRule, ...]) -> str | Non
 def collective_in(threads: list[Thread], first: Thread | None, rules: JobRules) -> tuple[str | None, Thread | None]:
     """The collective named by the first matching frame: the waiting thread's first, then the others'."""
     ordered = ([first] if first is not None else []) + [t for t in threads if t is not first]
-    main = tuple(r for r in rules.collectives if not r.fallback)
-    fallback = tuple(r for r in rules.collectives if r.fallback)
+    present = [r for r in rules.collectives if r.with_native is None or _any_native(threads, r.with_native)]
+    main = tuple(r for r in present if not r.fallback)
+    fallback = tuple(r for r in present if r.fallback)
     # Python frames name the call as the program made it: they go first on each thread; a
     # transport's wait comes last, under whatever collective called it.
     for kinds, tried in (((FrameKind.PYTHON,), main), ((FrameKind.NATIVE,), main), ((FrameKind.PYTHON, FrameKind.NATIVE), fallback)):
@@ -59,6 +60,11 @@ def collective_in(threads: list[Thread], first: Thread | None, rules: JobRules) 
                     if name:
                         return name, thread
     return None, None
+
+
+def _any_native(threads: list[Thread], pattern: re.Pattern[str]) -> bool:
+    """Whether some thread is in a native frame the pattern names (a rule's `with`)."""
+    return any(f.kind != FrameKind.PYTHON and f.function and pattern.search(f.function) for t in threads for f in t.frames[:MAX_FRAMES])
 
 
 def program_line(thread: Thread | None) -> Frame | None:

@@ -19,7 +19,8 @@ from coreanalyze.triage import triage_text
 
 # scenario -> (root-cause ranks, the waiting ranks' collective)
 EXPECTED = {
-    "tf_one_crash": ([1], "TensorFlow all-reduce (RingReducer)"),
+    # The crash is in the job's first step: no thread of the waiting worker is inside its all-reduce.
+    "tf_one_crash": ([1], "TensorFlow multi-worker step (its collectives wait on the other tasks)"),
     "torch_one_crash": ([1], "torch.distributed.all_reduce"),
     "torch_same_crash": ([0, 1], None),
     "torch_deadlock": ([], "torch.distributed.recv"),
@@ -70,6 +71,7 @@ def test_batch_names_the_root_cause_rank_and_the_waiting_ranks(jobs_batch, name)
         waiting = ranks[rank]
         assert waiting["state"] == "waiting" and waiting["signal"] == "SIGABRT"
         assert waiting["waited"]["collective"] == collective
+        assert waiting["waited"]["peer"] == 1 - rank  # in a job of two, the other rank
         # The Python line that called it: the job's own program, not a library.
         assert Path(waiting["waited"]["file"]).name in ("tf_worker.py", "torch_rank.py") and waiting["waited"]["line"]
         # The test's watchdog sent it: the parent of the TensorFlow workers, no rank of the job.
@@ -224,12 +226,20 @@ def test_a_rank_that_sets_its_variables_itself_is_read_from_libcs_environ(tmp_pa
 
 @pytest.mark.tf
 def test_each_tf_worker_names_its_job_and_rank_however_tf_config_reached_it(jobs_batch):
-    """Worker 0 set TF_CONFIG itself (os.environ), worker 1 had it from its launcher."""
+    """Worker 0 set TF_CONFIG itself (os.environ), worker 1 had it from its launcher; worker 0,
+    whose step waits on worker 1 with no thread inside a collective, reads as waiting for it."""
     runs, summary = jobs_batch
     ids = set()
     for entry in _job_of(summary, runs["tf_one_crash"])["ranks"]:
-        job = json.loads((Path(summary["_out"]) / Path(entry["report_html"]).with_suffix(".json")).read_text())["job"]
+        report = json.loads((Path(summary["_out"]) / Path(entry["report_html"]).with_suffix(".json")).read_text())
+        job = report["job"]
         assert (job["rank"], job["world_size"], job["launcher"], job["role"]) == (entry["rank"], 2, "tensorflow", "worker")
         assert job["variables"] == ["TF_CONFIG"] and job["address"].startswith("localhost:")
         ids.add(job["id"])
+        if entry["rank"] == 0:
+            assert report["classification"]["hang"]["rule"] == "multi-worker-step-waits-for-peers"
+            assert "collectives wait on the job's other tasks" in report["classification"]["summary"]
+            evidence = report["classification"]["evidence"][-1]
+            assert evidence.startswith(f"Rank 0 of 2 (worker) of job {job['id']}: it was waiting for rank 1 in TensorFlow multi-worker step")
+            assert "at tf_worker.py:" in evidence
     assert len(ids) == 1 and next(iter(ids)).startswith("tf:")

@@ -1,11 +1,11 @@
-"""One worker of a two-worker MultiWorkerMirroredStrategy job. Both workers run one training step
-together (a kernel, then an all-reduce of its result inside the strategy's replica function);
-in the next step the worker told to crash feeds the kernel an input that CHECK-fails in
-TensorFlow 2.21 (LRNGrad with a 1-D output_image), inside the replica function, before its
-all-reduce, while the other reaches the all-reduce of that step and waits for it there until a
-watchdog ends it.
+"""One worker of a two-worker MultiWorkerMirroredStrategy job. The workers run training steps
+together (a kernel, then an all-reduce of its result inside the strategy's replica function); in
+the last step the worker told to crash feeds the kernel an input that CHECK-fails in TensorFlow
+2.21 (LRNGrad with a 1-D output_image), inside the replica function, before its all-reduce,
+while the other reaches the all-reduce of that step and waits for it there until a watchdog (or
+TensorFlow's own heartbeat timeout) ends it.
 
-    tf_worker.py RANK_DIR crash|wait [--cluster HOST:PORT,HOST:PORT --index N]
+    tf_worker.py RANK_DIR crash|wait [--cluster HOST:PORT,HOST:PORT --index N] [--steps N]
 
 Without --cluster, TF_CONFIG comes from the launcher's environment; with it, the script builds
 TF_CONFIG from its flags and sets it itself (`os.environ["TF_CONFIG"] = json.dumps(...)`), as many
@@ -23,6 +23,7 @@ parser.add_argument("rank_dir")
 parser.add_argument("role", choices=("crash", "wait"))
 parser.add_argument("--cluster")
 parser.add_argument("--index", type=int)
+parser.add_argument("--steps", type=int, default=2)  # the last one is the crash's
 args = parser.parse_args()
 os.chdir(args.rank_dir)
 with open("pid", "w") as f:
@@ -48,7 +49,10 @@ def train_step(image):
     return strategy.run(replica_step, args=(image,))
 
 
-print("step 0:", train_step(tf.ones([1, 1, 1, 4])).numpy(), flush=True)
-open("waiting", "w").close()
-train_step(tf.ones([1]) if args.role == "crash" else tf.ones([1, 1, 1, 4]))  # the waiting worker's peer never comes
+for step in range(args.steps):
+    last = step == args.steps - 1
+    if last:
+        open("waiting", "w").close()
+    image = tf.ones([1]) if last and args.role == "crash" else tf.ones([1, 1, 1, 4])
+    print(f"step {step}:", train_step(image).numpy(), flush=True)  # the waiting worker's peer never comes to the last
 print("unreachable", flush=True)

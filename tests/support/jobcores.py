@@ -187,7 +187,9 @@ def run_torch_job(scenario: JobScenario, root: Path) -> JobRun:
 
 def run_tf_job(scenario: JobScenario, root: Path) -> JobRun:
     """Both ways TF_CONFIG reaches a worker: worker 0 builds it from its flags and sets it itself
-    (it is not in the environment the process started with), the others get it from the launcher."""
+    (it is not in the environment the process started with), the others get it from the launcher.
+    One step, the crash's: the waiting worker's all-reduce never starts (its group is resolved
+    with the other task over RPC), so no thread of it is inside a collective."""
     ports = [_free_port() for _ in range(scenario.world_size)]
     workers = [f"localhost:{p}" for p in ports]
     procs = []
@@ -195,7 +197,7 @@ def run_tf_job(scenario: JobScenario, root: Path) -> JobRun:
         rank_dir = root / f"rank{rank}"
         rank_dir.mkdir()
         role = "crash" if rank in scenario.crashers else "wait"
-        cmd = [sys.executable, str(JOBS / "tf_worker.py"), str(rank_dir), role]
+        cmd = [sys.executable, str(JOBS / "tf_worker.py"), str(rank_dir), role, "--steps", "1"]
         env = _env()
         if rank == 0:
             cmd += ["--cluster", ",".join(workers), "--index", "0"]
