@@ -51,8 +51,9 @@ def limit_bytes() -> int:
     return max(0, mb) * 1024 * 1024
 
 
-def entries(root: str | os.PathLike[str] | None = None) -> list[CacheEntry]:
-    """Every entry of the cache, in no particular order."""
+def entries(root: str | os.PathLike[str] | None = None, skip: tuple[str, ...] = ()) -> list[CacheEntry]:
+    """Every entry of the cache, in no particular order; skip: parts not looked into (an
+    extracted image holds thousands of files)."""
     base = Path(root) if root is not None else cache_dir()
     try:
         parts = list(os.scandir(base))
@@ -60,6 +61,8 @@ def entries(root: str | os.PathLike[str] | None = None) -> list[CacheEntry]:
         return []
     out = []
     for part in parts:
+        if part.name in skip:
+            continue
         if part.is_dir(follow_symlinks=False):
             out += [_entry(part.name, p) for p in _units(part.path)]
         else:
@@ -109,7 +112,7 @@ def trim(root: str | os.PathLike[str] | None = None, limit: int | None = None, n
     returns the bytes removed. Entries used in the last IN_USE_SECONDS stay."""
     limit = limit_bytes() if limit is None else limit
     now = time.time() if now is None else now
-    found = [e for e in entries(root) if e.part not in ASKED_FOR_PARTS]
+    found = entries(root, skip=ASKED_FOR_PARTS)
     total = sum(e.size for e in found)
     removed = 0
     for entry in sorted(found, key=lambda e: e.used):
