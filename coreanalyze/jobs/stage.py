@@ -3,23 +3,33 @@ the job's failure (crashed, waiting and in what, ended by whom), with one eviden
 
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence
 
 from coreanalyze.base.model import JobInfo, Report
 from coreanalyze.jobs.identity import job_of_environment
 from coreanalyze.jobs.verdict import waiting_for
-from coreanalyze.jobs.waiting import rank_state, sender_of
+from coreanalyze.jobs.waiting import MAX_FRAMES, rank_state, sender_of
+from coreanalyze.process.currentenv import removed_values
+from coreanalyze.process.process import Process
+
+# Threads only a task of a TensorFlow job has: its coordination service agent, its gRPC server.
+DISTRIBUTED_TENSORFLOW = re.compile(r"^tsl::CoordinationServiceAgent|^tensorflow::GrpcServer|^tsl::GrpcCoordinationServiceImpl")
 
 
-def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[str] = (), current: Mapping[str, str] | None = None) -> None:
-    """environ: the environment the process started with; current: the one it had when it died
-    (Process.current_environment), whose values win: a script that sets TF_CONFIG or RANK
-    itself (`os.environ[...] = ...`) is that rank, though its launcher did not say so. A
-    variable the process removed is still read from the initial one: it was started as that rank."""
-    environ = {**(environ or {}), **(current or {})}
-    if not environ and not argv:
-        return
-    job = job_of_environment(environ, environ.get("HOSTNAME"), argv)
+def add_job(report: Report, process: Process) -> None:
+    """The job of the process as it was when it died: its current environment (Process.
+    current_environment) over the one it started with, so that a script that sets TF_CONFIG or
+    RANK itself (`os.environ[...] = ...`) is that rank, though its launcher did not say so; a
+    variable the process removed is still read from the initial one (it was started as that
+    rank), or, for a TensorFlow task that removed the TF_CONFIG it set, from the string left in
+    its memory (see _removed_tf_config)."""
+    environ = {**process.environ, **process.current_environment}
+    argv = process.notes.argv or ()
+    job = job_of_environment(environ, environ.get("HOSTNAME"), argv) if environ or argv else None
+    removed = job is None and "TF_CONFIG" not in environ and _tensorflow_task(report)
+    if removed:
+        job = _removed_tf_config(process, environ, argv)
     if job is None:
         return
     job.state, job.waited = rank_state(report)
@@ -29,6 +39,26 @@ def add_job(report: Report, environ: Mapping[str, str] | None, argv: Sequence[st
         job.sent_by = sender_of(report)
     report.job = job
     report.classification.evidence.append(evidence_line(report))
+    if removed:
+        report.classification.evidence.append(
+            "TF_CONFIG was no longer in the process's environment: read from the string its setenv left in memory"
+        )
+
+
+def _tensorflow_task(report: Report) -> bool:
+    """A task of a TensorFlow job (its coordination service agent or gRPC server has a thread):
+    the only process worth a pass over its heap for a removed TF_CONFIG."""
+    return any(DISTRIBUTED_TENSORFLOW.search(f.function or "") for t in report.threads for f in t.frames[:MAX_FRAMES])
+
+
+def _removed_tf_config(process: Process, environ: Mapping[str, str], argv: Sequence[str]) -> JobInfo | None:
+    """The job from a TF_CONFIG the process set and removed again: the first value left in its
+    memory that names a cluster and this task."""
+    for value in removed_values(process, "TF_CONFIG"):
+        job = job_of_environment({**environ, "TF_CONFIG": value}, environ.get("HOSTNAME"), argv)
+        if job is not None and "TF_CONFIG" in job.variables:
+            return job
+    return None
 
 
 def only_peer(job: JobInfo) -> int | None:

@@ -628,7 +628,7 @@ def job(ctx: Context) -> None:
     """Which job and rank of a multi-process run this was, and its part in the job's failure."""
     from coreanalyze.jobs.stage import add_job
 
-    add_job(ctx.report, ctx.process.environ, ctx.process.notes.argv or (), current=ctx.process.current_environment)
+    add_job(ctx.report, ctx.process)
 
 
 STAGES: tuple[Stage, ...] = (

@@ -120,3 +120,39 @@ def _pointers(process: Process, array: int, fmt: str) -> Iterator[int]:
         yield from (word for (word,) in struct.iter_unpack(fmt, data[: len(data) // 8 * 8]))
         if len(data) < 8 * CHUNK_WORDS:
             return
+
+
+MAX_LOST_SCANNED = 4 << 30  # bytes of writable memory searched for a removed variable, at most
+MAX_LOST_VALUES = 16
+
+
+def removed_values(process: Process, name: str) -> list[str]:
+    """Values a `NAME=value` string still holds in the process's writable memory: glibc's setenv
+    makes each such string once and keeps it (unsetenv, `del os.environ[NAME]`, only takes its
+    pointer out of the array), so a variable the process set and later removed is still there.
+    Searched, not followed: the caller says when it is worth a pass over the heap, and which of
+    the values found (several settings leave several) is one it can use."""
+    from coreanalyze.corefile.memory import searching
+
+    needle = name.encode() + b"="
+    memory = process.memory
+    hits: list[int] = []
+    scanned = 0
+    with searching():  # a shrunk core keeps what was found, not all that was looked through
+        for segment in memory.segments:
+            if not segment.writable or scanned >= MAX_LOST_SCANNED or len(hits) >= MAX_LOST_VALUES:
+                continue
+            for at in memory.find(needle, segment, MAX_LOST_SCANNED - scanned):
+                hits.append(at)
+                if len(hits) >= MAX_LOST_VALUES:
+                    break
+            scanned += max(0, segment.present_end - segment.start)
+    values: list[str] = []
+    for at in hits:
+        # The string's own start: the byte before it ends another string or a malloc header.
+        text = memory.read_cstring(at, MAX_ARG_BYTES)
+        if text is not None:
+            value = printable_text(text).partition("=")[2]
+            if value and value not in values:
+                values.append(value)
+    return values

@@ -224,6 +224,20 @@ def test_a_rank_that_sets_its_variables_itself_is_read_from_libcs_environ(tmp_pa
     assert values["PYTEST_CURRENT_TEST"] == "tests/test_model.py::test_forward (call)" and values["MASTER_PORT"] == "29500"
 
 
+def test_a_python_rank_that_sets_os_environ_is_read_from_the_interpreters_environ(tmp_path):
+    import sys
+
+    from support.coregen import run_to_core
+    from support.paths import JOBS
+
+    case = run_to_core("environ_crash", [sys.executable, str(JOBS / "environ_crash.py")], tmp_path, env={"DROPPED": "yes", "RANK": "0"})
+    report = analyze_json(case.core, "--include-env")
+    job = report["job"]
+    assert (job["rank"], job["world_size"], job["master"], job["state"]) == (2, 3, "10.0.0.9:29400", "crashed")
+    values = report["environment"]["environment_variables"]
+    assert values["PYTEST_CURRENT_TEST"] == "tests/test_model.py::test_forward (call)" and "DROPPED" not in values
+
+
 @pytest.mark.tf
 def test_each_tf_worker_names_its_job_and_rank_however_tf_config_reached_it(jobs_batch):
     """Worker 0 set TF_CONFIG itself (os.environ), worker 1 had it from its launcher; worker 0,

@@ -265,3 +265,19 @@ def test_a_transports_wait_names_the_collective_only_where_nothing_above_it_does
     assert collective_in([bare, other], bare, job_rules())[0] == "torch.distributed (recv)"
     barrier = _native("absl::Notification::WaitForNotification() const", "xla::CoordinationServiceAgent::WaitAtBarrier(std::string_view)")
     assert collective_in([barrier], barrier, job_rules())[0] == "XLA WaitAtBarrier"
+
+
+def test_a_tensorflow_step_waits_for_its_peers_only_in_a_task_of_a_job():
+    # The frames of a real MWMS worker whose peer died in the first step: no thread in a collective.
+    main = _native("absl::lts_20250814::Notification::WaitForNotification() const",
+                   "tensorflow::ProcessFunctionLibraryRuntime::RunSync(tensorflow::FunctionLibraryRuntime::Options const&, unsigned long)",
+                   "tensorflow::KernelAndDeviceFunc::Run(tensorflow::ScopedStepContainer*)")
+    agent = _native("absl::lts_20250814::Mutex::AwaitCommon(absl::lts_20250814::Condition const&)",
+                    "tsl::CoordinationServiceAgent::StartSendingHeartbeats()")
+    name, thread = collective_in([main, agent], main, job_rules())
+    assert name == "TensorFlow multi-worker step (its collectives wait on the other tasks)" and thread is main
+    # A single process's tf.function waiting on a notification is no job's step.
+    assert collective_in([main], main, job_rules()) == (None, None)
+    # A thread inside the ring all-reduce names it, before the step.
+    ring = _native("tensorflow::RingAlg::PCQueue::Dequeue()", "tensorflow::RingReducer::RunAsyncParts()")
+    assert collective_in([main, agent, ring], main, job_rules())[0] == "TensorFlow all-reduce (RingReducer)"

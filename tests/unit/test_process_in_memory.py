@@ -224,9 +224,27 @@ def test_the_current_environment_is_libcs_array_and_the_job_is_read_from_it():
     assert environ["PYTEST_CURRENT_TEST"] == "tests/test_model.py::test_forward (call)"
     assert environ["PATH"] == "/bin" and "DROPPED" not in environ and process.environ == {"PATH": "/bin", "DROPPED": "1"}
     report = Report()
-    add_job(report, process.environ, current=environ)
+    add_job(report, process)
     assert report.job is not None and (report.job.rank, report.job.world_size, report.job.role) == (1, 2, "worker")
     assert report.job.id.startswith("tf:")
+
+
+def test_a_tf_config_the_task_removed_is_read_from_the_string_setenv_left():
+    from coreanalyze.jobs.stage import add_job
+
+    tf_config = b'TF_CONFIG={"cluster": {"worker": ["h0:2222", "h1:2222"]}, "task": {"type": "worker", "index": 0}}'
+    # The environment no longer names it; the string setenv made is still on the heap.
+    process = _environ_process([b"PATH=/bin", b"\x91\x00" + tf_config], environ={"PATH": "/bin"})
+    assert "TF_CONFIG" not in process.current_environment
+    agent = Thread(tid=8, frames=[Frame(index=0, function="tsl::CoordinationServiceAgent::StartSendingHeartbeats()")])
+    report = Report(threads=[agent])
+    add_job(report, process)
+    assert report.job is not None and (report.job.rank, report.job.world_size, report.job.variables) == (0, 2, ["TF_CONFIG"])
+    assert "setenv left in memory" in report.classification.evidence[-1]
+    # A process that is no task of a TensorFlow job: its heap is not searched.
+    plain = Report(threads=[Thread(tid=8, frames=[Frame(index=0, function="main")])])
+    add_job(plain, process)
+    assert plain.job is None
 
 
 def test_without_environ_in_the_core_the_initial_environment_stands():
