@@ -27,7 +27,10 @@ def blanks(process: Process, kept: PageSet) -> dict[int, bytes]:
 
     Arguments are blanked only in the initial stack (the same path is also a Python string the
     frames name); `NAME=value` strings wherever they are kept."""
-    environment = [(f"{n}={v}".encode() + b"\0", len(n) + 1) for n, v in process.environ.items() if v]
+    # The values it started with and those it set later (setenv's strings on the heap, read by
+    # the job's identity through Process.current_environment).
+    pairs = {*process.environ.items(), *process.current_environment.items()}
+    environment = [(f"{n}={v}".encode() + b"\0", len(n) + 1) for n, v in sorted(pairs) if v]
     arguments = [(b"\0" + a.encode() + b"\0", 1) for a in process.notes.argv[1:] if len(a) >= MIN_ARGUMENT]
     anchor = process.notes.auxv_pointers.get("AT_EXECFN")
     initial = process.memory.segment_containing(anchor) if isinstance(anchor, int) else None

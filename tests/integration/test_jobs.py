@@ -236,6 +236,16 @@ def test_a_python_rank_that_sets_os_environ_is_read_from_the_interpreters_enviro
     assert (job["rank"], job["world_size"], job["master"], job["state"]) == (2, 3, "10.0.0.9:29400", "crashed")
     values = report["environment"]["environment_variables"]
     assert values["PYTEST_CURRENT_TEST"] == "tests/test_model.py::test_forward (call)" and "DROPPED" not in values
+    # A shrunk core keeps the strings the job's identity read; `--redact` keeps none of their values.
+    for redact in ((), ("--redact",)):
+        small = tmp_path / f"small{len(redact)}.core"
+        shrunk = run_cli("shrink", str(case.core), "-o", str(small), *redact)
+        assert shrunk.code == 0, shrunk.stderr
+        data = small.read_bytes()
+        if redact:
+            assert b"10.0.0.9" not in data and b"test_forward" not in data
+        else:
+            assert analyze_json(small)["job"] == job
 
 
 @pytest.mark.tf
