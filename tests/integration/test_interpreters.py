@@ -9,6 +9,10 @@ as a user's `pip install` would give it, then
 pyenv's CPython 3.10-3.13 and Debian's own python3 run here; CPython 3.14 and 3.15 run in the
 Debian unstable root (tests/support/sidroot.py), where the analysis uses that root's own gdb, as
 on a machine running Debian unstable.
+
+The environments are independent: they are made, and the unit tests run in each, two at a time
+on threads of their own from the first test of the module on (each test then reads its own
+environment's results), so that both CPUs of a small machine work.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -128,33 +133,65 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+class Made:
+    """An environment made on a worker thread, and what its unit tests said there."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        python = str(env.venv / "bin" / "python")
+        self.version = env.run(python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").stdout.strip()
+        # The source tree's tests; -p no:cacheprovider: nothing written into the tree.
+        self.unit_tests: subprocess.CompletedProcess | BaseException
+        try:
+            self.unit_tests = env.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit", cwd=env.tree, timeout=1200)
+        except BaseException as failed:  # noqa: BLE001 - the unit-test test reports it
+            self.unit_tests = failed
+
+
+def _selected(request) -> list[str]:
+    """The interpreters this module's selected tests run under, in their order."""
+    wanted: list[str] = []
+    for item in request.session.items:
+        which = getattr(getattr(item, "callspec", None), "params", {}).get("which")
+        if item.module is request.module and which in EVERY and which not in wanted:
+            wanted.append(which)
+    return wanted
+
+
 @pytest.fixture(scope="module")
 def environments(wheel, tmp_path_factory, request):
-    made: dict[str, Environment] = {}
+    """`environments("3.12")` -> Made. Every environment the selected tests need is started at
+    once, two at a time (making one and running the unit tests in it is one process's work)."""
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="interpreter-env")
+    started: dict[str, Future] = {}
 
-    def get(which: str) -> Environment:
-        if which not in made:
+    def start(which: str) -> Future:
+        if which not in started:
+            # Fixtures and pytest's temporary directories are asked for here, on the test's thread.
             sid = request.getfixturevalue("sid") if which in NEWER else None
-            made[which] = Environment(which, wheel, tmp_path_factory.mktemp(f"env-{which}"), sid)
-        return made[which]
+            where = tmp_path_factory.mktemp(f"env-{which}")
+            started[which] = pool.submit(lambda: Made(Environment(which, wheel, where, sid)))
+        return started[which]
 
-    return get
+    for which in _selected(request):
+        start(which)
+    yield lambda which: start(which).result()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.mark.parametrize("which", EVERY)
 def test_unit_tests_pass_under_the_interpreter(environments, which):
-    env = environments(which)
-    python = str(env.venv / "bin" / "python")
-    version = env.run(python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").stdout.strip()
-    assert which == "system" or version == which
-    # The source tree's tests; -p no:cacheprovider: nothing written into the tree.
-    proc = env.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit", cwd=env.tree, timeout=1200)
+    made = environments(which)
+    assert which == "system" or made.version == which
+    if isinstance(made.unit_tests, BaseException):
+        raise made.unit_tests
+    proc = made.unit_tests
     assert " passed" in proc.stdout and " failed" not in proc.stdout, proc.stdout[-3000:]
 
 
 @pytest.mark.parametrize("which", EVERY)
 def test_the_installed_tool_analyzes_a_core_under_the_interpreter(environments, python_cores, which):
-    env = environments(which)
+    env = environments(which).env
     script = PYCRASHERS / "three_deep.py"
     if env.sid is None:
         case = crash(python_cores, "three_deep.py", which)
