@@ -24,8 +24,10 @@ MAX_TF_CONFIG_CHARS = 64 << 10
 MAX_RANK = 1 << 24
 MAX_ARGS_SCANNED = 256  # command-line arguments looked at for a JAX program's flags
 _TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,199}$")
-# TensorFlow's collective order: the chief is task 0 of the all-reduce, the workers follow.
+# TensorFlow's collective order: the chief is task 0 of the all-reduce, the workers follow; a
+# ParameterServerStrategy's parameter servers, and an evaluator, come after them.
 TF_COLLECTIVE_ROLES = ("chief", "worker")
+TF_TASK_ORDER = (*TF_COLLECTIVE_ROLES, "ps", "evaluator")
 
 
 def _int(value: str | None) -> int | None:
@@ -100,11 +102,14 @@ def _tf_config(env: Mapping[str, str], job: JobInfo) -> None:
     # The cluster itself names the job: every task of it carries the same lists.
     canonical = json.dumps({k: [str(a)[:MAX_VALUE_CHARS] for a in v[:4096]] for k, v in sorted(tasks.items())}, sort_keys=True)
     job.id = job.id or f"tf:{_digest(canonical)}"
-    if role in TF_COLLECTIVE_ROLES:
-        before = sum(len(tasks.get(r, [])) for r in TF_COLLECTIVE_ROLES[: TF_COLLECTIVE_ROLES.index(role)])
+    if role in TF_TASK_ORDER:
+        # Every task of the cluster its own rank: the collective's (chief, workers) first, then
+        # the parameter servers and the evaluator, so that a batch sees each task of a
+        # ParameterServerStrategy job once.
+        before = sum(len(tasks.get(r, [])) for r in TF_TASK_ORDER[: TF_TASK_ORDER.index(role)])
         job.rank = before + index
-        job.world_size = sum(len(tasks.get(r, [])) for r in TF_COLLECTIVE_ROLES)
-    else:  # a parameter server or an evaluator: its index among its kind
+        job.world_size = sum(len(tasks.get(r, [])) for r in TF_TASK_ORDER) or None
+    else:  # a task type TensorFlow does not name: its index among its kind
         job.rank, job.world_size = index, len(tasks.get(role, [])) or None
     own = tasks.get(role, [])
     if index < len(own):

@@ -25,11 +25,12 @@ def _tf(task_type: str, index: int) -> dict[str, str]:
 
 def test_tf_config_ranks_the_chief_first_and_names_the_cluster():
     chief, worker = job_of_environment(_tf("chief", 0)), job_of_environment(_tf("worker", 1))
-    assert (chief.rank, chief.world_size, chief.role) == (0, 3, "chief")
-    assert (worker.rank, worker.world_size, worker.role, worker.address) == (2, 3, "worker", "w1:2222")
+    assert (chief.rank, chief.world_size, chief.role) == (0, 4, "chief")
+    assert (worker.rank, worker.world_size, worker.role, worker.address) == (2, 4, "worker", "w1:2222")
     assert chief.id == worker.id and chief.id.startswith("tf:") and chief.launcher == "tensorflow"
+    # A ParameterServerStrategy's parameter server: a rank of its own after the chief and workers.
     ps = job_of_environment(_tf("ps", 0))
-    assert (ps.rank, ps.world_size, ps.role, ps.id) == (0, 1, "ps", chief.id)
+    assert (ps.rank, ps.world_size, ps.role, ps.id) == (3, 4, "ps", chief.id)
 
 
 def test_torchrun_environment():
