@@ -141,6 +141,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         raise BadInput("--keep-core goes with --pid")
     known = _known_crashes(known_files)
     if pid is not None:
+        _free_from_watcher(pid)
         result = analyze_live_process(pid, options, keep_core=keep_core)
         core = keep_core or f"pid-{pid}"
     else:
@@ -165,6 +166,16 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
     if result.failure:
         click.echo(f"coreanalyze: error: {result.failure}", err=True)
     sys.exit(result.exit_code)
+
+
+def _free_from_watcher(pid: int) -> None:
+    """A process that `coreanalyze run` or the crash guard watches is held by its watcher's
+    ptrace: the watcher steps aside for the snapshot (the process runs on, unwatched)."""
+    from coreanalyze.capture.stepaside import free_from_watcher
+
+    watcher = free_from_watcher(pid)
+    if watcher is not None:
+        click.echo(f"coreanalyze: process {pid} was watched by coreanalyze (pid {watcher}); the watch stepped aside for this snapshot", err=True)
 
 
 def _analyze_file(core: str, options):

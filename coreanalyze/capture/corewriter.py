@@ -86,7 +86,9 @@ def write_core(pid: int, threads: list[HeldThread], signo: int, siginfo: bytes, 
     offset += -offset % PAGE
     loads = []
     for entry, runs in plan:
-        size = entry.end - entry.start if runs else 0
+        # The bytes the segment holds: from its start to the end of its last run (only the ELF
+        # header's page of a mapped file; the rest is read from the file, as from a kernel core).
+        size = max(hi for _, hi in runs) - entry.start if runs else 0
         loads.append((entry, runs, offset, size))
         offset += size
     header = _elf_header(arch, 1 + len(loads))
@@ -147,7 +149,9 @@ def _copy_memory(pid: int, fd: int, loads) -> tuple[int, str | None]:
         for entry, runs, at, _size in loads:
             if not runs:
                 continue
-            private_anonymous = not entry.file_backed and not entry.shared
+            # Untouched pages of private anonymous memory are zeros and stay holes; [vdso] and
+            # the like are the kernel's pages, present or not in the page tables: read them.
+            private_anonymous = not entry.file_backed and not entry.shared and (entry.path in ("", "[heap]", "[stack]") or entry.path.startswith("[anon:"))
             for lo, hi in runs:
                 parts = procfs.pages_in_use(pagemap if private_anonymous else None, lo, hi)
                 for start, end in parts:

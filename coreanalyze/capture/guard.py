@@ -72,7 +72,11 @@ def is_watcher(pid: int) -> bool:
     from coreanalyze.capture import procfs
 
     argv = procfs.cmdline(pid)
-    return any(a in ("coreanalyze.capture.helper",) for a in argv) or (len(argv) > 1 and os.path.basename(argv[1]) == "coreanalyze" and "run" in argv)
+    if "coreanalyze.capture.helper" in argv:
+        return True
+    # `coreanalyze run ...`, `python .../coreanalyze run ...`, `python -m coreanalyze run ...`
+    head = [os.path.basename(a) for a in argv[:4]]
+    return "coreanalyze" in head and "run" in head[head.index("coreanalyze") :]
 
 
 def _start_helper(out_dir: Path, by: str) -> str | None:

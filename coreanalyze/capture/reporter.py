@@ -116,15 +116,34 @@ def report_crash(request: CrashRequest, options: ReporterOptions) -> CrashReply:
     if failure:
         report.warnings.append(failure)
     html_path, json_path = out / f"{stem}.html", out / f"{stem}.json"
-    write_atomically(html_path, render(report, "html"))
-    write_atomically(json_path, render(report, "json"))
+    problem = None
+    for attempt in range(2):
+        try:
+            write_atomically(html_path, render(report, "html"))
+            write_atomically(json_path, render(report, "json"))
+            break
+        except OSError as e:
+            if attempt == 0 and request.core is not None and request.core_problem and os.path.exists(request.core):
+                # The core filled the disk and is incomplete: the report matters more.
+                os.unlink(request.core)
+                problem = "the incomplete core was removed to make room for the report"
+                report.capture.core = None
+                report.capture.problem = f"{request.core_problem}; {problem}"
+                continue
+            # The verdict still goes to stderr.
+            problem = f"the report could not be written to {out} ({e.strerror or e})"
+            html_path = json_path = None
     if request.core is not None and not options.keep_core:
         os.unlink(request.core)
     if request.core is None:
         line = report.classification.summary  # no frames: what is known is the whole verdict
     else:
         line = verdict(report, color=False).splitlines()[0]
-    return CrashReply(request.pid, verdict=line, html=str(html_path), json=str(json_path))
+    if request.core_problem:
+        line += f" [{request.core_problem}]"
+    if problem:
+        line += f" [{problem}]"
+    return CrashReply(request.pid, verdict=line, html=str(html_path) if html_path else None, json=str(json_path) if json_path else None)
 
 
 def _analyzed(core: str, options: ReporterOptions):

@@ -100,7 +100,9 @@ def _seize(watcher: Watcher, child: int) -> bool:
     except ptrace.PtraceError as e:
         tracer = procfs.tracer_of(child)
         if tracer:
-            name = procfs.comm(tracer) or "another tracer"
+            from coreanalyze.capture.guard import is_watcher
+
+            name = "a coreanalyze watcher, which reports its crashes" if is_watcher(tracer) else procfs.comm(tracer) or "another tracer"
             say(f"{' '.join(procfs.cmdline(child)[:1]) or 'the command'} is already traced by {name} (pid {tracer}); it runs unwatched")
         elif e.errno == errno.EPERM:
             say(f"the system does not allow watching the command ({_yama_reason()}); it runs unwatched")
