@@ -30,7 +30,7 @@ from coreanalyze.base.safenames import without_controls
 # otherwise is not one of its reports.
 MAGIC = b"ProblemType:"
 CORE_FIELD = "CoreDump"
-# The text fields the analysis uses (see `defaults_for` and docs/locating-cores.md).
+# The text fields read (CrashFields.program, .pid and .fill use them; docs/locating-cores.md).
 WANTED = ("ExecutablePath", "ProcCmdline", "ProcMaps", "ProcStatus", "Signal", "Date", "ProcCwd", "Package", "InterpreterPath")
 # A base64 line holds one compressed chunk of at most 128 KiB input (apport's CHUNK_SIZE):
 # about 175 KiB of text. Longer lines are not apport's.
@@ -40,7 +40,6 @@ MAX_FIELDS = 10_000
 
 GZIP_START = b"\x1f\x8b\x08"
 ZSTD_START = b"\x28\xb5\x2f\xfd"
-
 
 
 def no_core(name: str) -> BadInput:

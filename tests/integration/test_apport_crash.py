@@ -15,6 +15,7 @@ from support.apportwriter import crash_fields, read_back, write_crash
 from support.clirun import run_cli
 from support.paths import CRASHERS
 from support.pythons import SYSTEM_PYTHON
+from support.require import missing, require
 from support.watching import records
 
 from coreanalyze.corefile.compressed import compression_of
@@ -66,6 +67,16 @@ def test_a_crash_file_gets_the_raw_cores_verdict_with_the_program_from_executabl
     assert report["core"]["path"] == str(crash)  # the file given, not the unpacked copy
     assert report["core"]["executable_used"] == str(case.exe)  # apport's ExecutablePath
     assert not any(scratch.iterdir()), list(scratch.iterdir())  # the unpacked core is gone
+
+
+def test_a_zstd_core_apport_took_over_from_systemd_coredump(c_crash, tmp_path):
+    """apport stores a core that systemd-coredump compressed as it is: a zstd stream."""
+    case, expected, _ = c_crash
+    zstandard = require(module="zstandard")
+    packed = tmp_path / "core.zst"
+    packed.write_bytes(zstandard.ZstdCompressor(level=1).compress(case.core.read_bytes()))
+    crash = write_crash(tmp_path / _apport_name(case.exe), packed, crash_fields(case))
+    assert _verdict(_json(str(crash))) == _verdict(expected)
 
 
 def test_a_python_crash_takes_the_interpreter_from_interpreter_path(python_cores, tmp_path):
@@ -147,8 +158,6 @@ def test_a_core_that_does_not_fit_on_the_disk_is_one_line(c_crash, tmp_path):
     _, _, crash = c_crash
     small = tmp_path / "small"
     small.mkdir()
-    from support.require import missing
-
     if os.geteuid() != 0 or os.system(f"mount -t tmpfs -o size=64k tmpfs {small} 2>/dev/null") != 0:
         missing("root to mount a small tmpfs (a full disk)")
     try:

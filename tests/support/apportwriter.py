@@ -21,7 +21,8 @@ VENDORED = TESTS / "support" / "apport"
 
 # Runs under /usr/bin/python3: the fields as apport's text values, the core as apport's
 # `(file, encode=True, limit=None, fail_on_empty=True)` file reference, exactly as data/apport
-# hands it the kernel's core on stdin.
+# hands it the kernel's core on stdin; a zstd core as the CompressedFile apport makes of a core
+# systemd-coredump stored.
 _WRITE = """
 import json, sys
 import problem_report
@@ -29,7 +30,9 @@ spec = json.load(sys.stdin)
 report = problem_report.ProblemReport("Crash")
 for key, value in spec["fields"].items():
     report[key] = value
-if spec["core"]:
+if spec["core"] and spec["core"].endswith(".zst"):
+    report["CoreDump"] = problem_report.CompressedFile(spec["core"])  # systemd-coredump's core, taken over
+elif spec["core"]:
     report["CoreDump"] = (spec["core"], True, None, True)
 with open(spec["out"], "wb") as f:
     report.write(f)
@@ -47,7 +50,7 @@ def _env() -> dict[str, str]:
 
 def write_crash(out: Path, core: Path | None, fields: dict[str, str]) -> Path:
     """Write `out` with apport's writer: `fields` as text fields, `core` as CoreDump (none
-    when None, as apport leaves it out); returns `out`."""
+    when None, as apport leaves it out; a `.zst` core is stored as it is); returns `out`."""
     if not SYSTEM_PYTHON.exists():
         missing("/usr/bin/python3 (apport's problem_report runs under the system Python)")
     spec = {"fields": fields, "core": str(core) if core else None, "out": str(out)}
