@@ -331,8 +331,11 @@ def test_a_tensorflow_crash_caught_by_run_gets_the_kernel_cores_verdict(tf_cores
     proc = run_watched(str(case.exe), str(TF_CORPUS / SCENARIOS["kernel_check_failure"].script), out=out, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 128 + signal.SIGABRT, proc.stderr[-2000:]
     report = only_report(out)
-    for key in ("category", "fault_kind", "signature", "abort_message", "op"):
+    for key in ("category", "fault_kind", "signature", "op"):
         assert report["classification"][key] == kernel["classification"][key], key
+    # The fatal log's text, after its time and thread id.
+    message = lambda r: r["classification"]["abort_message"].split("] ", 1)[1]  # noqa: E731
+    assert message(report) == message(kernel) and "Check failed" in message(report)
     assert report["classification"]["culprit"]["function"] == kernel["classification"]["culprit"]["function"]
     python = lambda r: [(f["function"], f["line"]) for f in crashed_thread(r)["frames"] if f["kind"] == "python"]  # noqa: E731
     assert python(report) == python(kernel) and python(report)
