@@ -31,8 +31,11 @@ class AddSymbolFiles(gdb.MICommand):
             entries = json.load(f)
         wanted = {}
         attached = 0
+        loaded = {os.path.realpath(o.filename) for o in gdb.objfiles() if o.owner is None and o.filename}
         for library, symbol_file, unwind_file, base, *alone in entries:
             if alone and alone[0]:
+                if os.path.realpath(str(library)) in loaded:
+                    continue  # gdb read the library after all: not attached, the caller falls back
                 for path in (symbol_file, unwind_file):
                     if path:
                         gdb.execute(f"add-symbol-file {_quoted(str(path))} -o {int(base or 0):#x}", to_string=True)
