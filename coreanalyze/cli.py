@@ -195,7 +195,12 @@ def _analyze_file(core: str, options):
         crash = read_crash_fields(core)
         options = replace(options, python=options.python or crash.program)
     with decompressed(core, compression) as plain:
-        result = analyze_core(plain, options)
+        try:
+            result = analyze_core(plain, options)
+        except BadInput as e:
+            if plain == core:
+                raise
+            raise BadInput(str(e).replace(plain, core)) from None  # the file given, not its unpacked copy
     if compression is not None:
         from coreanalyze.gpu.stage import name_as_given
 

@@ -129,6 +129,14 @@ def test_a_crash_file_without_a_core_says_so_and_points_to_triage(tmp_path):
     assert "no CoreDump field" in line and f"coreanalyze triage {crash.name}" in line, line
 
 
+def test_a_core_dump_that_is_no_core_names_the_crash_file(tmp_path):
+    not_a_core = tmp_path / "notes.txt"
+    not_a_core.write_text("not a core\n" * 100)
+    crash = write_crash(tmp_path / "_usr_bin_x.0.crash", not_a_core, {"ExecutablePath": "/usr/bin/x"})
+    line = _bad([str(crash)], tmp_path)
+    assert str(crash) in line and "not an ELF file" in line, line
+
+
 def _damaged(crash: Path, out: Path, how: str) -> Path:
     lines = crash.read_bytes().split(b"\n")
     start = lines.index(b"CoreDump: base64")
