@@ -40,6 +40,7 @@ import os
 import shutil
 import struct
 import tempfile
+import threading
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     LibrarySymbols,
     SymbolOrder,
     plt_layout_known,
-    sort_symbols,
+    sort_symbols_in,
 )  # fmt: skip
 from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
 from coreanalyze.gdb.linkmap import read_link_map
@@ -543,14 +544,18 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> None:
         offset += done
 
 
+_sorting = threading.Lock()
+
+
 def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:
     """Sort the library's symbols by address and keep the result in its cache entry."""
     symtab = layout.first_of_type(SHT_SYMTAB)
     if symtab is None:
         raise LibraryCopyError(f"{layout.path} has no symbol table")
-    with open(layout.path, "rb") as f:
-        f.seek(symtab.offset)
-        order = sort_symbols(f.read(symtab.size))
+    # One sort at a time: each holds the interpreter anyway, and side by side (a core's libraries
+    # are sorted in threads) their memory would add up at the first run's peak.
+    with _sorting, open(layout.path, "rb") as f:
+        order = sort_symbols_in(f, symtab.offset, symtab.size)
     try:
         os.makedirs(entry, mode=0o700, exist_ok=True)
         # The order first, then the small file that makes it valid: a reader never sees half.
