@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from coreanalyze.base.errors import BadInput
 from coreanalyze.base.model import Frame, JobInfo, JobWait, RankVerdict, Report
 from coreanalyze.base.vocabulary import FaultKind
+from coreanalyze.jobs.identity import TF_TASK_ORDER
 from coreanalyze.jobs.rules import job_rules
 from coreanalyze.jobs.verdict import job_verdict
 from coreanalyze.jobs.waiting import peer_failure_message
 from coreanalyze.triage import limits
 from coreanalyze.triage.signals import from_description, normalize_name
-from coreanalyze.triage.tf_tasks import FailedTask, aborted_collective, failed_tasks, mentions_chief, step_line
+from coreanalyze.triage.tf_tasks import FailedTask, aborted_collective, failed_tasks, mentions_chief, own_task, step_line
 
 MAX_RANKS = 4096
 TAIL_LINES = 2000  # of a rank's own lines, where it says what became of its peers
@@ -42,6 +43,7 @@ _SRUN_PREFIX = re.compile(r"^\s{0,3}(\d{1,6}): ")
 # the rank is the last number in the file's name, else the file's place among them.
 _FILE_HEADER = re.compile(r"^==> (.{1,400}) <==\s*$")
 _LAST_NUMBER = re.compile(r"(\d{1,6})(?!.*\d)")
+_TF_TASK_FILE = re.compile(r"(?:^|[/_.-])(chief|worker|ps|evaluator)[-_]?(\d{1,6})?(?:[/_.-]|$)")
 # torchrun's failure summary.
 _SUMMARY_ENTRY = re.compile(r"^\s*\[(\d{1,6})\]:\s*$")
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d{1,6})(?:\s*\(local_rank:\s*(\d{1,6})\))?")
@@ -109,12 +111,11 @@ def _split_files(lines: list[str], ranks: dict[int, _Rank]) -> list[str]:
     them is taken off too); lines before the first header are the launcher's."""
     rest: list[str] = []
     current: _Rank | None = None
+    numbers = _file_ranks([m.group(1) for line in lines if (m := _FILE_HEADER.match(line)) is not None])
     seen = 0
     for line in lines:
-        header = _FILE_HEADER.match(line)
-        if header is not None:
-            number = _LAST_NUMBER.search(header.group(1).rsplit("/", 1)[-1]) or _LAST_NUMBER.search(header.group(1))
-            current = _rank(ranks, int(number.group(1)) if number else seen)
+        if _FILE_HEADER.match(line) is not None:
+            current = _rank(ranks, numbers[seen])
             seen += 1
             continue
         if current is None:
@@ -123,6 +124,21 @@ def _split_files(lines: list[str], ranks: dict[int, _Rank]) -> list[str]:
         m = _TORCH_PREFIX.match(line) or _MPI_PREFIX.match(line)
         current.lines.append(line[m.end():] if m else line)
     return rest
+
+
+def _file_ranks(paths: list[str]) -> list[int]:
+    """Each file's rank: where every file names a TensorFlow task (chief/, worker1.log, ps-0/out.txt),
+    its rank in the job (the chief, the workers, the parameter servers, as a core's TF_CONFIG
+    ranks them); else the last number in its name, or its place among the files."""
+    tasks = [_TF_TASK_FILE.search(path) for path in paths]
+    if all(tasks):
+        order = sorted({(TF_TASK_ORDER.index(m.group(1)), int(m.group(2) or 0)) for m in tasks if m})
+        return [order.index((TF_TASK_ORDER.index(m.group(1)), int(m.group(2) or 0))) for m in tasks if m]
+    ranks = []
+    for place, path in enumerate(paths):
+        number = _LAST_NUMBER.search(path.rsplit("/", 1)[-1]) or _LAST_NUMBER.search(path)
+        ranks.append(int(number.group(1)) if number else place)
+    return ranks
 
 
 def _signal_of_exit(code: int) -> str | None:
@@ -217,8 +233,9 @@ def _tensorflow_lines(ranks: dict[int, _Rank], text: str) -> None:
     the program's line of the step that raised."""
     rules = job_rules()
     with_chief = mentions_chief(text)
+    owners = {task: rank.rank for rank in ranks.values() if (task := own_task(rank.lines)) is not None}
     for rank in list(ranks.values()):
-        failed = [f for f in failed_tasks(rank.lines, rules, with_chief) if f.rank != rank.rank]
+        failed = [f for f in failed_tasks(rank.lines, rules, with_chief, owners) if f.rank != rank.rank]
         if not failed:
             continue
         first = failed[0]
@@ -247,7 +264,8 @@ def _verdict_of(rank: _Rank, rules, triage) -> RankVerdict:
     elif rank.failed is not None and rank.signal not in ENDING_SIGNALS:
         # Its own lines say nothing of it (or are not pasted): its peers' TensorFlow says it failed.
         verdict.state = "crashed"
-        verdict.summary = f"it {rank.failed.says}, as rank {rank.failed.rank}'s TensorFlow said"
+        said = f"it {rank.failed.says}, as rank {rank.failed.rank}'s TensorFlow said"
+        verdict.summary = f"{rank.signal}: {said}" if rank.signal else said
     elif rank.signal in FAULT_SIGNALS:
         verdict.state = "crashed"
     elif rank.signal in ENDING_SIGNALS:

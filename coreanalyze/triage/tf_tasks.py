@@ -27,11 +27,26 @@ _CHIEF = "/job:chief/"
 MAX_SCANNED_CHARS = 1 << 20  # of one task's lines, from its end: what it said last
 
 
+# A task names itself when its eager service starts serving the coordinator (ParameterServerStrategy's
+# workers and parameter servers): "Creating sync eager service context with rendezvous_id on host
+# vm /job:ps/replica:0/task:0".
+_OWN_TASK = re.compile(r"eager service context with rendezvous_id on host \S{1,200} /job:(\w{1,40})/replica:\d{1,6}/task:(\d{1,6})")
+
+
 @dataclass(frozen=True)
 class FailedTask:
     rank: int  # the failed task's rank in the job
     says: str  # what became of it, in the verdict's words
     line: str  # the line that said so
+
+
+def own_task(lines: list[str]) -> tuple[str, int] | None:
+    """The task a log's own lines say it is, where TensorFlow says so."""
+    for line in lines:
+        m = _OWN_TASK.search(line)
+        if m:
+            return m.group(1), int(m.group(2))
+    return None
 
 
 def task_rank(job: str, task: int, with_chief: bool) -> int | None:
@@ -44,8 +59,9 @@ def task_rank(job: str, task: int, with_chief: bool) -> int | None:
     return None
 
 
-def failed_tasks(lines: list[str], rules: JobRules, with_chief: bool) -> list[FailedTask]:
-    """The tasks this log says failed, in the order it says so (each once)."""
+def failed_tasks(lines: list[str], rules: JobRules, with_chief: bool, owners: dict[tuple[str, int], int] | None = None) -> list[FailedTask]:
+    """The tasks this log says failed, in the order it says so (each once). owners: the rank of
+    each task whose own lines named it (own_task); else its rank in the collective's order."""
     text = "\n".join(lines)[-MAX_SCANNED_CHARS:]
     found: dict[int, FailedTask] = {}
     for rule in rules.failed_tasks:
@@ -53,7 +69,9 @@ def failed_tasks(lines: list[str], rules: JobRules, with_chief: bool) -> list[Fa
             if rule.leader:
                 rank = 0  # the leader: the chief, else worker 0, rank 0 either way
             else:
-                rank = task_rank(match.group("job"), int(match.group("task")), with_chief)
+                task = (match.group("job"), int(match.group("task")))
+                rank = (owners or {}).get(task)
+                rank = task_rank(*task, with_chief) if rank is None else rank
             if rank is not None:
                 found.setdefault(rank, FailedTask(rank, rule.says, _line_at(text, match.start())))
     return sorted(found.values(), key=lambda f: text.find(f.line))

@@ -51,3 +51,19 @@ def test_the_failed_task_is_the_root_cause_and_the_other_waited_for_it(case, sha
         assert str(report.classification.fault_kind) == "unknown" and report.classification.summary.startswith("Job: rank")
     else:
         assert str(report.classification.fault_kind) == "check-failure" and "LRNGrad" in report.classification.summary
+
+
+@pytest.mark.parametrize("shape", ["labelled", "tailed"])
+def test_a_parameter_server_that_died_is_the_root_cause_of_its_job(shape):
+    """ParameterServerStrategy: the parameter server faulted; the chief's coordinator raised and
+    the workers' receives were cancelled: they waited for it."""
+    report = triage_text((LOGS / "ps0_crashed" / f"{shape}.txt").read_text(), f"ps-{shape}")
+    verdict = report.job.verdict
+    assert verdict.root_cause == [3] and verdict.single, verdict.summary  # chief 0, workers 1 and 2, ps 3
+    ranks = {r.rank: r for r in verdict.ranks}
+    assert "could no longer be reached" in ranks[3].summary
+    assert all(ranks[r].state == "waiting" for r in (0, 1, 2))
+    # The chief names the parameter server (its gRPC calls to it), and its own program's line.
+    assert ranks[0].waited.peer == 3 and Path(ranks[0].waited.file).name == "tf_ps_task.py"
+    # The parameter server named itself (its eager service's task name), not by a rank's formula.
+    assert ranks[2].waited.peer == 3
