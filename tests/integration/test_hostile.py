@@ -4,7 +4,8 @@
   absurd header fields, sizes and counts — go through the notes reader in-process and through
   the real command line with a real gdb: no traceback, no hang, exit 0/2/3, a JSON report that
   says what could not be read. A quick subset covering every kind of damage runs by default,
-  every case when CI=true (or COREANALYZE_FUZZ_ALL=1).
+  every case when CI=true (or COREANALYZE_FUZZ_ALL=1). The command-line runs are independent:
+  two go at a time on threads of their own (fuzz_runs), each test checking its own case's run.
 - gdb contained: init files, auto-load scripts, debuginfod, the address-space limit.
 - Safe output through the CLI: payloads in the executable's name and the command line are
   escaped, environment values stay out of the report unless --include-env, report file names
@@ -23,6 +24,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -109,20 +111,49 @@ def _read_in_process(core: Path, mutation: Mutation) -> list[str] | None:
     return warnings
 
 
-@pytest.mark.parametrize("case", FUZZ_CASES, ids=lambda c: c.id)
-def test_damaged_core(case, fuzz_bases, tmp_path):
-    layout, crash = fuzz_bases(case.base)
+def _run_damaged(case, layout, crash, where: Path):
+    """The damaged core written at `where`/core.fuzz and the command line's run on it."""
     mutation = case.mutation(layout)
-    core = mutation.write(layout.data, tmp_path / "core.fuzz")
+    core = mutation.write(layout.data, where / "core.fuzz")
+    # Every fourth case leaves the executable to the core, so damaged paths reach gdb.
+    python = [] if case.stable_hash % 4 == 0 else ["--python", str(crash.exe)]
+    try:
+        run = run_cli(str(core), *python, "--format", "json", "-o", "-", "--timeout", str(GDB_TIMEOUT),
+                      cwd=where, timeout=CLI_TIMEOUT)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        run = None
+    return mutation, core, run
+
+
+@pytest.fixture(scope="module")
+def fuzz_runs(fuzz_bases, tmp_path_factory, request):
+    """`fuzz_runs(case)` -> (mutation, core, run): the command line's run on the damaged core
+    (run None: no answer within CLI_TIMEOUT). The selected cases' runs start at the module's
+    first test, two at a time; each core stays until its test has read it too."""
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fuzz")
+    started: dict[str, Future] = {}
+
+    def start(case) -> Future:
+        if case.id not in started:
+            layout, crash = fuzz_bases(case.base)  # built here, on the test's thread
+            where = tmp_path_factory.mktemp("fuzz")
+            started[case.id] = pool.submit(_run_damaged, case, layout, crash, where)
+        return started[case.id]
+
+    for item in request.session.items:
+        case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
+        if item.module is request.module and case is not None:
+            start(case)
+    yield lambda case: start(case).result()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize("case", FUZZ_CASES, ids=lambda c: c.id)
+def test_damaged_core(case, fuzz_runs):
+    mutation, core, run = fuzz_runs(case)
     try:
         notes_warnings = _read_in_process(core, mutation)
-
-        # Every fourth case leaves the executable to the core, so damaged paths reach gdb.
-        python = [] if case.stable_hash % 4 == 0 else ["--python", str(crash.exe)]
-        try:
-            run = run_cli(str(core), *python, "--format", "json", "-o", "-", "--timeout", str(GDB_TIMEOUT),
-                          cwd=tmp_path, timeout=CLI_TIMEOUT)
-        except subprocess.TimeoutExpired:
+        if run is None:
             pytest.fail(f"{case.id} ({mutation.description}): no answer within {CLI_TIMEOUT}s")
     finally:
         core.unlink()
