@@ -279,6 +279,19 @@ def test_a_full_disk_costs_the_core_never_the_verdict(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_run_inside_a_container_of_its_own(built, tmp_path):
+    """A user, pid and mount namespace stands in for a container (no root inside, its own pid 1,
+    the host's core_pattern out of reach): run needs none of them."""
+    unshare = require("unshare")
+    out = tmp_path / "reports"
+    command = f"exec {sys.executable} -m coreanalyze run --out {out} -- {built['null_thread']}"
+    proc = subprocess.run([unshare, "-Urpf", "--mount-proc", "/bin/sh", "-c", command], cwd=tmp_path, env=environment(),
+                          preexec_fn=no_core_limit, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 128 + signal.SIGSEGV, proc.stderr
+    report = only_report(out)
+    assert report["classification"]["culprit"]["function"] == "store_result" and report["capture"]["pid"] < 10
+
+
 def test_a_debugger_gets_the_process_when_the_watch_steps_aside(tmp_path):
     out = tmp_path / "reports"
     watcher = subprocess.Popen(
