@@ -282,3 +282,9 @@ def test_a_tensorflow_step_waits_for_its_peers_only_in_a_task_of_a_job():
     # A thread inside the ring all-reduce names it, before the step.
     ring = _native("tensorflow::RingAlg::PCQueue::Dequeue()", "tensorflow::RingReducer::RunAsyncParts()")
     assert collective_in([main, agent, ring], main, job_rules())[0] == "TensorFlow all-reduce (RingReducer)"
+
+
+def test_a_parameter_server_strategy_task_serving_in_server_join_waits_for_the_coordinator():
+    # The main thread of a real PSS worker's core, ended by a watchdog while it served.
+    serving = _native("__pthread_clockjoin_ex", "tsl::(anonymous namespace)::PThread::~PThread()", "tensorflow::GrpcServer::Join()", "TF_ServerJoin")
+    assert collective_in([serving], serving, job_rules())[0] == "TensorFlow server (Server.join: serving the coordinator's steps)"
