@@ -64,6 +64,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 # setfattr: the watch tests give files systemd-coredump's extended attributes.
 command -v setfattr >/dev/null 2>&1 || missing+=(attr)
+# strace: the capture tests run `coreanalyze run` under another tracer, which must step aside.
+command -v strace >/dev/null 2>&1 || missing+=(strace)
 # Cores from other architectures (aarch64 devices): a debugger that reads them, and what the
 # tests need to make such cores here - a cross compiler and qemu's user-mode emulator.
 command -v gdb-multiarch >/dev/null 2>&1 || missing+=(gdb-multiarch)

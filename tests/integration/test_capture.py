@@ -193,6 +193,17 @@ def test_nested_run_is_reported_once_by_the_outer_watch(built, tmp_path):
     assert only_report(outer)["classification"]["culprit"]["function"] == "store_result"
 
 
+def test_a_command_another_tracer_follows_runs_unwatched(built, tmp_path):
+    strace = require("strace")
+    out = tmp_path / "reports"
+    command = [strace, "-f", "-o", "/dev/null", sys.executable, "-m", "coreanalyze", "run", "--out", str(out), "--", str(built["null_thread"])]
+    proc = subprocess.run(command, cwd=tmp_path, env=environment(), preexec_fn=no_core_limit, capture_output=True, text=True, timeout=300)
+    # strace follows run's fork of the command before run can seize it.
+    assert "is already traced by strace" in proc.stderr and "it runs unwatched" in proc.stderr, proc.stderr
+    assert proc.returncode == 128 + signal.SIGSEGV
+    assert not out.exists()
+
+
 def test_a_sigkill_cannot_be_held_and_is_said_so(tmp_path):
     out = tmp_path / "reports"
     proc = run_watched(sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", out=out, cwd=tmp_path)
