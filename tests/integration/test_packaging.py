@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -32,6 +33,8 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
             "coreanalyze/opinstance/layouts/tflite.toml", "coreanalyze/opinstance/layouts/probe.cc"} <= set(names)
     assert any(n.startswith("coreanalyze/opinstance/layouts/tensorflow-") for n in names)
     assert "coreanalyze/schema/report.schema.json" in names
+    # The crash guard's startup hook sits in site-packages itself, where the interpreter runs it.
+    assert "coreanalyze-guard.pth" in names and "coreanalyze/capture/coreanalyze-guard.pth" in names
 
     venv = tmp_path / "venv"
     # A clean environment with nothing but the wheel and what its metadata declares (from pip's
@@ -56,6 +59,26 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
     ).stdout
     assert str(venv) in located, "the test must exercise the installed wheel, not the source tree"
     assert_python_frames_and_html(venv, cores, tmp_path / "wheel-run")
+    assert_the_guard_arms_from_the_environment(venv, tmp_path / "guarded")
+
+
+def assert_the_guard_arms_from_the_environment(venv: Path, out: Path) -> None:
+    """COREANALYZE_GUARD arms a plain interpreter of the environment the wheel went into, by the
+    startup hook alone, with the kernel writing no core (ulimit -c 0)."""
+    import resource
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COREANALYZE_GUARD")}
+    env["COREANALYZE_GUARD"] = str(out)
+    crash = subprocess.run(
+        [venv / "bin/python", "-c", "import ctypes; ctypes.string_at(0x60)"], env=env, capture_output=True, text=True, timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)),
+    )  # fmt: skip
+    assert crash.returncode == -signal.SIGSEGV, crash.stderr
+    assert "coreanalyze: process" in crash.stderr and "null-deref" in crash.stderr, crash.stderr
+    (report,) = out.glob("*.json")
+    check_text(report.read_text(), "the installed guard's JSON report")
+    assert json.loads(report.read_text())["capture"]["by"] == "guard"
 
 
 def assert_python_frames_and_html(venv: Path, cores, workdir: Path) -> None:
