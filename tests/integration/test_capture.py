@@ -8,7 +8,9 @@ and nothing may be left stopped or hung, whatever breaks on the way.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 import os
 import resource
 import signal
@@ -23,6 +25,8 @@ from support.contract import check_text
 from support.coregen import compile_c
 from support.paths import CRASHERS, REPO
 from support.require import missing, require
+
+from coreanalyze.capture import procfs
 
 PYCRASHERS = REPO / "tests" / "pycrashers"
 
@@ -97,6 +101,33 @@ def built(tmp_path_factory):
     require("gdb")
     where = tmp_path_factory.mktemp("capture-crashers")
     return {name: compile_c(CRASHERS / f"{name}.c", where / name) for name in ("null_thread", "two_threads_fault", "load_time_fault")}
+
+
+# --- /proc as the watcher reads it (this process's own) ------------------------------------
+
+
+def test_untouched_anonymous_pages_are_holes_and_written_ones_are_not():
+    region = mmap.mmap(-1, 64 * procfs.PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    pagemap = os.open(f"/proc/{os.getpid()}/pagemap", os.O_RDONLY)
+    try:
+        assert procfs.pages_in_use(pagemap, start, start + 64 * procfs.PAGE) == []
+        region[5 * procfs.PAGE] = 1
+        region[6 * procfs.PAGE] = 1
+        assert procfs.pages_in_use(pagemap, start, start + 64 * procfs.PAGE) == [(start + 5 * procfs.PAGE, start + 7 * procfs.PAGE)]
+    finally:
+        os.close(pagemap)
+        region.close()
+
+
+def test_this_process_as_proc_tells_it():
+    me = os.getpid()
+    entries = procfs.maps(me)
+    assert any(e.path == "[stack]" and e.writable for e in entries)
+    assert procfs.dispositions(me).catches(signal.SIGINT)  # Python's own KeyboardInterrupt handler
+    assert not procfs.dispositions(me).catches(signal.SIGSEGV) or "faulthandler" in os.environ.get("PYTHONFAULTHANDLER", "faulthandler")
+    assert procfs.tracer_of(me) == 0
+    assert me in procfs.thread_ids(me) and procfs.thread_group(me) == me
 
 
 # --- coreanalyze run --------------------------------------------------------------------------

@@ -1,17 +1,14 @@
 """The crash watcher's parts that need no crash: exit statuses as a shell gives them, names of
-processes, the reporter's messages, /proc's page and signal readers (on this process), the test a
-process runs, the report of a process that left no core."""
+processes, the reporter's messages, the test a process runs, the report of a process that left no
+core. (Its /proc readers are tested with the watcher: tests/integration/test_capture.py.)"""
 
 from __future__ import annotations
 
-import ctypes
 import json
-import mmap
 import os
 import signal
 import time
 
-from coreanalyze.capture import procfs
 from coreanalyze.capture.context import capture_info, note_running_test, running_test
 from coreanalyze.capture.killed import report_without_core
 from coreanalyze.capture.requests import CrashReply, CrashRequest
@@ -48,30 +45,6 @@ def test_requests_and_replies_cross_the_pipe_whole():
     assert CrashRequest.from_line(request.to_line()) == request
     reply = CrashReply(12, verdict="SIGSEGV ...", html="/tmp/a.html")
     assert CrashReply.from_line(reply.to_line()) == reply
-
-
-def test_untouched_anonymous_pages_are_holes_and_written_ones_are_not():
-    region = mmap.mmap(-1, 64 * procfs.PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
-    pagemap = os.open(f"/proc/{os.getpid()}/pagemap", os.O_RDONLY)
-    try:
-        assert procfs.pages_in_use(pagemap, start, start + 64 * procfs.PAGE) == []
-        region[5 * procfs.PAGE] = 1
-        region[6 * procfs.PAGE] = 1
-        assert procfs.pages_in_use(pagemap, start, start + 64 * procfs.PAGE) == [(start + 5 * procfs.PAGE, start + 7 * procfs.PAGE)]
-    finally:
-        os.close(pagemap)
-        region.close()
-
-
-def test_this_process_as_proc_tells_it():
-    me = os.getpid()
-    entries = procfs.maps(me)
-    assert any(e.path == "[stack]" and e.writable for e in entries)
-    assert procfs.dispositions(me).catches(signal.SIGINT)  # Python's own KeyboardInterrupt handler
-    assert not procfs.dispositions(me).catches(signal.SIGSEGV) or "faulthandler" in os.environ.get("PYTHONFAULTHANDLER", "faulthandler")
-    assert procfs.tracer_of(me) == 0
-    assert me in procfs.thread_ids(me) and procfs.thread_group(me) == me
 
 
 def test_the_running_test_is_read_by_pid_only(tmp_path):
