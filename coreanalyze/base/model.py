@@ -295,7 +295,7 @@ class JobWait:
     file: str | None = None  # the Python line that called it (the program's own, not a library's)
     line: int | None = None
     python_function: str | None = None
-    peer: int | None = None  # the rank it waited for, where memory or the text says
+    peer: int | None = None  # the rank it waited for, where the text says or the job has two ranks
     message: str | None = None  # what the rank said of its peers (a timeout, a closed connection)
 
 
