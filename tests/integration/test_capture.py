@@ -13,9 +13,11 @@ import json
 import mmap
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -152,6 +154,32 @@ def test_run_catches_a_crash_and_its_report_is_the_kernel_cores(cores, built, tm
     bt = subprocess.run(["gdb", "-batch", "-ex", "thread apply all bt", str(built["null_thread"]), str(core)], capture_output=True, text=True, timeout=120)
     assert "store_result" in bt.stdout and "worker" in bt.stdout and "BFD: warning" not in bt.stderr, bt.stdout + bt.stderr
     assert verdict_of(analyze_json(core)) == verdict_of(report)
+
+
+def test_run_needs_no_root(built, request):
+    """As an ordinary user (nobody), with the kernel writing no core."""
+    if os.geteuid() != 0:
+        user_run = []  # already an ordinary user
+    else:
+        user_run = [require("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+    # Outside pytest's own temporary tree, which only its owner may enter.
+    work = Path(tempfile.mkdtemp(prefix="coreanalyze-anyone-"))
+    work.chmod(0o777)
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    exe = work / "null_thread"
+    shutil.copy2(built["null_thread"], exe)
+    exe.chmod(0o755)
+    out = work / "reports"
+    proc = subprocess.run([*user_run, sys.executable, "-m", "coreanalyze", "run", "--out", str(out), "--", str(exe)],
+                          cwd=work, env=environment(HOME=str(work), COREANALYZE_CACHE_DIR=str(work / "cache")), preexec_fn=no_core_limit,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    if proc.returncode != 128 + signal.SIGSEGV and "Permission denied" in proc.stderr:
+        missing(f"a checkout that an ordinary user may read ({proc.stderr.strip()[:200]})")
+    assert proc.returncode == 128 + signal.SIGSEGV, proc.stderr
+    report = only_report(out)
+    assert report["classification"]["culprit"]["function"] == "store_result"
+    core = Path(report["capture"]["core"])
+    assert core.stat().st_uid == (65534 if user_run else os.geteuid()) and core.stat().st_mode & 0o077 == 0  # the core is its owner's only
 
 
 def test_a_healthy_run_writes_nothing_and_passes_its_status_through(tmp_path):
