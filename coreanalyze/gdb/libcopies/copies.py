@@ -154,11 +154,16 @@ class FastLibraries:
     libraries: list[FastLibrary]
     warnings: list[str] = field(default_factory=list)
     copied: bool = True  # False: gdb must not read these libraries; their files stand alone beside them
+    _identities: set | None = field(default=None, repr=False)  # the libraries' files on disk (served)
 
     def served(self, name: str) -> bool:
         """Whether gdb's library name (as `info sharedlibrary` lists it) is one of these libraries."""
         identity = _identity(name)
-        return identity is not None and any(_identity(lib.local_path) == identity for lib in self.libraries)
+        if identity is None:
+            return False
+        if self._identities is None:
+            self._identities = {_identity(lib.local_path) for lib in self.libraries}
+        return identity in self._identities
 
     def library_at(self, address: int) -> FastLibrary | None:
         return next((lib for lib in self.libraries if lib.contains(address)), None)
@@ -399,7 +404,19 @@ def _stands_alone(path: str, layout: ElfLayout) -> bool:
 
     if any(fnmatch.fnmatchcase(os.path.basename(path), p) for p in ALWAYS_READ):
         return False
-    return plt_layout_known(layout) and unwind_hidden(layout)
+    return bool(_servable.get(layout.path, lambda _path: plt_layout_known(layout) and unwind_hidden(layout)))
+
+
+def _a_bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("not a verdict")
+    return value
+
+
+# Whether a library's PLT names and unwind entries can be served (_stands_alone), per file
+# version, kept from one run to the next: reading the PLT costs ~45 ms for a TensorFlow core's
+# libraries on every run, for the same answer.
+_servable: PerFileCache[bool] = PerFileCache("servable-without-copy", decode=_a_bool)
 
 
 def symbols_entry(path: str, layout: ElfLayout, root: str) -> str:
