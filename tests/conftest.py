@@ -114,6 +114,21 @@ def _tf_scenarios_in_order(items) -> tuple[list[str], bool]:
     return names, analyzed
 
 
+@pytest.fixture(scope="session")
+def older_tensorflow(tmp_path_factory):
+    """The virtual environment of the older TensorFlow (support.tfcores.make_older_python),
+    made once per session: `older_tensorflow.result()` -> its bin/python."""
+    from support.ahead import Ahead
+
+    where = tmp_path_factory.mktemp("older-tensorflow")
+
+    from support.tfcores import make_older_python
+
+    made = Ahead(lambda: make_older_python(where))
+    yield made
+    made.wait()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tf_cores_made_ahead(request):
     """When the selected tests use TensorFlow's cores, a thread builds them (and analyzes them,
@@ -129,4 +144,7 @@ def tf_cores_made_ahead(request):
     if names and find_tf_python().has_tensorflow and shutil.which("gdb") and shutil.which("g++"):
         cache = request.getfixturevalue("tf_cores")
         cache.prepare_in_background(names, analyze=analyzed)
+    # The older TensorFlow's environment: ~600 MB unpacked from pip's cache, mostly the disk's work.
+    if find_tf_python().has_tensorflow and any("older_python" in getattr(i, "fixturenames", ()) for i in request.session.items):
+        request.getfixturevalue("older_tensorflow").start()
     yield

@@ -1,6 +1,7 @@
 """The op-instance tests on cores of an older TensorFlow (tests/older_tensorflow.txt: 2.16, whose
 objects and protobuf containers are laid out differently from 2.21's), installed
-once per test run into its own virtual environment from pip's cache (./setup.sh fills it):
+once per test run into its own virtual environment from pip's cache (./setup.sh fills it; the
+session starts the installation on a thread of its own at its start, tests/conftest.py):
 the layout data is chosen by the core's TensorFlow version and measured from that version's
 own headers, not tuned to one build.
 """
@@ -8,8 +9,6 @@ own headers, not tuned to one build.
 from __future__ import annotations
 
 import functools
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,16 +20,10 @@ from support.opchecks import (
     check_overwritten_kernel,
     check_reproducer,
 )
-from support.require import missing, require
-from support.tfcores import require_tensorflow, tf_core_cache
+from support.require import require
+from support.tfcores import older_requirement, tf_core_cache
 
 pytestmark = pytest.mark.tf
-
-from support.paths import OLDER_TENSORFLOW as REQUIREMENT_FILE
-
-
-def older_requirement() -> str:
-    return REQUIREMENT_FILE.read_text().strip()
 
 
 def older_version() -> str:
@@ -38,23 +31,9 @@ def older_version() -> str:
 
 
 @pytest.fixture(scope="module")
-def older_python(tmp_path_factory) -> Path:
-    """A virtual environment with the older TensorFlow, made from the interpreter behind the test
-    one (a venv is made from a base interpreter) and installed from pip's cache."""
-    require_tensorflow()
-    venv = tmp_path_factory.mktemp("older-tensorflow") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    made = subprocess.run([base, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=600)
-    if made.returncode != 0:
-        missing(f"cannot make a virtual environment with {base}: {made.stderr[-2000:]}")
-    python = venv / "bin" / "python"
-    installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(REQUIREMENT_FILE)],
-        capture_output=True, text=True, timeout=3600,
-    )
-    if installed.returncode != 0:
-        missing(f"cannot install {older_requirement()} (run ./setup.sh to fill pip's cache): {installed.stderr[-2000:]}")
-    return python
+def older_python(older_tensorflow) -> Path:
+    """The older TensorFlow's environment (support.tfcores.make_older_python), made once per session."""
+    return older_tensorflow.result()
 
 
 @pytest.fixture(scope="module")

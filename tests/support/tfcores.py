@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Iterator
 
 from support.coregen import CrashCase, kernel_writes_cores_here, raise_core_limit, run_to_core, wait_for_core_file
-from support.paths import TF_CORPUS
+from support.paths import OLDER_TENSORFLOW, TF_CORPUS
 from support.require import missing, require
 
 OP_SOURCE = TF_CORPUS / "crash_ops.cc"
@@ -572,3 +572,30 @@ def installed_version(python: Path, distribution: str) -> str:
     """The version of a distribution installed for that interpreter."""
     code = f"import importlib.metadata as m; print(m.version({distribution!r}))"
     return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# An older TensorFlow (tests/older_tensorflow.txt), for the op-instance tests of its layouts
+
+
+def older_requirement() -> str:
+    return OLDER_TENSORFLOW.read_text().strip()
+
+
+def make_older_python(where: Path) -> Path:
+    """A virtual environment with the older TensorFlow, made from the interpreter behind the test
+    one (a venv is made from a base interpreter) and installed from pip's cache."""
+    require_tensorflow()
+    venv = where / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    made = subprocess.run([base, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=600)
+    if made.returncode != 0:
+        missing(f"cannot make a virtual environment with {base}: {made.stderr[-2000:]}")
+    python = venv / "bin" / "python"
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(OLDER_TENSORFLOW)],
+        capture_output=True, text=True, timeout=3600,
+    )
+    if installed.returncode != 0:
+        missing(f"cannot install {older_requirement()} (run ./setup.sh to fill pip's cache): {installed.stderr[-2000:]}")
+    return python
