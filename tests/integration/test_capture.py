@@ -158,8 +158,9 @@ def test_run_catches_a_crash_and_its_report_is_the_kernel_cores(cores, built, tm
     assert verdict_of(analyze_json(core)) == verdict_of(report)
 
 
-def test_run_needs_no_root(built, request):
-    """As an ordinary user (nobody), with the kernel writing no core."""
+def test_run_needs_no_root(built, request, tmp_path):
+    """As an ordinary user (nobody), with the kernel writing no core, and a cache directory it may
+    not enter (pytest's, only root's): the cache gives way, the report does not."""
     if os.geteuid() != 0:
         user_run = []  # already an ordinary user
     else:
@@ -173,7 +174,7 @@ def test_run_needs_no_root(built, request):
     exe.chmod(0o755)
     out = work / "reports"
     proc = subprocess.run([*user_run, sys.executable, "-m", "coreanalyze", "run", "--out", str(out), "--", str(exe)],
-                          cwd=work, env=environment(HOME=str(work), COREANALYZE_CACHE_DIR=str(work / "cache")), preexec_fn=no_core_limit,
+                          cwd=work, env=environment(HOME=str(work), COREANALYZE_CACHE_DIR=str(tmp_path / "cache")), preexec_fn=no_core_limit,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     if proc.returncode != 128 + signal.SIGSEGV and "Permission denied" in proc.stderr:
         missing(f"a checkout that an ordinary user may read ({proc.stderr.strip()[:200]})")
