@@ -33,7 +33,10 @@ class RunOptions:
 
 
 def say(line: str) -> None:
-    print(f"coreanalyze: {line}", file=sys.stderr, flush=True)
+    try:
+        print(f"coreanalyze: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr closed: the report in DIR still says it
 
 
 def shell_status(status: int | None) -> int:
@@ -71,7 +74,16 @@ def run(argv: list[str], options: RunOptions) -> int:
     if not watched:
         reporter.close()
         return shell_status(_wait_unwatched(child))
-    result = watch_until_done(watcher, reporter, say, command=child)
+    try:
+        result = watch_until_done(watcher, reporter, say, command=child)
+    except Exception as e:  # noqa: BLE001 - the command must outlive a broken watch, and exit as it would
+        say(f"the watch broke ({type(e).__name__}: {e}); the command runs on unwatched")
+        try:
+            watcher.release_all()
+        except Exception:  # noqa: BLE001
+            pass
+        reporter.close()
+        return shell_status(watcher.exits[child] if child in watcher.exits else _wait_unwatched(child))
     reporter.close()
     return shell_status(result.status)
 
