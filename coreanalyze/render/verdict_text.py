@@ -67,6 +67,8 @@ def render_verdict(v: ReportView, palette: Palette, report_path: str | None) -> 
         out += labelled("summary", one_line(cls.summary))
     if v.launched_from_text:
         out += labelled("launched", v.launched_from_text)
+    if v.caught_text:
+        out += labelled("caught", v.caught_text)
     if v.module_problems:
         out += labelled(
             "modules",

@@ -610,6 +610,25 @@ class ReportView:
         return [(label, one_line(value, 400)) for label, value in gpu_facts(self.classification.gpu)]
 
     @property
+    def caught_text(self) -> str | None:
+        """How a crash that left no core of its own was caught (report.capture)."""
+        capture = self.report.capture
+        if capture is None:
+            return None
+        how = {"run": "coreanalyze run", "guard": "the crash guard", "pytest": "pytest --coreanalyze", "notebook": "the notebook extension"}
+        text = f"by {how.get(capture.by, capture.by)}"
+        if capture.test:
+            text += f" in test {capture.test}"
+        facts = [f"pid {capture.pid}"] if capture.pid is not None else []
+        if capture.died:
+            facts.append(f"died of {capture.died}" if capture.died.startswith("SIG") else f"ended with {capture.died}")
+        if capture.handler_ran:
+            facts.append("its own signal handler ran first")
+        if capture.problem:
+            facts.append(capture.problem)
+        return one_line(text + (f" ({'; '.join(facts)})" if facts else ""))
+
+    @property
     def launched_from_text(self) -> str | None:
         lf = self.report.launched_from
         if lf is None:

@@ -535,6 +535,8 @@ def test_pytest_names_the_test_that_crashed(tmp_path, workers):
     report = only_report(out)
     assert report["capture"]["by"] == "pytest" and report["capture"]["test"] == "test_native.py::test_reads_null"
     assert report["core"]["signal"]["address"] == "0x50"
+    html = Path(report["capture"]["core"] + ".html").read_text()
+    assert "<dt>Caught</dt><dd>by pytest --coreanalyze in test test_native.py::test_reads_null (pid " in html
     if workers:
         # The run goes on; the summary ties the worker's death to its test and its verdict.
         assert proc.returncode == 1 and "2 passed" in proc.stdout
