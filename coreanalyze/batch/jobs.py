@@ -33,6 +33,7 @@ class JobEvent:
         v = self.verdict
         world = next((r.job.get("world_size") for r in self.members if r.job and r.job.get("world_size") is not None), None)
         reports = {r.path: r.report_html for r in self.members}
+        shrunk = {r.path: r.shrunk for r in self.members}
         return {
             "id": self.id,
             "signature": signature,
@@ -42,8 +43,16 @@ class JobEvent:
             "single": v.single,
             "summary": v.summary,
             "missing": v.missing,
-            "ranks": [{**asdict(r), "report_html": reports.get(r.core)} for r in v.ranks],
+            "ranks": [{**asdict(r), "report_html": reports.get(r.core), "shrunk": shrunk.get(r.core)} for r in v.ranks],
         }
+
+
+def other_ranks(analyzed: list[CoreRecord], examples: list[CoreRecord]) -> list[CoreRecord]:
+    """The other ranks of each job whose root cause's core is one of the examples: `batch
+    --shrink` attaches a small core for every rank of a job, each rank's wait being part of the
+    job's verdict."""
+    chosen = {r.path for r in examples}
+    return [m for e in job_events(analyzed) if e.representative.path in chosen for m in e.members if m.path not in chosen]
 
 
 def job_events(analyzed: list[CoreRecord]) -> list[JobEvent]:

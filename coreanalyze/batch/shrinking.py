@@ -1,8 +1,9 @@
 """`batch --shrink`: each crash group's example core shrunk to attach to a ticket
-(coreanalyze.shrink), written to OUT/shrunk/ and named in the example's record.
+(coreanalyze.shrink), written to OUT/shrunk/ and named in the example's record; where the example
+is a job's root cause, every other rank of that job too (each one's part is in the job's verdict).
 
 Shrinking analyzes a core again, several times over (shrink/run.py), so it runs once the
-batch's analyses are done and only for one core per group, each in a child process of its own
+batch's analyses are done and only for one core per group (and a job's other ranks), each in a child process of its own
 (up to --jobs at once) that is stopped when it overruns its limit. A core that cannot be shrunk
 is a warning; the batch stands. A group whose example already has its shrunk core (--resume) is
 left as it is.
@@ -19,8 +20,9 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 
 from coreanalyze.base.errors import AnalysisFailed
+from coreanalyze.batch.jobs import other_ranks
 from coreanalyze.batch.options import BatchOptions, default_jobs
-from coreanalyze.batch.store import BatchStore, CoreRecord, report_stem
+from coreanalyze.batch.store import ANALYZED, BatchStore, CoreRecord, report_stem
 from coreanalyze.batch.summary import group_examples
 from coreanalyze.batch.worker import become_worker, death_reason, end_child
 from coreanalyze.pipeline.analyze import AnalyzeOptions
@@ -93,8 +95,12 @@ def _start(ctx, store: BatchStore, record: CoreRecord, options: AnalyzeOptions, 
 
 
 def shrink_examples(store: BatchStore, options: BatchOptions, warnings: list[str]) -> int:
-    """Shrink every group's example that has no shrunk core yet; returns how many were written."""
-    examples = [r for r in group_examples(store.load()) if not (r.shrunk and (store.out / r.shrunk).is_file())]
+    """Shrink every group's example, and every other rank of a job it stands for, that has no
+    shrunk core yet; returns how many were written."""
+    records = store.load()
+    chosen = group_examples(records)
+    chosen += other_ranks([r for r in records if r.status in ANALYZED], chosen)
+    examples = [r for r in chosen if not (r.shrunk and (store.out / r.shrunk).is_file())]
     return len(shrink_records(store, examples, options, warnings))
 
 

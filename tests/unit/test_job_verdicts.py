@@ -4,6 +4,7 @@ job's log and the batch's job events: fed the values and texts launchers write."
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -288,3 +289,21 @@ def test_a_parameter_server_strategy_task_serving_in_server_join_waits_for_the_c
     # The main thread of a real PSS worker's core, ended by a watchdog while it served.
     serving = _native("__pthread_clockjoin_ex", "tsl::(anonymous namespace)::PThread::~PThread()", "tensorflow::GrpcServer::Join()", "TF_ServerJoin")
     assert collective_in([serving], serving, job_rules())[0] == "TensorFlow server (Server.join: serving the coordinator's steps)"
+
+
+def test_batch_shrink_takes_every_rank_of_a_job_its_example_stands_for():
+    from coreanalyze.batch.jobs import other_ranks
+    from coreanalyze.batch.summary import group_examples
+
+    crashed = _record("/c/1", 1, "crashed", 100.0, pid=11, signature="SIGSEGV | f", fault_kind="null-deref", signal="SIGSEGV")
+    waiting = _record("/c/0", 0, "waiting", 101.0, pid=10, signal="SIGABRT", waited={"collective": "gloo (allreduce)"}, signature="hang | x",
+                      fault_kind="hang")
+    alone = CoreRecord(identity="e" * 64, file_identity="e" * 64, path="/c/other", status="ok", timestamp=5.0, signature="SIGILL | g")
+    records = [crashed, waiting, alone]
+    examples = group_examples(records)
+    assert sorted(r.path for r in examples) == ["/c/1", "/c/other"]  # the job counts once, under its root cause
+    assert [r.path for r in other_ranks(records, examples)] == ["/c/0"]
+    # Each rank's small core is listed with it in the job's entry.
+    shrunk = [replace(r, shrunk=f"shrunk/{r.path[3:]}.core.zst") for r in (crashed, waiting)]
+    ranks = {r["rank"]: r["shrunk"] for r in job_events(shrunk)[0].to_dict()["ranks"]}
+    assert ranks == {0: "shrunk/0.core.zst", 1: "shrunk/1.core.zst"}
