@@ -55,17 +55,16 @@ def _read(process: Process) -> dict[str, str] | None:
     return None
 
 
-def _environ_addresses(process: Process) -> list[int]:
-    """Where `environ` may live, in the order the dynamic loader binds it."""
-    addresses: list[int] = []
+def _environ_addresses(process: Process) -> Iterator[int]:
+    """Where `environ` may live, in the order the dynamic loader binds it; libc's symbols are
+    read only where the interpreter's files do not define it."""
     for name in ENVIRON_SYMBOLS:
         address = process.symbol_address(name)
-        if address is not None and address not in addresses:
-            addresses.append(address)
+        if address is not None:
+            yield address
     libc = _libc_environ(process)
-    if libc is not None and libc not in addresses:
-        addresses.append(libc)
-    return addresses
+    if libc is not None:
+        yield libc
 
 
 def _libc_environ(process: Process) -> int | None:
