@@ -159,6 +159,9 @@ def trim_later() -> None:
         except Exception:  # noqa: BLE001 - the cache is never worth a failed analysis
             pass
 
+    _trimming[:] = [t for t in _trimming if t.is_alive()]  # a long-lived watch keeps none it ran
+    if _trimming:
+        return  # one under way already sees what this analysis wrote
     thread = threading.Thread(target=run, name="cache-trim")
     thread.start()
     _trimming.append(thread)

@@ -61,3 +61,18 @@ def test_cache_info_and_clear_commands(tmp_path, monkeypatch):
     assert cleared.exit_code == 0 and "removed 2.0 MiB" in cleared.output
     assert cachesize.entries(root) == []
     assert "0.0 MiB in 0 entries" in runner.invoke(cli, ["cache", "info"]).output
+
+
+def test_trims_after_analyses_keep_no_finished_threads(tmp_path, monkeypatch):
+    """A long-lived watch trims after every core: one trim at a time, and finished ones are not
+    kept (each analysis would otherwise leave a thread object behind)."""
+    monkeypatch.setenv("COREANALYZE_CACHE_DIR", str(tmp_path / "cache"))
+    for _ in range(20):
+        cachesize.trim_later()
+        assert len(cachesize._trimming) <= 1
+        for thread in list(cachesize._trimming):
+            thread.join()  # finished, still listed until the next trim_later
+    cachesize.trim_later()
+    assert len(cachesize._trimming) == 1
+    cachesize.wait()
+    assert cachesize._trimming == []
