@@ -4,7 +4,9 @@ pytest test it ran)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from coreanalyze.base import model
@@ -16,7 +18,9 @@ from coreanalyze.capture.requests import CrashRequest
 RUNNING_DIR = ".running"
 
 
-def capture_info(request: CrashRequest, by: str) -> model.CaptureInfo:
+def capture_info(request: CrashRequest, by: str, modules: Sequence[model.Module] = ()) -> model.CaptureInfo:
+    """modules: the report's module table, which places the symbols the process's environment is
+    read through."""
     return model.CaptureInfo(
         by=by,
         command=list(request.argv),
@@ -24,7 +28,7 @@ def capture_info(request: CrashRequest, by: str) -> model.CaptureInfo:
         core=request.core,
         died=_died(request),
         handler_ran=request.handler_ran,
-        test=running_test(Path(request.out_dir), request.pid),
+        test=running_test(Path(request.out_dir), request.pid) or test_in_core(request.core, modules),
         problem=request.core_problem,
         oom_kills=request.oom_kills,
         peak_memory=request.peak_rss or request.cgroup_peak,
@@ -58,6 +62,24 @@ def running_test(out_dir: Path, pid: int) -> str | None:
     except OSError:
         return None
     return without_controls(text.strip(), 1000) or None
+
+
+def test_in_core(core: str | None, modules: Sequence[model.Module]) -> str | None:
+    """The test pytest was running, as it noted in the process's own environment
+    (PYTEST_CURRENT_TEST, "path::name (call)"): `coreanalyze run -- pytest` names the test
+    without the plugin."""
+    if core is None:
+        return None
+    from coreanalyze.process.process import Process
+
+    try:
+        with Process.open(core, modules) as process:
+            value = process.current_environment.get("PYTEST_CURRENT_TEST")
+    except Exception:  # noqa: BLE001 - a name for the report, never a reason to lose it
+        return None
+    if not value:
+        return None
+    return without_controls(re.sub(r" \((?:setup|call|teardown)\)$", "", value.strip()), 1000) or None
 
 
 def note_running_test(out_dir: Path, pid: int, nodeid: str | None) -> None:

@@ -112,7 +112,7 @@ def report_crash(request: CrashRequest, options: ReporterOptions) -> CrashReply:
         from coreanalyze.capture.watcher import process_name
 
         stem = f"{'killed' if request.killed else 'crashed'}.{process_name(request.argv)}.{request.pid}"
-    report.capture = capture_info(request, options.by)
+    report.capture = capture_info(request, options.by, report.modules)
     if failure:
         report.warnings.append(failure)
     html_path, json_path = out / f"{stem}.html", out / f"{stem}.json"

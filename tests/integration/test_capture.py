@@ -546,6 +546,16 @@ def test_pytest_names_the_test_that_crashed(tmp_path, workers):
         assert proc.returncode == -signal.SIGSEGV
 
 
+def test_pytest_under_run_names_the_test_from_the_processs_own_environment(tmp_path):
+    """Without the plugin: pytest's PYTEST_CURRENT_TEST, read from the core's current environment."""
+    (tmp_path / "test_native.py").write_text(CRASHING_TESTS)
+    out = tmp_path / "crashes"
+    proc = run_watched(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_native.py", out=out, cwd=tmp_path)
+    assert proc.returncode == 128 + signal.SIGSEGV
+    report = only_report(out)
+    assert report["capture"]["by"] == "run" and report["capture"]["test"] == "test_native.py::test_reads_null"
+
+
 def test_a_notebook_kernel_that_dies_is_reported_and_its_successor_says_so(tmp_path):
     jupyter_client = require(module="jupyter_client", what="jupyter_client")
     require(module="ipykernel", what="ipykernel")
