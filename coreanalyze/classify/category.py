@@ -18,6 +18,7 @@ from typing import Sequence
 from coreanalyze.classify.culprit import CulpritPick
 from coreanalyze.classify.customop import CustomOpHit
 from coreanalyze.classify.frames import FrameView
+from coreanalyze.classify.layoutnames import frame_hits, line_hits, message_hits
 from coreanalyze.classify.rules import NOISE_ROLES, Rule, RuleSet
 
 MAX_PYTHON_FRAMES = 30
@@ -112,6 +113,17 @@ def decide_category(
                 distance = sum(1 for r in ranked if r.position < v.position)
                 candidates.append(Candidate(rule.category, rule.priority - s.noise_penalty - s.distance_penalty * distance, distance, _describe(rule, v), rule, v))
 
+    # TensorFlow's layout (layoutnames.py): the frames' names, the fatal line's source file, the
+    # ops the text names. The rules' categories of the frames settle a name in two subsystems.
+    neighbours = [c.category for c in candidates if c.view is not None]
+    # Of the noise frames, only the C++ library's: a container's method holding TensorFlow's types.
+    noise = [v for v in views[pick.start: (ranked[-1].position + 1) if ranked else pick.start] if not v.python and v.role == "runtime"]
+    hits = [*frame_hits(ranked, s.distance_penalty, neighbours, fault_kind=fault_kind),
+            *frame_hits(noise, s.distance_penalty, neighbours, s.noise_penalty, fault_kind),
+            *message_hits(abort_message, neighbours, fault_kind)]
+    for h in hits:
+        candidates.append(Candidate(h.category, h.score, h.distance, h.source, None, h.view))
+
     # Python frames: the only frames of a faulthandler dump, context otherwise.
     python = [v for v in views if v.python][:MAX_PYTHON_FRAMES]
     for rank, v in enumerate(python):
@@ -131,6 +143,10 @@ def decide_category(
         score = rule.priority - s.line_penalty * min(distance, s.line_reach) - (s.noise_penalty if framed else 0)
         shown = " ".join(line.split())[:160]
         candidates.append(Candidate(rule.category, score, distance, f"rule {rule.name} matched the line `{shown}`", rule))
+
+    framed = any(c.view is not None for c in candidates)
+    for h in line_hits(context, s.line_penalty, s.line_reach, s.noise_penalty if framed else 0):
+        candidates.append(Candidate(h.category, h.score, h.distance, h.source))
 
     if not candidates:
         return CategoryDecision("unknown", None, None)

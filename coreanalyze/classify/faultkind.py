@@ -241,6 +241,10 @@ class Crash:
     def uncaught(self, label: str) -> Verdict:
         """std::terminate: an uncaught exception, or a failed allocation nobody caught."""
         thrown = exception_type(self.abort_message) or thrown_exception(self.views, self.rules)
+        if not thrown and self.abort_message and _NO_EXCEPTION.search(self.abort_message):
+            # libstdc++ says there was none: a pure virtual call (an object used while it is
+            # destroyed) or a terminate() outside any handler; nothing was thrown.
+            return FaultKind.ABORT, [f"{label} from std::terminate with no exception in flight ({_NO_EXCEPTION.search(self.abort_message).group(0)})"]
         what = f" (uncaught {thrown})" if thrown else ""
         oom = self.rules.fault.oom_exceptions
         if thrown and oom is not None and oom.search(thrown):
@@ -581,6 +585,7 @@ def cpu_feature_for(instruction: str | None, rules: RuleSet) -> tuple[str, bool]
     return None
 
 
+_NO_EXCEPTION = re.compile(r"terminate called without an active exception|pure virtual method called")
 _TERMINATE_TYPE = re.compile(r"terminate called after throwing an instance of '([^']{1,300})'")
 _UNCAUGHT_TYPE = re.compile(r"(?:uncaught exception of type|Uncaught exception:?) ((?:[\w<>,* ]|::){1,300}?)(?::(?!:)|$|\n)")
 

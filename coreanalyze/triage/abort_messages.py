@@ -70,6 +70,9 @@ _EXIT_SIGNAL = re.compile(
 )
 # Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
 _EXIT_NTSTATUS = re.compile(r"exit (?:code|status)\s*:?\s*(?:(-?\d{9,10})\b|\(?(0x[89ABCabc][0-9A-Fa-f]{7})\b)(?:\s*\((0x[0-9A-Fa-f]{8})\))?")
+# Windows Error Reporting's record of a crashed program (Event Viewer, "Problem signature"):
+# "Exception Code: c0000005" (without 0x) is the NTSTATUS the process died of.
+_WER_CODE = re.compile(r"^\s*Exception Code:\s*(?:0x)?([0-9A-Fa-f]{8})\s*$")
 # The command a user ran, when the process died right after it: an `import tensorflow` that
 # ends in "Illegal instruction" is the wheel's CPU instructions meeting an older CPU.
 _IMPORT_COMMAND = re.compile(r"\bimport (?:tensorflow|tflite_runtime|ai_edge_litert|tf_keras|keras)\b")
@@ -91,6 +94,7 @@ _TF_LOG = re.compile(
 )
 LOG_WINDOW = 12
 _SIGNAL_WORDS = (
+    "Exception Code",
     "fault", "Abort", "abort", "Illegal", "illegal", "Bus error", "bus error", "Floating", "floating", "signal", "Signals.",
     "exit", "return", "status=", "illed", "trap", "system call",
 )  # fmt: skip
@@ -209,6 +213,9 @@ def _shell_signal(s: str) -> str | None:
     m = _EXIT_NTSTATUS.search(s)
     if m:
         return signals.from_ntstatus(_ntstatus(m))
+    m = _WER_CODE.match(s) if "Exception Code" in s else None
+    if m:
+        return signals.from_ntstatus(int(m.group(1), 16))
     m = _EXIT_SIGNAL.search(s)
     if m:
         if m.group(4):

@@ -43,6 +43,8 @@ _HIP = re.compile(
 _CHECK = re.compile(
     r"(?:^|[\s\[])(?:[FEW] )?((?:[A-Za-z]:)?[\w./\\-]{1,400}\.(?:cc|h|cpp|hpp|cu|c)):(\d{1,9})\] ((?:Check failed|CHECK failed|Non-OK-status)\b.*)"
     r"|^((?:Check failed|CHECK failed): .+)"
+    # a formatter that names the source file without its extension: "bfc_allocator: Check failed: ..."
+    r"|^([a-z][a-z0-9_]{3,80}: (?:Check failed|CHECK failed): .+)"
 )
 # absl's raw logging, which fatal checks inside absl itself use ("StatusOr::value() on an error").
 _ABSL_RAW = re.compile(r"^\[([\w./-]{1,300}\.(?:cc|h)) : (\d{1,9})\] RAW: (.*(?:Check|CHECK|failed|Attempting to fetch value|FATAL|Fatal).*)$")
@@ -76,7 +78,7 @@ def _message(s: str, i: int) -> fd.Finding | None:
         weight, text = fd.MESSAGE_TERMINATE, m.group(1).strip().strip('"')
     elif ("heck failed" in s or "HECK failed" in s or "Non-OK-status" in s) and (m := _CHECK.search(s)):
         weight = fd.MESSAGE_CHECK_FAILURE
-        text = f"{m.group(1)}:{m.group(2)}] {m.group(3)}" if m.group(1) else m.group(4)
+        text = f"{m.group(1)}:{m.group(2)}] {m.group(3)}" if m.group(1) else (m.group(4) or m.group(5))
     elif "] RAW: " in s and (m := _ABSL_RAW.match(s)):
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(1)}:{m.group(2)}] {m.group(3)}"
     elif s.startswith("F/") and (m := _LOGCAT_FATAL.match(s)) and m.group(1) not in ("libc", "DEBUG"):

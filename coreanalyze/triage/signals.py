@@ -63,6 +63,7 @@ NTSTATUS_SIGNALS = {
     0xC0000409: "SIGABRT",  # STATUS_STACK_BUFFER_OVERRUN: __fastfail, what abort() and std::terminate use
     0x80000003: "SIGTRAP",  # STATUS_BREAKPOINT
     0xC0000374: "SIGABRT",  # STATUS_HEAP_CORRUPTION: the heap manager ended the process
+    0x40000015: "SIGABRT",  # STATUS_FATAL_APP_EXIT: the C runtime's abort()
 }
 # Codes that say more than their signal: the fault itself, as a report's own class (detail).
 NTSTATUS_DETAILS = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,28 @@ BLIND = Path(__file__).resolve().parent.parent / "data" / "blind"
 
 def load(*names: str) -> list[dict]:
     return [r for name in names for r in tomlfile.loads((BLIND / name).read_text(encoding="utf-8"))["report"]]
+
+
+def half(source: str) -> str:
+    """Which half of a set a report is in, fixed before any verdict was seen: `tune` when the
+    SHA-256 of its source URL is even (the rules may be tuned on it), `held-out` when odd."""
+    return "tune" if int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 0 else "held-out"
+
+
+def score(reports: list[dict]) -> tuple[int, int, int]:
+    """(category right, fault kind right, refused) over reports."""
+    from coreanalyze.base.errors import BadInput
+
+    category = kind = refused = 0
+    for r in reports:
+        try:
+            got = triage_text(r["text"], r["source"]).classification
+        except BadInput:
+            refused += 1
+            continue
+        category += got.category == r["category"]
+        kind += got.fault_kind == r["fault_kind"]
+    return category, kind, refused
 
 
 def params(reports: list[dict], disagreements: dict[str, str]) -> list:

@@ -31,7 +31,6 @@ REPORTS = blindsets.load("issue25.toml", "issue25_round2.toml", "issue25_round3.
 DISAGREEMENTS = {
     "https://github.com/tensorflow/tflite-support/issues/919": "only the signal line and a GL thread's name: the delegate is named in the prose, not the text",
     "https://github.com/tensorflow/java/issues/349": "SIGILL in TensorFlow's own library reads as a wheel built for other CPUs (library-load); the thread blamed nsync's build",
-    "https://github.com/tensorflow/tensorflow/issues/51483": "a crash in TFE_Py_Execute is the eager op's kernel by the rules; the label says runtime",
     "https://github.com/tensorflow/models/issues/1826": "glibc's heap message over frames whose only other clue is an unnamed ld.so frame",
     "https://github.com/tensorflow/tensorflow/issues/53800": "the GPU driver's frames are on top (gpu-driver); the thread blamed TFLite's delegate that called it",
     # Round 3: what decided the label is in the thread, not in the pasted text.

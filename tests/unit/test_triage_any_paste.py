@@ -21,7 +21,6 @@ DISAGREEMENTS = {
     "https://github.com/tensorflow/tensorflow/issues/38025": "two logcat lines: the Flex delegate is named in the thread, not the text",
     "https://github.com/tensorflow/tensorflow/issues/53413": "the call stack shows terminate(); the std::bad_alloc is in the description",
     "https://github.com/tensorflow/tensorflow/issues/26559": "nsync's futex wait under syscall() is not a wait the hang rules know",
-    "https://github.com/tensorflow/tensorflow/issues/18147": "'import tensorflow' is named five lines above gdb's SIGILL, past the import rule's window",
 }
 
 
