@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -91,29 +89,6 @@ def tf_reports(tf_cores):
     return get
 
 
-def _tf_scenarios_in_order(items) -> tuple[list[str], bool]:
-    """The TensorFlow scenarios the selected tests use, in the order they first need them (from
-    their parameters and the names in their code), and whether any reads the plain analysis."""
-    from support.tfcores import SCENARIOS
-
-    names: list[str] = []
-    analyzed = False
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if not fixtures & {"tf_cores", "tf_reports"}:
-            continue
-        analyzed = analyzed or "tf_reports" in fixtures
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        found = [v for v in params.values() if isinstance(v, str) and v in SCENARIOS]
-        try:
-            source = inspect.getsource(item.function)
-        except (AttributeError, OSError, TypeError):
-            source = ""
-        found += [word for word in re.findall(r"[\"'](\w+)[\"']", source) if word in SCENARIOS]
-        names += [name for name in found if name not in names]
-    return names, analyzed
-
-
 @pytest.fixture(scope="session")
 def older_tensorflow(tmp_path_factory):
     """The virtual environment of the older TensorFlow (support.tfcores.make_older_python),
@@ -127,24 +102,3 @@ def older_tensorflow(tmp_path_factory):
     made = Ahead(lambda: make_older_python(where))
     yield made
     made.wait()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def tf_cores_made_ahead(request):
-    """When the selected tests use TensorFlow's cores, a thread builds them (and analyzes them,
-    when tests read the analysis) from the session's start on, in the order the tests first need
-    them, while the tests before them run: on two CPUs the cores cost the session little of its
-    time. Without TensorFlow, gdb or g++ nothing is made ahead (the tests that need the cores
-    say what is missing)."""
-    import shutil
-
-    from support.tfcores import find_tf_python
-
-    names, analyzed = _tf_scenarios_in_order(request.session.items)
-    if names and find_tf_python().has_tensorflow and shutil.which("gdb") and shutil.which("g++"):
-        cache = request.getfixturevalue("tf_cores")
-        cache.prepare_in_background(names, analyze=analyzed)
-    # The older TensorFlow's environment: ~600 MB unpacked from pip's cache, mostly the disk's work.
-    if find_tf_python().has_tensorflow and any("older_python" in getattr(i, "fixturenames", ()) for i in request.session.items):
-        request.getfixturevalue("older_tensorflow").start()
-    yield

@@ -4,7 +4,9 @@ cores cached; aarch64 cores built on first use (TensorFlow's: tests/conftest.py)
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import re
 
 import pytest
 from support.corecache import CoreCache
@@ -94,3 +96,48 @@ def pasted_backtraces():
     from support.pastes import gdb_backtrace_text
 
     return functools.cache(gdb_backtrace_text)
+
+
+def _tf_scenarios_in_order(items) -> tuple[list[str], bool]:
+    """The TensorFlow scenarios the selected tests use, in the order they first need them (from
+    their parameters and the names in their code), and whether any reads the plain analysis."""
+    from support.tfcores import SCENARIOS
+
+    names: list[str] = []
+    analyzed = False
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if not fixtures & {"tf_cores", "tf_reports"}:
+            continue
+        analyzed = analyzed or "tf_reports" in fixtures
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        found = [v for v in params.values() if isinstance(v, str) and v in SCENARIOS]
+        try:
+            source = inspect.getsource(item.function)
+        except (AttributeError, OSError, TypeError):
+            source = ""
+        found += [word for word in re.findall(r"[\"'](\w+)[\"']", source) if word in SCENARIOS]
+        names += [name for name in found if name not in names]
+    return names, analyzed
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tf_cores_made_ahead(request):
+    """From the first integration test on (the unit tests run alone in a process of one thread,
+    as some of them check): when the selected tests use TensorFlow's cores, a thread builds them (and analyzes them,
+    when tests read the analysis) from the session's start on, in the order the tests first need
+    them, while the tests before them run: on two CPUs the cores cost the session little of its
+    time. Without TensorFlow, gdb or g++ nothing is made ahead (the tests that need the cores
+    say what is missing)."""
+    import shutil
+
+    from support.tfcores import find_tf_python
+
+    names, analyzed = _tf_scenarios_in_order(request.session.items)
+    if names and find_tf_python().has_tensorflow and shutil.which("gdb") and shutil.which("g++"):
+        cache = request.getfixturevalue("tf_cores")
+        cache.prepare_in_background(names, analyze=analyzed)
+    # The older TensorFlow's environment: ~600 MB unpacked from pip's cache, mostly the disk's work.
+    if find_tf_python().has_tensorflow and any("older_python" in getattr(i, "fixturenames", ()) for i in request.session.items):
+        request.getfixturevalue("older_tensorflow").start()
+    yield
