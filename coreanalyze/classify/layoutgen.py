@@ -40,6 +40,7 @@ LISTINGS_FILE = LAYOUT_DIR / "listings.txt"
 # Names too short or too common to say anything about where they live.
 MIN_NAME = 4
 MAX_CLASS_DIRS = 6
+THIRD_PARTY_NAMESPACES = ("std", "absl", "pybind11", "nanobind")
 MIN_SYMBOLS = 3  # a namespace of the symbol tables kept when at least this many symbols are in it
 
 _ASK = r"""
@@ -255,7 +256,10 @@ def build(inputs: dict) -> dict:
     namespaces = {}
     symbol_ns = inputs["symbol_namespaces"]
     for ns, where in inputs["namespaces"].items():
-        if ns.split("::")[0] in ("std", "absl") or ns not in symbol_ns and "::" not in ns:
+        # The standard library's, Abseil's and the Python bindings' namespaces are every
+        # extension's: TensorFlow's headers reopen them (pybind11's type casters for tensors in
+        # python/lib/core), which says nothing of the subsystem a frame of them is in.
+        if ns.split("::")[0] in THIRD_PARTY_NAMESPACES or ns not in symbol_ns and "::" not in ns:
             continue
         counted: Counter[int] = Counter()
         for w, n in where.items():
