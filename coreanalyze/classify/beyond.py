@@ -36,6 +36,8 @@ RULES_FILE = Path(__file__).resolve().parent / "beyond.toml"
 CATCHER_DEPTH = 64  # frames from the top searched for an exception handler
 NULL_PAGE_LIMIT = 64 * 1024
 OUTERMOST_WINDOW = 32 * 1024  # bytes of an overflowed stack's far end read at a time
+# CPython's C API by its names (PyErr_Occurred, _PyErr_SetObject, PyGILState_Ensure).
+_CPYTHON_API = re.compile(r"^_?Py[A-Z][A-Za-z]*_?\w*$")
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,10 @@ def _caught(report: Report, process: Process, names, rules: RuleSet, beyond: Bey
     sentence = f"It was handling {what} thrown {by}in op {op_name} ({_where(kernel, rules)}) and caught by {caught_at}"
     address = report.core.signal.address if report.core else None
     classification = report.classification
-    if catcher.interpreter and classification.category == "python-runtime" and address is not None and address < NULL_PAGE_LIMIT:
+    # The fault is in the interpreter's own C API (PyErr_Occurred, _PyErr_SetObject, ...), called
+    # by a catcher that enters the interpreter: whichever subsystem the frames were given.
+    in_interpreter = bool(_CPYTHON_API.match(classification.culprit.function or ""))
+    if catcher.interpreter and in_interpreter and address is not None and address < NULL_PAGE_LIMIT:
         sentence += f", which called into the interpreter without holding the GIL: the thread's interpreter state was NULL (fault at 0x{address:x})"
     evidence = [
         f"caught exception: {what}" + (f", the thread's caught exception at 0x{thrown.address:x}" if thrown else ""),
