@@ -201,7 +201,7 @@ def _notes(pid: int, threads: list[HeldThread], signo: int, siginfo: bytes, entr
         if i == 0:
             notes.append(elfcore.note("<", b"CORE", NT_PRPSINFO, _prpsinfo(pid, status, ids)))
             notes.append(elfcore.note("<", b"CORE", NT_SIGINFO, siginfo))
-            auxv = _read(f"/proc/{pid}/auxv")
+            auxv = procfs.read_bytes(f"/proc/{pid}/auxv")
             if auxv:
                 notes.append(elfcore.note("<", b"CORE", NT_AUXV, auxv))
             notes.append(elfcore.note("<", b"CORE", NT_FILE, _nt_file(entries)))
@@ -239,8 +239,8 @@ def _session(tid: int) -> tuple[int, int]:
 
 def _prpsinfo(pid: int, status: dict[str, str], ids: dict[str, int]) -> bytes:
     """struct elf_prpsinfo: state, ids, the short name and the first 80 bytes of the arguments."""
-    args = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").strip()[:79]
-    name = _read(f"/proc/{pid}/comm").strip()[:15]
+    args = procfs.read_bytes(f"/proc/{pid}/cmdline").replace(b"\0", b" ").strip()[:79]
+    name = procfs.read_bytes(f"/proc/{pid}/comm").strip()[:15]
     pgrp, sid = _session(pid)
     return struct.pack(
         "<bcbbxxxxQIIiiii16s80s", 0, b"R", 0, 0, 0, ids["uid"], ids["gid"], pid, ids["ppid"], pgrp, sid, name, args
@@ -254,10 +254,3 @@ def _nt_file(entries: list[MapEntry]) -> bytes:
     names = b"".join(os.fsencode(e.path) + b"\0" for e in files)
     return table + names
 
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""

@@ -174,7 +174,7 @@ def thread_ids(pid: int) -> list[int]:
 
 
 def cmdline(pid: int) -> list[str]:
-    raw = _read_bytes(f"/proc/{pid}/cmdline")
+    raw = read_bytes(f"/proc/{pid}/cmdline")
     return [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]] if raw else []
 
 
@@ -238,10 +238,11 @@ def _number(path: Path | None) -> int | None:
 
 
 def _read_text(path: str) -> str:
-    return _read_bytes(path).decode("utf-8", "replace")
+    return read_bytes(path).decode("utf-8", "replace")
 
 
-def _read_bytes(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
+    """A /proc file's bytes; empty when the process (or the file) is gone."""
     try:
         with open(path, "rb") as f:
             return f.read()
