@@ -9,6 +9,8 @@ secrets, and say what the process was configured with).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from coreanalyze.corefile import elfcore
 from coreanalyze.corefile.tables import NT_PRPSINFO, PRPSINFO, PSARGS_LEN
 from coreanalyze.process.process import Process
@@ -19,6 +21,7 @@ DROPPED = (
     "arguments after the program name",
     "memory not needed for the stacks (the abort message, packages, op instance and the like are gone)",
 )
+PAGE = 4096  # the smallest unit a core's segments hold bytes in
 MIN_ARGUMENT = 2  # shorter arguments are too common to blank without blanking other bytes
 
 
@@ -30,20 +33,36 @@ def blanks(process: Process, kept: PageSet) -> dict[int, bytes]:
     # The values it started with and those it set later (setenv's strings on the heap, read by
     # the job's identity through Process.current_environment).
     pairs = {*process.environ.items(), *process.current_environment.items()}
-    environment = [(f"{n}={v}".encode() + b"\0", len(n) + 1) for n, v in sorted(pairs) if v]
+    # No terminating NUL is asked of `NAME=value`: setenv builds the pair in an alloca'd buffer
+    # first, and the stale copy left below the stack pointer may have lost its NUL to a later
+    # call's frame while the value before it is intact.
+    environment = [(f"{n}={v}".encode(), len(n) + 1) for n, v in sorted(pairs) if v]
     arguments = [(b"\0" + a.encode() + b"\0", 1) for a in process.notes.argv[1:] if len(a) >= MIN_ARGUMENT]
     anchor = process.notes.auxv_pointers.get("AT_EXECFN")
     initial = process.memory.segment_containing(anchor) if isinstance(anchor, int) else None
     patches: dict[int, bytes] = {}
     for lo, hi in kept.runs_within(0, 1 << 64):
-        data = process.memory.read_available(lo, hi - lo)
-        on_initial_stack = initial is not None and initial.start <= lo < initial.end
-        for needle, start in environment + (arguments if on_initial_stack else []):
-            at = data.find(needle)
-            while at >= 0:
-                patches[lo + at + start] = b"\0" * (len(needle) - start - 1)
-                at = data.find(needle, at + 1)
+        for address, data in _present(process, lo, hi):
+            on_initial_stack = initial is not None and initial.start <= address < initial.end
+            for needle, start in environment + (arguments if on_initial_stack else []):
+                at = data.find(needle)
+                while at >= 0:
+                    patches[address + at + start] = b"\0" * (len(needle) - start - (needle[-1] == 0))
+                    at = data.find(needle, at + 1)
     return patches
+
+
+def _present(process: Process, lo: int, hi: int) -> Iterator[tuple[int, bytes]]:
+    """(address, bytes) for all of [lo, hi) the core holds. One read stops where a segment's
+    bytes end, and a kept run may go on into the next mapping: every byte written is searched."""
+    cursor = lo
+    while cursor < hi:
+        data = process.memory.read_available(cursor, hi - cursor)
+        if data:
+            yield cursor, data
+            cursor += len(data)
+        else:
+            cursor += PAGE - cursor % PAGE
 
 
 def redact_notes(endian: str, data: bytes) -> bytes:
