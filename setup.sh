@@ -192,6 +192,40 @@ if ! sid_chroot /opt/tensorflow-py314/bin/python -c "import tensorflow" >/dev/nu
     sid_chroot /opt/tensorflow-py314/bin/python -m pip install --quiet --disable-pip-version-check --pre "$TF314"
 fi
 
+# --- 5. a free-threaded CPython: 3.13t, built from Debian trixie's python3.13 source ------------
+# No distribution ships a free-threaded interpreter these tests can run, so one is built once per
+# machine from the source package (about 4 minutes on two cores) and kept outside the repository.
+# Only the upstream tarball is used. apt reads trixie's source index from a list of its own under
+# the build's directory: this machine's apt sources stay as they are.
+PY313T=${COREANALYZE_PY313T:-/var/cache/coreanalyze/python3.13t}
+PY313T_MIRROR=${COREANALYZE_PY313T_MIRROR:-http://deb.debian.org/debian}
+if ! "$PY313T/python" -c "import sys, ctypes; sys.exit(sys._is_gil_enabled())" >/dev/null 2>&1; then
+    ft_missing=()
+    command -v make >/dev/null 2>&1 || ft_missing+=(make)
+    command -v xz >/dev/null 2>&1 || ft_missing+=(xz-utils)
+    [ -e /usr/include/ffi.h ] || ls /usr/include/*/ffi.h >/dev/null 2>&1 || ft_missing+=(libffi-dev)
+    ((${#ft_missing[@]} == 0)) || apt_install "${ft_missing[@]}"
+    say "building a free-threaded CPython 3.13 into $PY313T (about 4 minutes)"
+    ft_work="$PY313T.partial"
+    as_root rm -rf "$ft_work"
+    as_root mkdir -p "$ft_work/apt/lists/partial" "$ft_work/apt/cache/archives/partial" "$ft_work/src"
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $PY313T_MIRROR trixie main" \
+        | as_root tee "$ft_work/apt/sources.list" >/dev/null
+    ft_apt=(-o "Dir::Etc::SourceList=$ft_work/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+            -o "Dir::State::Lists=$ft_work/apt/lists" -o "Dir::Cache=$ft_work/apt/cache")
+    apt_step apt-get "${ft_apt[@]}" update
+    (cd "$ft_work/src" && apt_step apt-get "${ft_apt[@]}" source --download-only python3.13)
+    ft_tarball=$(ls "$ft_work"/src/python3.13_3.13.*.orig.tar.xz | head -n1)
+    as_root tar -xJf "$ft_tarball" -C "$ft_work" --strip-components=1
+    as_root rm -rf "$ft_work/src" "$ft_work/apt"
+    # The default optimization (-O3 -g): the interpreter as users run it, with its debug info.
+    (cd "$ft_work" && apt_step ./configure --disable-gil --without-ensurepip && apt_step make -j2)
+    "$ft_work/python" -c "import sys, ctypes; sys.exit(sys._is_gil_enabled())" \
+        || die "the build in $ft_work is not a free-threaded Python with ctypes"
+    as_root rm -rf "$PY313T"
+    as_root mv "$ft_work" "$PY313T"
+fi
+
 "$VENV/bin/coreanalyze" --help >/dev/null
 say "done: $("$VENV/bin/python" --version), $(gdb --version | head -n1)"
 say "run the tests: .venv/bin/python -m pytest"
