@@ -276,14 +276,24 @@ iframe.owner                   70     70    74     78    74     78
 iframe.localsplus              72     72    80     80    80     80
 """
 
+# Fields only the free-threaded builds have: whether the GIL is on (a default build has no such
+# field; its GIL always is).
+_FREE_THREADED_COLUMNS = ((3, 13, True), (3, 14, True), (3, 15, True))
+_FREE_THREADED_ONLY = """
+                             3.13t  3.14t  3.15t
+gil.enabled                      0      0      0
+"""
 
-def _columns(text: str) -> dict[tuple[int, int, bool], dict[str, int]]:
-    """The table above as one dict of offsets per (major, minor, free-threaded) build."""
+
+def _columns(text: str, columns: tuple[tuple[int, int, bool], ...]) -> dict[tuple[int, int, bool], dict[str, int]]:
+    """A table above as one dict of offsets per (major, minor, free-threaded) build."""
     rows = [line.split() for line in text.strip().splitlines()[1:]]
-    return {build: {row[0]: int(row[1 + i]) for row in rows} for i, build in enumerate(_LAYOUT_COLUMNS)}
+    return {build: {row[0]: int(row[1 + i]) for row in rows} for i, build in enumerate(columns)}
 
 
-BUILD_TABLES = _columns(_LAYOUTS_313_ON)
+BUILD_TABLES = _columns(_LAYOUTS_313_ON, _LAYOUT_COLUMNS)
+for _build, _only in _columns(_FREE_THREADED_ONLY, _FREE_THREADED_COLUMNS).items():
+    BUILD_TABLES[_build].update(_only)
 TABLES.update({(major, minor): table for (major, minor, free), table in BUILD_TABLES.items() if not free})
 # The str state bits of the builds before 3.13 (one layout: interned:2, kind:3, compact, ascii).
 STATE_BITS_BEFORE_313 = {"unicode.kind_bit": 2, "unicode.compact_bit": 5, "unicode.ascii_bit": 6}
@@ -453,6 +463,15 @@ DWARF_SPEC: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = {
 # 3.14 and 3.15 name these fields as 3.13 does (f_executable became a _PyStackRef, at the same
 # place); a free-threaded build's DWARF gives its own offsets under the same names.
 DWARF_SPEC[(3, 14)] = DWARF_SPEC[(3, 15)] = DWARF_SPEC[(3, 13)]
+# What only a free-threaded build's types have (_FREE_THREADED_ONLY), for 3.13 and later.
+DWARF_SPEC_FREE_THREADED = {"gil.enabled": ("struct _gil_runtime_state", "enabled")}
+
+
+def dwarf_spec(version: tuple[int, int], free_threaded: bool) -> dict[str, tuple[str, str | None]]:
+    """Where each key lives in the DWARF types of this build (default or free-threaded)."""
+    spec = DWARF_SPEC.get(version, {})
+    return {**spec, **DWARF_SPEC_FREE_THREADED} if spec and free_threaded else spec
+
 
 # _Py_DebugOffsets (3.13: Include/internal/pycore_runtime.h; 3.14+: pycore_debug_offsets.h): its
 # uint64 fields after `char cookie[8]` and `uint64 version`, in declaration order, by section
@@ -788,9 +807,11 @@ def hex_version(value: int) -> tuple[int, int, int] | None:
     return None
 
 
-def dwarf_layout(target: Target, version: tuple[int, int], eval_address: int | None) -> dict[str, int]:
+def dwarf_layout(
+    target: Target, version: tuple[int, int], eval_address: int | None, free_threaded: bool = False
+) -> dict[str, int]:
     """Offsets from the interpreter's own DWARF types, as the target reads them; {} when none."""
-    spec = DWARF_SPEC.get(version)
+    spec = dwarf_spec(version, free_threaded)
     if not spec or eval_address is None:
         return {}
     return target.type_offsets(spec, eval_address)
@@ -1248,17 +1269,35 @@ class Walker:
             return None
         return (gil, gil + L["gil.size"]) if gil else None
 
+    def gil_enabled(self, interp: int) -> bool | None:
+        """Whether a GIL governs this interpreter: always in a default build; in a free-threaded
+        one only while something turned it on (PYTHON_GIL=1, an extension module that does not
+        declare itself free-threading safe). None when that cannot be read."""
+        L = self.L
+        if not L.free_threaded:
+            return True
+        if not L.has("gil.enabled"):
+            return None
+        try:
+            gil = self.mem.ptr(interp + L["interp.gil_ptr"])
+            # A count of the requests that enabled it (INT_MAX: for good); 0 when disabled.
+            return self.mem.i32(gil + L["gil.enabled"]) != 0 if gil else None
+        except ReadError:
+            return None
+
     def gil(self, interp: int) -> tuple[bool | None, int | None]:
-        """(locked, last holder) of the GIL that governs this interpreter."""
+        """(locked, last holder) of the GIL that governs this interpreter; (None, None) where
+        unknown, or where no GIL governs it (a free-threaded build running without one: no
+        thread holds it, and its locked/last holder words are stale)."""
         L = self.L
         try:
             if L.shape["gil"] == "runtime":
                 locked = self.mem.i32(self.runtime + L["runtime.gil_locked"])
                 holder = self.mem.ptr(self.runtime + L["runtime.gil_holder"])
             else:
+                if self.gil_enabled(interp) is not True:
+                    return None, None
                 gil = self.mem.ptr(interp + L["interp.gil_ptr"])
-                if L.has("gil.enabled") and not self.mem.i32(gil + L["gil.enabled"]):
-                    return None, None  # a free-threaded build running without its GIL
                 locked = self.mem.i32(gil + L["gil.locked"])
                 holder = self.mem.ptr(gil + L["gil.holder"])
         except (ReadError, KeyError):
@@ -1791,7 +1830,7 @@ def _exported_layout(target: Target, exported: DebugOffsets, eval_address: int |
     the table alone where the block does not check out."""
     minor = exported.version[:2]
     tabled, offsets = tabled_layout(minor, exported.free_threaded)
-    derived = dwarf_layout(target, tabled, eval_address)
+    derived = dwarf_layout(target, tabled, eval_address, exported.free_threaded)
     offsets.update(derived)
     if exported.read_as != minor:
         warnings.append(
@@ -1861,6 +1900,8 @@ def walk(target: Target, options: dict) -> dict:
         gil_range = walker.gil_range(interpreters[0]) if interpreters else None
         if gil_range is not None:
             result["gil"] = {"address": gil_range[0], "size": gil_range[1] - gil_range[0]}
+        if interpreters:
+            result["gil_enabled"] = walker.gil_enabled(interpreters[0])
         for interp in interpreters:
             locked, holder = walker.gil(interp)
             try:

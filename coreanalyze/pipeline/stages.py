@@ -389,6 +389,8 @@ def _python_frames(ctx: Context) -> None:
         ctx.process.gil_range = stacks.walk.gil_range
     if stacks.python_version:
         report.environment["python_version"] = stacks.python_version
+    if stacks.walk is not None:
+        report.environment.update(stacks.walk.build_environment())
     if stacks.walk is not None and stacks.walk.imports:
         # The packages of the process that died; describe_environment adds the libraries
         # each one installed, as the wheels here recorded them.

@@ -66,10 +66,25 @@ class WalkResult:
     imports: list[dict[str, str | None]] = field(default_factory=list)
     # [start, end) of the main interpreter's GIL structure (3.12+), when the walker read it
     gil_range: tuple[int, int] | None = None
+    free_threaded: bool = False  # a free-threaded ("t", Py_GIL_DISABLED) build
+    # Whether a GIL governed the main interpreter: a default build's always does, a free-threaded
+    # build's only when something turned it on; None when unread
+    gil_enabled: bool | None = None
 
     @property
     def gil_known(self) -> bool:
         return any(t.holds_gil is not None for t in self.threads)
+
+    def build_environment(self) -> dict[str, str]:
+        """environment.python_build and .python_gil of a free-threaded build: said outright, since
+        its threads then hold no GIL (holds_gil null) and a reader must not take that for unknown.
+        A default build says nothing: its GIL is always on."""
+        if not self.free_threaded:
+            return {}
+        out = {"python_build": "free-threaded"}
+        if self.gil_enabled is not None:
+            out["python_gil"] = "enabled" if self.gil_enabled else "disabled"
+        return out
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -101,6 +116,8 @@ def parse_walk_document(doc: Any) -> WalkResult:
         layout=_str_or_none(doc.get("layout"), 32),
         pid=_int_or_none(doc.get("pid")),
         warnings=[w[:1000] for w in doc.get("warnings") or [] if isinstance(w, str)],
+        free_threaded=doc.get("free_threaded") is True,
+        gil_enabled=doc.get("gil_enabled") if isinstance(doc.get("gil_enabled"), bool) else None,
     )
     gil = doc.get("gil")
     if isinstance(gil, dict):

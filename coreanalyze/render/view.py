@@ -298,6 +298,8 @@ class FrameRow:
 class ThreadView:
     thread: Thread
     rows: list[FrameRow]
+    # A free-threaded interpreter ran without its GIL (environment.python_gil): no thread held one.
+    gil_disabled: bool = False
 
     @property
     def tid(self) -> int:
@@ -313,9 +315,9 @@ class ThreadView:
 
     @property
     def gil(self) -> str | None:
-        """"holds the GIL" / "no GIL" / None when unknown."""
+        """"holds the GIL" / "no GIL" / "GIL disabled" / None when unknown."""
         if self.thread.holds_gil is None:
-            return None
+            return "GIL disabled" if self.gil_disabled else None
         return "holds the GIL" if self.thread.holds_gil else "no GIL"
 
     @property
@@ -723,6 +725,7 @@ def build_view(report: Report, limits: ViewLimits | None = None) -> ReportView:
     limits = limits or ViewLimits()
     cls = report.classification
     module_status = module_statuses(report)
+    gil_disabled = report.environment.get("python_gil") == "disabled"
     crashed_thread = report.crashed_thread
     crashed = None
     if crashed_thread is not None:
@@ -736,10 +739,11 @@ def build_view(report: Report, limits: ViewLimits | None = None) -> ReportView:
                 suspect=cls.suspect,
                 module_status=module_status,
             ),
+            gil_disabled,
         )
     other_threads = [t for t in report.threads if t is not crashed_thread]
     others = [
-        ThreadView(t, frame_rows(t, head=limits.other_head, tail=limits.other_tail, module_status=module_status))
+        ThreadView(t, frame_rows(t, head=limits.other_head, tail=limits.other_tail, module_status=module_status), gil_disabled)
         for t in other_threads[: limits.max_other_threads]
     ]
     registers: list[tuple[str, str]] = []

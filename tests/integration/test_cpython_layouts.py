@@ -2,9 +2,9 @@
 
 For 3.13 and later the walker carries the layout of every build, default and free-threaded:
 the interpreter exports most of it in _Py_DebugOffsets, and the table fills the rest and stands
-in for a damaged block. No free-threaded interpreter runs on this machine, so these tables are
-checked where they come from: the headers of each version (pyenv's 3.13, Debian unstable's 3.14
-and 3.15 from libpython3.X-dev), compiled here with and without Py_GIL_DISABLED. The field order
+in for a damaged block. Only 3.13t runs here (test_free_threaded.py), so these tables are checked
+where they come from: the headers of each version (pyenv's 3.13, Debian unstable's 3.14 and 3.15
+from libpython3.X-dev), compiled here with and without Py_GIL_DISABLED. The field order
 of _Py_DebugOffsets, by which the walker reads the exported block, is read out of the same
 headers.
 """
@@ -40,7 +40,7 @@ BUILDS = [(major, minor, free) for (major, minor, free) in pywalker.BUILD_TABLES
 @pytest.mark.parametrize("build", BUILDS, ids=[f"{a}.{b}{'t' if t else ''}" for a, b, t in BUILDS])
 def test_tabled_layout_is_what_the_headers_lay_out(build, tmp_path):
     major, minor, free_threaded = build
-    spec = pywalker.DWARF_SPEC[(major, minor)]
+    spec = pywalker.dwarf_spec((major, minor), free_threaded)
     found = header_layout(headers(f"{major}.{minor}"), spec, tmp_path, free_threaded)
     assert found == pywalker.BUILD_TABLES[build]
 

@@ -19,6 +19,8 @@ PYENV_PYTHON = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "v
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 # The pyenv builds the interpreter matrix runs under (tests/integration/test_interpreters.py).
 PYENV_MINORS = ("10", "11", "12", "13")
+# A free-threaded CPython 3.13 (3.13t, run from its build tree): ./setup.sh builds it there.
+FREE_THREADED_PYTHON = Path(os.environ.get("COREANALYZE_PY313T", "/var/cache/coreanalyze/python3.13t")) / "python"
 
 
 def pyenv_python(minor: str) -> Path | None:
@@ -44,6 +46,16 @@ def require_pyenv_python(minor: str) -> Path:
     if exe is None:
         missing(f"CPython 3.{minor} built by pyenv, looked for as {where_pyenv_python(minor)} (`pyenv install 3.{minor}`)")
     return exe
+
+
+def require_free_threaded_python() -> Path:
+    """The free-threaded CPython 3.13 that ./setup.sh builds; without it the test skips, or fails
+    in CI, and says where it looked."""
+    from support.require import missing
+
+    if not FREE_THREADED_PYTHON.is_file():
+        missing(f"a free-threaded CPython 3.13 at {FREE_THREADED_PYTHON} (./setup.sh builds it)")
+    return FREE_THREADED_PYTHON
 
 
 _MAPPED_AT = r"""
