@@ -204,6 +204,8 @@ if ! "$PY313T/python" -c "import sys, ctypes; sys.exit(sys._is_gil_enabled())" >
     command -v make >/dev/null 2>&1 || ft_missing+=(make)
     command -v xz >/dev/null 2>&1 || ft_missing+=(xz-utils)
     [ -e /usr/include/ffi.h ] || ls /usr/include/*/ffi.h >/dev/null 2>&1 || ft_missing+=(libffi-dev)
+    # Debian's archive key, to check trixie's index (Ubuntu has it as a package too).
+    [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || ft_missing+=(debian-archive-keyring)
     ((${#ft_missing[@]} == 0)) || apt_install "${ft_missing[@]}"
     say "building a free-threaded CPython 3.13 into $PY313T (about 4 minutes)"
     ft_work="$PY313T.partial"
