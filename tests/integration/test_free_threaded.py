@@ -142,3 +142,17 @@ def test_the_gil_turned_on(python_cores, python):
     assert holders == [report["crashing_thread"]]
     workers = [t for t in report["threads"] if python_frames(t) and t["tid"] != report["crashing_thread"]]
     assert len(workers) == WORKERS and all(t["holds_gil"] is False for t in workers)
+
+
+def test_with_the_interpreter_absent(python_cores, python, tmp_path):
+    """An empty sysroot: no file of the interpreter here; _PyRuntime is found in the core by its
+    _Py_DebugOffsets cookie, which says the build is free-threaded, and the frames are the same."""
+    case = threads_case(python_cores, python)
+    report = analyze_json(case.core, "--sysroot", str(tmp_path))
+    assert report["environment"]["python_runtime"] == "located by scanning the core (debug-offsets)"
+    assert (report["environment"]["python_build"], report["environment"]["python_gil"]) == ("free-threaded", "disabled")
+    script = case.extra["script"]
+    assert where(python_frames(crashed_thread(report))[1:2]) == [("crash_now", marker_line(script, "CRASH-LINE"))]
+    workers = [t for t in report["threads"] if python_frames(t) and t["tid"] != report["crashing_thread"]]
+    assert len(workers) == WORKERS
+    assert all(where(python_frames(t)[:1]) == [("hold_shard", marker_line(script, "SHARD-LINE"))] for t in workers)
