@@ -19,12 +19,14 @@ UNIT_TESTS = Path(__file__).resolve().parent / "unit"
 def pytest_report_header(config):
     """Which interpreters the tests run crashers under, found by their own paths (never PATH):
     a missing one fails its tests in CI and skips them elsewhere."""
-    from support.pythons import PYENV_MINORS, SYSTEM_PYTHON, pyenv_python, where_pyenv_python
+    from support.pythons import FREE_THREADED_PYTHON, PYENV_MINORS, SYSTEM_PYTHON, pyenv_python, where_pyenv_python
 
     found = [f"system {SYSTEM_PYTHON} -> {SYSTEM_PYTHON.resolve()}" if SYSTEM_PYTHON.exists() else f"system {SYSTEM_PYTHON}: MISSING"]
     for minor in PYENV_MINORS:
         exe = pyenv_python(minor)
         found.append(f"3.{minor} {exe}" if exe else f"3.{minor}: MISSING (looked for {where_pyenv_python(minor)})")
+    ft = FREE_THREADED_PYTHON
+    found.append(f"3.13t {ft}" if ft.is_file() else f"3.13t: MISSING (looked for {ft}; ./setup.sh builds it)")
     return ["interpreters: " + "; ".join(found)]
 
 
