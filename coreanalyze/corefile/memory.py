@@ -300,6 +300,18 @@ class BytesMemory(CoreMemory):
             at = data.find(needle, at + 1)
 
 
+def find_in_writable(memory: CoreMemory, needle: bytes, limit: int) -> Iterator[int]:
+    """Addresses of needle in the core's writable memory (heaps, stacks, data: where a process
+    keeps the strings it made), segment by segment, the first `limit` present bytes searched at
+    most. A caller that wants a few stops taking them."""
+    scanned = 0
+    for segment in memory.segments:
+        if not segment.writable or scanned >= limit:
+            continue
+        yield from memory.find(needle, segment, limit - scanned)
+        scanned += max(0, segment.present_end - segment.start)
+
+
 def _search_window(fd: int, offset: int, length: int, needle: bytes, start: int) -> Iterator[int]:
     """Offsets (from `offset`) of needle in the file's bytes [offset + start, offset + length).
 

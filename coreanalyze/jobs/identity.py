@@ -79,23 +79,45 @@ def _note(job: JobInfo, *names: str | None) -> None:
             job.variables.append(name)
 
 
-def _tf_config(env: Mapping[str, str], job: JobInfo) -> None:
+def tf_cluster(env: Mapping[str, str]) -> tuple[dict[str, list], str, int] | None:
+    """TF_CONFIG's cluster (task type -> addresses) and this task's type and index, or None where
+    it names no task."""
     text = env.get("TF_CONFIG")
     if not text or len(text) > MAX_TF_CONFIG_CHARS:
-        return
+        return None
     try:
         config = json.loads(text)
     except ValueError:
-        return
+        return None
     if not isinstance(config, dict):
-        return
+        return None
     cluster, task = config.get("cluster"), config.get("task")
     if not isinstance(cluster, dict) or not isinstance(task, dict):
-        return
+        return None
     role, index = task.get("type"), task.get("index")
     if not isinstance(role, str) or not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_RANK:
+        return None
+    return {k: v for k, v in cluster.items() if isinstance(k, str) and isinstance(v, list)}, role, index
+
+
+def tf_rank(tasks: Mapping[str, list], role: str, index: int) -> int | None:
+    """The rank of task ROLE:INDEX in the cluster: the collective's (chief, workers) first, then
+    the parameter servers and the evaluator, so that a batch sees each task of a
+    ParameterServerStrategy job once; None for a task the cluster does not hold."""
+    if role not in TF_TASK_ORDER or not 0 <= index < len(tasks.get(role, [])):
+        return None
+    return _tasks_before(tasks, role) + index
+
+
+def _tasks_before(tasks: Mapping[str, list], role: str) -> int:
+    return sum(len(tasks.get(r, [])) for r in TF_TASK_ORDER[: TF_TASK_ORDER.index(role)])
+
+
+def _tf_config(env: Mapping[str, str], job: JobInfo) -> None:
+    found = tf_cluster(env)
+    if found is None:
         return
-    tasks = {k: v for k, v in cluster.items() if isinstance(k, str) and isinstance(v, list)}
+    tasks, role, index = found
     _note(job, "TF_CONFIG")
     job.launcher = job.launcher or "tensorflow"
     job.role = _token(role)
@@ -103,11 +125,8 @@ def _tf_config(env: Mapping[str, str], job: JobInfo) -> None:
     canonical = json.dumps({k: [str(a)[:MAX_VALUE_CHARS] for a in v[:4096]] for k, v in sorted(tasks.items())}, sort_keys=True)
     job.id = job.id or f"tf:{_digest(canonical)}"
     if role in TF_TASK_ORDER:
-        # Every task of the cluster its own rank: the collective's (chief, workers) first, then
-        # the parameter servers and the evaluator, so that a batch sees each task of a
-        # ParameterServerStrategy job once.
-        before = sum(len(tasks.get(r, [])) for r in TF_TASK_ORDER[: TF_TASK_ORDER.index(role)])
-        job.rank = before + index
+        # Every task of the cluster its own rank, in tf_rank's order.
+        job.rank = _tasks_before(tasks, role) + index
         job.world_size = sum(len(tasks.get(r, [])) for r in TF_TASK_ORDER) or None
     else:  # a task type TensorFlow does not name: its index among its kind
         job.rank, job.world_size = index, len(tasks.get(role, [])) or None

@@ -38,6 +38,9 @@ class JobRules:
     collectives: tuple[CollectiveRule, ...]
     peer_failure: tuple[re.Pattern[str], ...]
     failed_tasks: tuple[FailedTaskRule, ...] = ()
+    # Text a waiting task's memory holds where its runtime kept the error of a call to a task that
+    # failed: each hit is read as a line of its log, for the failed_tasks rules.
+    memory_needles: tuple[bytes, ...] = ()
 
 
 def _pattern(text: str | None) -> re.Pattern[str] | None:
@@ -54,4 +57,5 @@ def job_rules(path: Path = RULES_FILE) -> JobRules:
     )
     peer = tuple(re.compile(p, re.IGNORECASE) for p in data.get("peer_failure", {}).get("patterns", []))
     failed = tuple(FailedTaskRule(re.compile(t["pattern"]), t["says"], bool(t.get("leader", False))) for t in data.get("failed_task", []))
-    return JobRules(collectives=collectives, peer_failure=peer, failed_tasks=failed)
+    needles = tuple(n.encode() for n in data.get("peer_in_memory", {}).get("needles", []) if n)
+    return JobRules(collectives=collectives, peer_failure=peer, failed_tasks=failed, memory_needles=needles)

@@ -67,13 +67,14 @@ def _any_native(threads: list[Thread], pattern: re.Pattern[str]) -> bool:
     return any(f.kind != FrameKind.PYTHON and f.function and pattern.search(f.function) for t in threads for f in t.frames[:MAX_FRAMES])
 
 
-def program_line(thread: Thread | None) -> Frame | None:
-    """The innermost Python frame of the program itself (else the innermost Python frame)."""
+def program_line(thread: Thread | None, own_only: bool = False) -> Frame | None:
+    """The innermost Python frame of the program itself (else, unless own_only, the innermost
+    Python frame)."""
     if thread is None:
         return None
     python = [f for f in thread.frames[:MAX_FRAMES] if f.kind == FrameKind.PYTHON]
     own = [f for f in python if f.file and not _LIBRARY_FILE.search(f.file)]
-    return (own or python or [None])[0]
+    return (own or ([] if own_only else python) or [None])[0]
 
 
 def peer_failure_message(texts: list[str | None], rules: JobRules | None = None) -> str | None:
@@ -120,7 +121,10 @@ def _wait(collective: str | None, thread: Thread | None, report: Report) -> JobW
     if hang is not None and thread is not None:
         state = next((t for t in hang.threads if t.tid == thread.tid), None)
         wait.function = state.function if state is not None else None
-    line = program_line(thread) or program_line(_main_thread(report))
+    # The program's own line: on the waiting thread, else on the main thread (a library's
+    # thread, such as a coordinator's, runs no line of the program), else a library's line.
+    main = _main_thread(report)
+    line = program_line(thread, own_only=True) or program_line(main, own_only=True) or program_line(thread) or program_line(main)
     if line is not None:
         wait.file, wait.line, wait.python_function = line.file, line.line, line.function
     return wait

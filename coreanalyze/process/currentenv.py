@@ -131,21 +131,13 @@ def removed_values(process: Process, name: str) -> list[str]:
     pointer out of the array), so a variable the process set and later removed is still there.
     Searched, not followed: the caller says when it is worth a pass over the heap, and which of
     the values found (several settings leave several) is one it can use."""
-    from coreanalyze.corefile.memory import searching
+    from itertools import islice
 
-    needle = name.encode() + b"="
+    from coreanalyze.corefile.memory import find_in_writable, searching
+
     memory = process.memory
-    hits: list[int] = []
-    scanned = 0
     with searching():  # a shrunk core keeps what was found, not all that was looked through
-        for segment in memory.segments:
-            if not segment.writable or scanned >= MAX_LOST_SCANNED or len(hits) >= MAX_LOST_VALUES:
-                continue
-            for at in memory.find(needle, segment, MAX_LOST_SCANNED - scanned):
-                hits.append(at)
-                if len(hits) >= MAX_LOST_VALUES:
-                    break
-            scanned += max(0, segment.present_end - segment.start)
+        hits = list(islice(find_in_writable(memory, name.encode() + b"=", MAX_LOST_SCANNED), MAX_LOST_VALUES))
     values: list[str] = []
     for at in hits:
         # The string's own start: the byte before it ends another string or a malloc header.

@@ -331,6 +331,7 @@ JOB_RULES = FileKind(
                                        required=("name",))),
             "peer_failure": Table({"patterns": STRINGS}),
             "failed_task": Tables(Table({"pattern": STR, "says": STR, "leader": BOOL}, required=("pattern", "says"))),
+            "peer_in_memory": Table({"needles": STRINGS}),
         }
     ),
 )

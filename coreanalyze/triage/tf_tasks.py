@@ -23,7 +23,9 @@ from coreanalyze.jobs.waiting import collective_in, program_line
 _NODE = re.compile(r"\{\{node ([\w/.-]{1,200})\}\}")
 # A Python traceback's frame line.
 _PY_FRAME = re.compile(r'^\s*File "([^"]{1,400})", line (\d{1,9}), in (\S{1,200})')
-_CHIEF = "/job:chief/"
+# A job with a chief: its tasks named, or a ParameterServerStrategy job (its parameter servers
+# named, or its coordinator's words for a failed worker), whose coordinator runs on the chief.
+_CHIEF = re.compile(r"/job:chief/|/job:ps/|ERROR:tensorflow:Worker /job:\w+/\S* failed with")
 MAX_SCANNED_CHARS = 1 << 20  # of one task's lines, from its end: what it said last
 
 
@@ -84,7 +86,8 @@ def _line_at(text: str, offset: int) -> str:
 
 
 def mentions_chief(text: str) -> bool:
-    return _CHIEF in text
+    """Whether the job has a chief, ranked 0 before the workers, as far as its log says."""
+    return _CHIEF.search(text) is not None
 
 
 def aborted_collective(lines: list[str], rules: JobRules) -> str | None:

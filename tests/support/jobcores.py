@@ -2,7 +2,8 @@
 the kernel for every rank.
 
 Each job runs on this machine over loopback: a two-worker TensorFlow MultiWorkerMirroredStrategy
-(tests/jobs/tf_worker.py), PyTorch's gloo backend under torchrun (tests/jobs/torch_rank.py) and
+(tests/jobs/tf_worker.py), a TensorFlow ParameterServerStrategy job of a chief, two workers and a
+parameter server (tests/jobs/tf_ps_task.py), PyTorch's gloo backend under torchrun (tests/jobs/torch_rank.py) and
 JAX's multi-process CPU runtime (tests/jobs/jax_process.py: its coordination service, and gloo for
 the collectives).
 Each rank works in its own directory ROOT/rankN, where the kernel writes its core, and leaves
@@ -45,12 +46,18 @@ class JobScenario:
     framework: str  # "tensorflow" | "torch" | "jax"
     world_size: int
     crashers: tuple[int, ...]  # the ranks that crash by themselves; the others wait
+    runner: str | None = None  # how the job is started, where the framework has several ways
+    # Ranks that go on working when the others wait (a coordinator that trains on without a failed
+    # worker): signalled once their `waiting` mark is there, asleep or not.
+    busy: tuple[int, ...] = ()
 
 
 SCENARIOS = {
     s.name: s
     for s in (
         JobScenario("tf_one_crash", "tensorflow", 2, (1,)),
+        # chief 0, workers 1 and 2, ps 3 (as TF_CONFIG ranks them): worker 1 faults.
+        JobScenario("tf_ps_worker_crash", "tensorflow", 4, (2,), runner="tf_ps", busy=(0,)),
         JobScenario("torch_one_crash", "torch", 2, (1,)),
         JobScenario("torch_same_crash", "torch", 2, (0, 1)),
         JobScenario("torch_deadlock", "torch", 2, ()),
@@ -129,14 +136,18 @@ class _Watchdog:
         waiting = [r for r in self.pids if r not in self.scenario.crashers]
         for rank in waiting:
             pid = self.pids[rank]
-            _until(f"rank {rank} to wait", lambda r=rank, p=pid: (self.rank_dir(r) / "waiting").exists() and _state(p) == "S", deadline, lambda p=pid: _state(p) is not None)
+            _until(f"rank {rank} to wait", lambda r=rank, p=pid: (self.rank_dir(r) / "waiting").exists() and self._asleep(r, p), deadline, lambda p=pid: _state(p) is not None)
         time.sleep(SETTLE_SECONDS)
         for rank in waiting:
-            if _state(self.pids[rank]) != "S":
+            if not self._asleep(rank, self.pids[rank]):
                 raise JobFailed(f"rank {rank} stopped waiting before the watchdog's signal")
             os.kill(self.pids[rank], signal.SIGABRT)
         for rank in waiting:
             _until(f"rank {rank} to die", lambda r=rank: _state(self.pids[r]) is None, time.monotonic() + 120, lambda: True)
+
+    def _asleep(self, rank: int, pid: int) -> bool:
+        state = _state(pid)
+        return state == "S" or (state is not None and rank in self.scenario.busy)
 
     def cores(self) -> dict[int, Path]:
         found = {}
@@ -206,6 +217,32 @@ def run_tf_job(scenario: JobScenario, root: Path) -> JobRun:
         procs.append(subprocess.Popen(cmd, cwd=rank_dir, env=env, preexec_fn=raise_core_limit, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     return _watch(scenario, root, procs)
+
+
+# ParameterServerStrategy's tasks in the order a core's TF_CONFIG ranks them (jobs/identity.py).
+PS_TASKS = (("chief", 0), ("worker", 0), ("worker", 1), ("ps", 0))
+
+
+def run_tf_ps_job(scenario: JobScenario, root: Path) -> JobRun:
+    """A ParameterServerStrategy job: the chief's coordinator schedules steps on the workers, the
+    variables live on the parameter server; every task gets TF_CONFIG from its launcher. The task
+    told to crash faults once the chief has run its first steps; the chief trains on until its
+    coordinator has seen the failure, then ends its program, and the tasks that serve serve on."""
+    addresses = [f"localhost:{_free_port()}" for _ in PS_TASKS]
+    cluster: dict[str, list[str]] = {}
+    for (kind, _), address in zip(PS_TASKS, addresses):
+        cluster.setdefault(kind, []).append(address)
+    chief_dir = root / "rank0"
+    procs = []
+    for rank, (kind, index) in enumerate(PS_TASKS[: scenario.world_size]):
+        rank_dir = root / f"rank{rank}"
+        rank_dir.mkdir()
+        action = "crash" if rank in scenario.crashers else "serve"
+        env = {**_env(), "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})}
+        procs.append(subprocess.Popen([sys.executable, str(JOBS / "tf_ps_task.py"), str(rank_dir), action, str(chief_dir)], cwd=rank_dir,
+                                      env=env, preexec_fn=raise_core_limit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    # srun --label's console, with srun's own line for each task a signal ended.
+    return _watch(scenario, root, procs, exits=True)
 
 
 def run_jax_job(scenario: JobScenario, root: Path) -> JobRun:
@@ -286,7 +323,7 @@ class JobCores:
             require_framework(scenario.framework)
             root = self.root / name
             root.mkdir(parents=True)
-            runner = {"tensorflow": run_tf_job, "torch": run_torch_job, "jax": run_jax_job}[scenario.framework]
+            runner = {"tensorflow": run_tf_job, "tf_ps": run_tf_ps_job, "torch": run_torch_job, "jax": run_jax_job}[scenario.runner or scenario.framework]
             self.runs[name] = runner(scenario, root)
         return self.runs[name]
 
