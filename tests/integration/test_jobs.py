@@ -5,7 +5,8 @@ the same rank. TensorFlow MultiWorkerMirroredStrategy (a worker CHECK-fails in L
 other waits in the all-reduce) and PyTorch gloo ranks under torchrun (one rank faults while the
 other waits in the all-reduce; both ranks fault the same way; both wait on each other), and JAX's
 multi-process CPU runtime (one process faults while the others wait in the all-reduce; each waits
-at a barrier the other never reaches)."""
+at a barrier the other never reaches), and a TensorFlow ParameterServerStrategy job of four tasks
+whose worker faults (the chief's coordinator waits for its recovery, the other tasks serve)."""
 
 from __future__ import annotations
 
@@ -269,3 +270,89 @@ def test_each_tf_worker_names_its_job_and_rank_however_tf_config_reached_it(jobs
             assert evidence.startswith(f"Rank 0 of 2 (worker) of job {job['id']}: it was waiting for rank 1 in TensorFlow multi-worker step")
             assert "at tf_worker.py:" in evidence
     assert len(ids) == 1 and next(iter(ids)).startswith("tf:")
+
+
+# ParameterServerStrategy: chief, two workers and a parameter server, ranked as a core's TF_CONFIG
+# ranks them; worker 1 (rank 2) faults once the chief has run its first steps. The chief's
+# coordinator logs the failure, waits for the worker's recovery and trains on with worker 0; the
+# watchdog then ends the chief and the two tasks that serve.
+PS_JOB = "tf_ps_worker_crash"
+PS_ROLES = {0: "chief", 1: "worker", 2: "worker", 3: "ps"}
+PS_FAILED = 2
+SERVING = "TensorFlow server (Server.join: serving the coordinator's steps)"
+
+
+@pytest.fixture(scope="module")
+def ps_batch(job_cores, tmp_path_factory) -> tuple[dict, dict]:
+    return _batch(job_cores, tmp_path_factory.mktemp("ps-job-batch") / "out", [PS_JOB], "of several processes (4 cores)")
+
+
+@pytest.mark.tf
+def test_ps_batch_names_the_failed_worker_and_what_each_other_task_waited_in(ps_batch):
+    runs, summary = ps_batch
+    run = runs[PS_JOB]
+    job = _job_of(summary, run)
+    assert job["root_cause"] == [PS_FAILED] and job["world_size"] == 4 and job["cores"] == 4 and job["single"]
+    assert job["summary"].startswith(f"rank {PS_FAILED} crashed on its own (SIGSEGV null-deref") and "ranks 0, 1 and 3 waited for it" in job["summary"]
+    ranks = {r["rank"]: r for r in job["ranks"]}
+    assert {r: ranks[r]["pid"] for r in ranks} == run.pids and run.waiting == [0, 1, 3]
+    failed = ranks[PS_FAILED]
+    assert failed["state"] == "crashed" and failed["signal"] == "SIGSEGV" and failed["died"] == 1
+    for rank in run.waiting:
+        waiting = ranks[rank]
+        assert waiting["state"] == "waiting" and waiting["signal"] == "SIGABRT" and waiting["died"] > 1
+        assert waiting["sent_by"] and "rank" not in waiting["sent_by"]
+        assert Path(waiting["waited"]["file"]).name == "tf_ps_task.py" and waiting["waited"]["line"]
+    # The chief waits for the failed worker: which one, its memory says (the error of its call to
+    # it), not a guess among three others.
+    chief = ranks[0]["waited"]
+    assert chief["collective"].startswith("TensorFlow ClusterCoordinator (WorkerPreemptionHandler.") and chief["peer"] == PS_FAILED
+    assert "remote target /job:worker/replica:0/task:1" in chief["message"]
+    assert ranks[0]["evidence"][0] == f"waited for rank {PS_FAILED} in {chief['collective']} at tf_ps_task.py:{chief['line']}"
+    # The other worker and the parameter server serve whoever calls: no peer of their own.
+    for rank in (1, 3):
+        assert ranks[rank]["waited"]["collective"] == SERVING and ranks[rank]["waited"]["peer"] is None
+        assert ranks[rank]["evidence"][0].startswith(f"waited for its peers in {SERVING}")
+    groups = summary["groups"]
+    assert summary["totals"]["analyzed"] == 4 and len(groups) == 1
+    assert groups[0]["fault_kind"] == "null-deref" and groups[0]["count"] == 1 and groups[0]["job_cores"] == 4
+
+
+@pytest.mark.tf
+def test_each_ps_task_core_names_its_job_role_and_rank(ps_batch):
+    runs, summary = ps_batch
+    ids = set()
+    for entry in _job_of(summary, runs[PS_JOB])["ranks"]:
+        report = json.loads((Path(summary["_out"]) / Path(entry["report_html"]).with_suffix(".json")).read_text())
+        job, rank = report["job"], entry["rank"]
+        assert (job["rank"], job["world_size"], job["launcher"], job["role"]) == (rank, 4, "tensorflow", PS_ROLES[rank])
+        assert job["variables"] == ["TF_CONFIG"] and job["address"].startswith("localhost:")
+        assert job["state"] == ("crashed" if rank == PS_FAILED else "waiting")
+        ids.add(job["id"])
+        cls = report["classification"]
+        if rank == 0:
+            assert cls["fault_kind"] == "hang" and cls["hang"]["rule"] == "coordinator-waits-for-failed-worker"
+            assert cls["summary"].startswith("hang: a ParameterServerStrategy coordinator waits for a failed worker to come back")
+            assert any(e.startswith(f"Its memory holds the error of a call to rank {PS_FAILED} (") for e in cls["evidence"])
+            assert any(e.startswith(f"Rank 0 of 4 (chief) of job {job['id']}: it was waiting for rank {PS_FAILED}") for e in cls["evidence"])
+        elif rank == PS_FAILED:
+            assert cls["fault_kind"] == "null-deref" and report["core"]["signal"]["name"] == "SIGSEGV"
+        else:
+            assert cls["fault_kind"] == "hang"
+    assert len(ids) == 1 and next(iter(ids)).startswith("tf:")
+
+
+@pytest.mark.tf
+def test_the_ps_jobs_pasted_output_gives_the_same_root_cause(job_cores):
+    """The tasks' lines as srun --label prints them (task numbers as TF_CONFIG ranks the tasks),
+    with srun's line for each task a signal ended: only the chief's coordinator names the failed
+    worker, as /job:worker/replica:0/task:1."""
+    run = job_cores.get(PS_JOB)
+    report = triage_text(run.log, PS_JOB)
+    assert report.job is not None, run.log[-3000:]
+    verdict = report.job.verdict
+    assert verdict.root_cause == [PS_FAILED] and verdict.single, verdict.summary
+    ranks = {r.rank: r for r in verdict.ranks}
+    assert ranks[PS_FAILED].state == "crashed" and ranks[PS_FAILED].signal == "SIGSEGV"
+    assert ranks[0].state == "waiting" and ranks[0].waited.peer == PS_FAILED and "task:1 failed with" in ranks[0].waited.message
+    assert report.core.signal.name == "SIGSEGV"

@@ -307,3 +307,57 @@ def test_batch_shrink_takes_every_rank_of_a_job_its_example_stands_for():
     shrunk = [replace(r, shrunk=f"shrunk/{r.path[3:]}.core.zst") for r in (crashed, waiting)]
     ranks = {r["rank"]: r["shrunk"] for r in job_events(shrunk)[0].to_dict()["ranks"]}
     assert ranks == {0: "shrunk/0.core.zst", 1: "shrunk/1.core.zst"}
+
+
+def test_a_coordinator_waiting_for_a_failed_workers_recovery_waits_for_that_worker():
+    # The threads of a real ParameterServerStrategy chief's core whose worker faulted: the main
+    # thread trains on (asleep between steps); the coordinator's thread for the failed worker
+    # waits for its recovery.
+    main = Thread(tid=1, frames=[Frame(index=0, kind="native", function="clock_nanosleep"),
+                                 Frame(index=1, kind="python", function="<module>", file="/srv/train/tf_ps_task.py", line=75)])
+    coordinator = "/venv/lib/python3.11/site-packages/tensorflow/python/distribute/coordinator/cluster_coordinator.py"
+    recovery = Thread(tid=2, frames=[Frame(index=0, kind="python", function="Condition.wait", file="/usr/lib/python3.11/threading.py", line=327),
+                                     Frame(index=1, kind="python", function="WorkerPreemptionHandler.wait_on_failure", file=coordinator, line=955)])
+    name, thread = collective_in([main, recovery], main, job_rules())
+    assert name == "TensorFlow ClusterCoordinator (WorkerPreemptionHandler.wait_on_failure: a failed worker's recovery)" and thread is recovery
+
+
+def _process_holding(*texts: bytes):
+    from coreanalyze.process.process import Process
+
+    return Process.in_memory({0x10000: b"\0".join((b"junk", *texts, b""))})
+
+
+# The error of a call to a task that failed, as a real PSS chief's memory holds it (TF 2.21).
+FAILED_CALL = (b"Additional GRPC error information from remote target /job:worker/replica:0/task:1 while calling "
+               b'/tensorflow.eager.EagerService/Enqueue:\n:UNKNOWN:Error received from peer  {grpc_status:14, '
+               b'grpc_message:"recvmsg:Connection reset by peer"}')
+
+
+def test_the_task_a_tensorflow_task_waited_for_is_read_from_the_failed_calls_in_its_memory():
+    from coreanalyze.jobs.peers import peer_in_memory
+
+    rules = job_rules()
+    # /job:worker/task:1 is rank 2 in a cluster with a chief: the core's own TF_CONFIG ranks it.
+    peer = peer_in_memory(_process_holding(FAILED_CALL, FAILED_CALL), _tf("chief", 0), 0, rules)
+    assert (peer.rank, peer.count) == (2, 2) and "closed its connection" in peer.says
+    assert peer.line.startswith("Additional GRPC error information from remote target /job:worker/replica:0/task:1")
+    # An error the remote task only relayed from another names no one; nor does a task itself;
+    # two tasks named as often are no answer.
+    relayed = FAILED_CALL.replace(b'grpc_message:"', b'grpc_message:"from remote target /job:ps/replica:0/task:0: ')
+    assert peer_in_memory(_process_holding(relayed), _tf("chief", 0), 0, rules) is None
+    assert peer_in_memory(_process_holding(FAILED_CALL), _tf("worker", 1), 2, rules) is None
+    other = FAILED_CALL.replace(b"/job:worker/replica:0/task:1", b"/job:worker/replica:0/task:0")
+    assert peer_in_memory(_process_holding(FAILED_CALL, other), _tf("chief", 0), 0, rules) is None
+    assert peer_in_memory(_process_holding(FAILED_CALL, other, other), _tf("chief", 0), 0, rules).rank == 1
+    assert peer_in_memory(_process_holding(FAILED_CALL), {}, 0, rules) is None
+
+
+def test_a_parameter_server_strategy_coordinators_log_ranks_the_chief_first():
+    # The chief's coordinator names the failed worker; no line names /job:chief/.
+    chief = ["ERROR:tensorflow:Worker /job:worker/replica:0/task:1 failed with UnavailableError():recvmsg:Connection reset by peer",
+             *FAILED_CALL.decode().splitlines()]
+    text = "".join(f"0: {line}\n" for line in chief) + "1: serving\n2: crashing\n3: serving\n"
+    verdict = triage_text(text, "pss").job.verdict
+    assert verdict.root_cause == [2], verdict.summary
+    assert {r.rank: r.waited.peer for r in verdict.ranks if r.waited is not None} == {0: 2}
