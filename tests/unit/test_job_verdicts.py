@@ -320,6 +320,10 @@ def test_a_coordinator_waiting_for_a_failed_workers_recovery_waits_for_that_work
                                      Frame(index=1, kind="python", function="WorkerPreemptionHandler.wait_on_failure", file=coordinator, line=955)])
     name, thread = collective_in([main, recovery], main, job_rules())
     assert name == "TensorFlow ClusterCoordinator (WorkerPreemptionHandler.wait_on_failure: a failed worker's recovery)" and thread is recovery
+    # The preemption handler's own loop waits in every chief, whether a worker failed or not.
+    handler = Thread(tid=3, frames=[Frame(index=0, kind="python", function="Event.wait", file="/usr/lib/python3.11/threading.py", line=622),
+                                    Frame(index=1, kind="python", function="WorkerPreemptionHandler._preemption_handler", file=coordinator, line=983)])
+    assert collective_in([main, handler], main, job_rules()) == (None, None)
 
 
 def _process_holding(*texts: bytes):
