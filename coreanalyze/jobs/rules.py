@@ -34,6 +34,15 @@ class FailedTaskRule:
 
 
 @dataclass(frozen=True)
+class LoggedWaitRule:
+    """A log line printed from inside a wait, and the Python frame that printed it."""
+
+    pattern: re.Pattern[str]
+    function: str
+    file: str
+
+
+@dataclass(frozen=True)
 class JobRules:
     collectives: tuple[CollectiveRule, ...]
     peer_failure: tuple[re.Pattern[str], ...]
@@ -41,6 +50,7 @@ class JobRules:
     # Text a waiting task's memory holds where its runtime kept the error of a call to a task that
     # failed: each hit is read as a line of its log, for the failed_tasks rules.
     memory_needles: tuple[bytes, ...] = ()
+    logged_waits: tuple[LoggedWaitRule, ...] = ()
 
 
 def _pattern(text: str | None) -> re.Pattern[str] | None:
@@ -58,4 +68,5 @@ def job_rules(path: Path = RULES_FILE) -> JobRules:
     peer = tuple(re.compile(p, re.IGNORECASE) for p in data.get("peer_failure", {}).get("patterns", []))
     failed = tuple(FailedTaskRule(re.compile(t["pattern"]), t["says"], bool(t.get("leader", False))) for t in data.get("failed_task", []))
     needles = tuple(n.encode() for n in data.get("peer_in_memory", {}).get("needles", []) if n)
-    return JobRules(collectives=collectives, peer_failure=peer, failed_tasks=failed, memory_needles=needles)
+    logged = tuple(LoggedWaitRule(re.compile(w["pattern"]), w["function"], w["file"]) for w in data.get("logged_wait", []))
+    return JobRules(collectives=collectives, peer_failure=peer, failed_tasks=failed, memory_needles=needles, logged_waits=logged)

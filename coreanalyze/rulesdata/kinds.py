@@ -332,6 +332,7 @@ JOB_RULES = FileKind(
             "peer_failure": Table({"patterns": STRINGS}),
             "failed_task": Tables(Table({"pattern": STR, "says": STR, "leader": BOOL}, required=("pattern", "says"))),
             "peer_in_memory": Table({"needles": STRINGS}),
+            "logged_wait": Tables(Table({"pattern": STR, "function": STR, "file": STR}, required=("pattern", "function", "file"))),
         }
     ),
 )

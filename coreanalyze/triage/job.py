@@ -30,7 +30,15 @@ from coreanalyze.jobs.verdict import job_verdict
 from coreanalyze.jobs.waiting import peer_failure_message
 from coreanalyze.triage import limits
 from coreanalyze.triage.signals import from_description, normalize_name
-from coreanalyze.triage.tf_tasks import FailedTask, aborted_collective, failed_tasks, mentions_chief, own_task, step_line
+from coreanalyze.triage.tf_tasks import (
+    FailedTask,
+    aborted_collective,
+    failed_tasks,
+    logged_wait,
+    mentions_chief,
+    own_task,
+    step_line,
+)
 
 MAX_RANKS = 4096
 TAIL_LINES = 2000  # of a rank's own lines, where it says what became of its peers
@@ -241,7 +249,7 @@ def _tensorflow_lines(ranks: dict[int, _Rank], text: str) -> None:
         first = failed[0]
         rank.peer = first.rank
         rank.message = rank.message or first.line
-        rank.collective = rank.collective or aborted_collective(rank.lines, rules)
+        rank.collective = rank.collective or aborted_collective(rank.lines, rules) or logged_wait(rank.lines, rules)
         rank.step = step_line(rank.lines)
         named = _rank(ranks, first.rank)
         if named is not None and named.failed is None:

@@ -101,6 +101,19 @@ def aborted_collective(lines: list[str], rules: JobRules) -> str | None:
     return None
 
 
+def logged_wait(lines: list[str], rules: JobRules) -> str | None:
+    """The wait a task's lines say it was in (a line its wait printed: jobs/rules.toml
+    [[logged_wait]]), named as a core's frames would name it."""
+    for line in reversed(lines):
+        for rule in rules.logged_waits:
+            if rule.pattern.search(line):
+                frame = Frame(index=0, kind=FrameKind.PYTHON, function=rule.function, file=rule.file)
+                name, _ = collective_in([_thread(frame)], None, rules)
+                if name:
+                    return name
+    return None
+
+
 def step_line(lines: list[str]) -> Frame | None:
     """The program's own innermost line of the last Python traceback (the step that raised)."""
     start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")), default=None)

@@ -355,4 +355,6 @@ def test_the_ps_jobs_pasted_output_gives_the_same_root_cause(job_cores):
     ranks = {r.rank: r for r in verdict.ranks}
     assert ranks[PS_FAILED].state == "crashed" and ranks[PS_FAILED].signal == "SIGSEGV"
     assert ranks[0].state == "waiting" and ranks[0].waited.peer == PS_FAILED and "task:1 failed with" in ranks[0].waited.message
+    # The wait the coordinator's line was printed from, named as the chief's core names it.
+    assert ranks[0].waited.collective.startswith("TensorFlow ClusterCoordinator (WorkerPreemptionHandler.wait_on_failure:")
     assert report.core.signal.name == "SIGSEGV"

@@ -365,3 +365,6 @@ def test_a_parameter_server_strategy_coordinators_log_ranks_the_chief_first():
     verdict = triage_text(text, "pss").job.verdict
     assert verdict.root_cause == [2], verdict.summary
     assert {r.rank: r.waited.peer for r in verdict.ranks if r.waited is not None} == {0: 2}
+    # The coordinator logged it from its wait for the worker's recovery: named as a core's frames name it.
+    chief = next(r for r in verdict.ranks if r.rank == 0)
+    assert chief.waited.collective == "TensorFlow ClusterCoordinator (WorkerPreemptionHandler.wait_on_failure: a failed worker's recovery)"
