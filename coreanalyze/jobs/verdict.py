@@ -97,7 +97,15 @@ def job_verdict(ranks: list[RankVerdict], world_size: int | None = None, launche
         text += f"; {_ranks_word(missing)} of {world_size} left nothing to read (a lost host, or a rank that ended without a core)"
     waited = [r for r in waiting if r.rank not in verdict.root_cause]
     if verdict.single and waited:
-        text += f"; {_ranks_word([r.rank for r in waited])} waited for {'them' if len(verdict.root_cause) > 1 else 'it'}"
+        # A rank known to wait for another that is no root cause (its memory or its log names
+        # that one) waited for that rank, not for the root cause: in a job of more than two, a
+        # wait may be one link of a chain.
+        other = [r for r in waited if r.waited is not None and r.waited.peer is not None and r.waited.peer not in verdict.root_cause]
+        direct = [r for r in waited if r not in other]
+        if direct:
+            text += f"; {_ranks_word([r.rank for r in direct])} waited for {'them' if len(verdict.root_cause) > 1 else 'it'}"
+        for rank in other:
+            text += f"; rank {rank.rank} waited for rank {rank.waited.peer}"
     killed = [r for r in ranks if r.state == "killed"]
     if killed:
         text += f"; {_ranks_word([r.rank for r in killed])} {'were' if len(killed) > 1 else 'was'} ended while running"

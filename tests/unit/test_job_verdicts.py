@@ -114,6 +114,15 @@ def test_verdict_names_the_rank_that_crashed_and_those_that_waited():
     assert waiting.evidence == ["waited for its peers in torch.distributed.all_reduce at train.py:62", "ended by SIGABRT from pid 9", "died 2nd of the ranks read"]
 
 
+def test_a_rank_known_to_wait_for_another_waiting_rank_is_one_link_of_a_chain():
+    # Four ranks: 2 crashed; 0 waited for it (its memory says so); 3 waited for 0; 1's peer is unknown.
+    v = job_verdict([_rank(0, "waiting", waited=JobWait(peer=2)), _rank(1, "waiting", waited=JobWait()),
+                     _rank(2, "crashed", "SIGSEGV | f", summary="SIGSEGV in f"), _rank(3, "waiting", waited=JobWait(peer=0))], 4)
+    assert v.root_cause == [2] and v.single
+    assert v.summary == "rank 2 crashed on its own (SIGSEGV in f); ranks 0 and 1 waited for it; rank 3 waited for rank 0"
+    assert v.ranks[3].evidence == ["waited for rank 0"]
+
+
 def test_verdict_same_reason_other_reason_deadlock_and_lost_ranks():
     same = job_verdict([_rank(0, "crashed", "S", died=1), _rank(1, "crashed", "S", died=2), _rank(2, "crashed", "T", died=3)])
     assert same.root_cause == [0, 1] and "for the same reason" in same.summary and "rank 2 crashed later" in same.summary
