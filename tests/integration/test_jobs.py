@@ -358,3 +358,15 @@ def test_the_ps_jobs_pasted_output_gives_the_same_root_cause(job_cores):
     # The wait the coordinator's line was printed from, named as the chief's core names it.
     assert ranks[0].waited.collective.startswith("TensorFlow ClusterCoordinator (WorkerPreemptionHandler.wait_on_failure:")
     assert report.core.signal.name == "SIGSEGV"
+
+
+@pytest.mark.tf
+def test_the_chiefs_shrunk_core_still_names_the_worker_it_waited_for(job_cores, tmp_path):
+    """The strings its memory held of the failed calls are what a shrunk core keeps of that search."""
+    run = job_cores.get(PS_JOB)
+    small = tmp_path / "chief.core"
+    shrunk = run_cli("shrink", str(run.cores[0]), "-o", str(small))
+    assert shrunk.code == 0, shrunk.stderr
+    assert small.stat().st_size < run.cores[0].stat().st_size // 20
+    job = analyze_json(small)["job"]
+    assert (job["rank"], job["role"], job["state"], job["waited"]["peer"]) == (0, "chief", "waiting", PS_FAILED)
