@@ -119,6 +119,20 @@ def cli() -> None:
 @click.option("--known", "known_files", multiple=True, metavar="FILE", help="Your own known crashes (TOML, like coreanalyze/known/crashes.toml; repeatable); the shipped ones are always matched.")
 def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to, known_files):
     """Analyze one core file (or a live process with --pid) and write a report."""
+    from coreanalyze.base import later
+    from coreanalyze.base.cachedir import cache_dir
+
+    # What the analysis finds for the next ones (cache entries) is made once the report is out,
+    # by a detached process: the command returns as soon as its own work is done.
+    with later.deferring():
+        try:
+            code = _analyze_and_report(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to, known_files)
+        finally:
+            later.detach(str(cache_dir()))
+    sys.exit(code)
+
+
+def _analyze_and_report(core, pid, keep_core, python, output, fmt, gdb_path, timeout, sysroot, debug_dirs, debuginfod, rules_files, with_locals, include_env, fetch, gpu_core, shrink_to, known_files) -> int:
     from coreanalyze.base.safenames import report_filename
     from coreanalyze.pipeline.analyze import AnalyzeOptions, analyze_live_process
 
@@ -165,7 +179,7 @@ def analyze_command(core, pid, keep_core, python, output, fmt, gdb_path, timeout
         _shrink_and_say(core, shrink_to, options, to_stderr=True, compress=shrink_to.endswith(".zst"))
     if result.failure:
         click.echo(f"coreanalyze: error: {result.failure}", err=True)
-    sys.exit(result.exit_code)
+    return result.exit_code
 
 
 def _free_from_watcher(pid: int) -> None:

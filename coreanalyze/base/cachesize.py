@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from coreanalyze.base import later
 from coreanalyze.base.cachedir import cache_dir
 
 LIMIT_VARIABLE = "COREANALYZE_CACHE_MAX_MB"
@@ -159,6 +160,9 @@ def trim_later() -> None:
         except Exception:  # noqa: BLE001 - the cache is never worth a failed analysis
             pass
 
+    if later.deferred():
+        later.add("cache trim", run)  # after the entries queued before it
+        return
     _trimming[:] = [t for t in _trimming if t.is_alive()]  # a long-lived watch keeps none it ran
     if _trimming:
         return  # one under way already sees what this analysis wrote

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
 
-from coreanalyze.base import cachesize, filefacts
+from coreanalyze.base import cachesize, filefacts, later
 from coreanalyze.base.errors import CoreAnalyzeError
 from coreanalyze.base.model import Report, to_jsonable
 from coreanalyze.base.signals import SIGNAL_NAMES
@@ -41,7 +41,6 @@ from coreanalyze.known import KnownCrashes, load_known
 from coreanalyze.known.onreport import recognize
 from coreanalyze.pipeline.analyze import AnalyzeOptions
 from coreanalyze.process import forked
-from coreanalyze.symbols import uncompressed
 
 MAX_FIELD_CHARS = 2000  # bound on one text field copied from a report into a record
 PR_SET_PDEATHSIG = 1
@@ -268,8 +267,9 @@ def _report_and_record(result, record: CoreRecord, core: CoreInput, local: str, 
 
 def _before_os_exit() -> None:
     """What a normal exit would do and os._exit does not (a worker, a child finishing a core):
-    wait for the debug-file copies and the cache's trim under way and keep the file facts learnt."""
-    uncompressed.wait()
+    wait for the cache entries under way for later analyses and the cache's trim, and keep the
+    file facts learnt."""
+    later.wait()
     cachesize.wait()
     filefacts.save_all()
 

@@ -57,9 +57,8 @@ class GdbOpener:
         self._uncompressed_debug_files(ctx)
 
     def beside(self, ctx: Any) -> None:
-        """gdb's own work while it reads the core: the copies' entries in the order it needs them."""
-        if self.fast is not None:
-            self.fast.order_in_background(self.reached)
+        """gdb's own work while it reads the core: nothing here. The huge libraries' symbols
+        are not sorted for a first run, which selects those it names (FastLibrary.windows)."""
 
     @contextmanager
     def open(self, ctx: Any, while_loading: Callable[[], None]) -> Iterator[GdbAnalysis]:

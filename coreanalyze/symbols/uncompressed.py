@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from coreanalyze.base import zstd
+from coreanalyze.base import later, zstd
 from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.symbols.paths import build_id_relpath
@@ -180,19 +179,6 @@ def make(missing: list[tuple[str, str]], root: Path | None = None) -> None:
         uncompressed_copy(debug_file, build_id, budget, root)
 
 
-_making: list[threading.Thread] = []
-
-
 def make_later(missing: list[tuple[str, str]]) -> None:
-    """make(missing) in a thread that the interpreter waits for at exit (not a daemon): the
-    analysis goes on and its report is written meanwhile (zlib lets go of the interpreter)."""
-    thread = threading.Thread(target=make, args=(missing, directory()), name="uncompressed-debug-files")
-    thread.start()
-    _making.append(thread)
-
-
-def wait() -> None:
-    """Wait for the copies under way (a process that leaves with os._exit, as a batch worker
-    does, calls it first)."""
-    while _making:
-        _making.pop().join()
+    """make(missing) for the next analyses, not on this one's time (coreanalyze.base.later)."""
+    later.add("uncompressed debug files", make, missing, directory())

@@ -26,9 +26,10 @@ import pytest
 from support.coregen import run_to_core
 from support.require import require
 
+from coreanalyze.base import later
 from coreanalyze.corefile import read_core
 from coreanalyze.corefile.modules import module_table
-from coreanalyze.gdb.libcopies.copies import MIN_SYMBOLS, plan_fast_libraries
+from coreanalyze.gdb.libcopies.copies import FIRST_REACH, MIN_SYMBOLS, plan_fast_libraries
 from coreanalyze.gdb.libcopies.naming import FrameNamer
 from coreanalyze.gdb.libcopies.symbolfiles import SHT_DYNSYM, SHT_SYMTAB, ElfLayout
 from coreanalyze.gdb.libraries import LibraryChoice
@@ -323,11 +324,52 @@ def test_without_copies_nothing_is_copied_and_the_entry_holds_the_order(fastlib,
     case = fastlib.core("plain", 1)
     fast = report(case.core, case.exe, fast=True, min_symbols=ALL)
     assert fast == report(case.core, case.exe, fast=False)
+    later.wait()  # the order is written for the next runs, beside this one
     entries = [p for p in (tmp_path / "cache").glob("libsymbols-v1/*/*") if p.is_dir()]
     assert entries and all((p / "symbols.order").is_file() for p in entries)
     assert not (tmp_path / "cache" / "fastlibs-v3").exists() and not (tmp_path / "cache" / "sysroots-v3").exists()
     library = fastlib.program("plain").parent / "libfastlib.so"
     assert any(p.name.startswith(build_id_of(library)[2:]) and p.parent.name == build_id_of(library)[:2] for p in entries)
+
+
+def selected_against_whole(core: Path, exe: Path | None, libraries: list[str], min_symbols: int, sample: int | None, cache: Path,
+                           reach: int, every_section: bool = True) -> int:  # fmt: skip
+    """A first run's windows, selected around the addresses (the selection as wide as reach at
+    first), against the windows of the whole order; returns how many addresses were compared."""
+    notes = read_core(str(core))
+    try:
+        plan = plan_fast_libraries(Process(notes), module_table(notes, executable=str(exe) if exe else None),
+                                   min_symbols=min_symbols, copies=False, cache_root=cache)  # fmt: skip
+    finally:
+        notes.close()
+    assert plan is not None
+    compared = 0
+    try:
+        for i, lib in enumerate(lib for lib in plan.libraries if os.path.basename(lib.path) in libraries):
+            wanted = sorted({a - lib.base for a in _addresses_of(lib.local_path, lib.base, sample, seed=i)})
+            # Code addresses (what stacks hold) are found in a selection; an address far into a
+            # section of sparse symbols may have the whole table sorted after all.
+            text = lib.layout.by_name(".text")
+            code = [a for a in wanted if text.addr <= a < text.end]
+            selected = lib._selected_windows(code, reach)
+            assert selected is not None and len(code) > 10, lib.path
+            windows = lib.windows(wanted) if every_section else None
+            whole = lib.symbols()
+            differing = [hex(a) for a in code if selected[a] != whole.window(a)]
+            assert not differing, f"{lib.path}: {len(differing)} of {len(code)} differ, e.g. {differing[:5]}"
+            if every_section:  # (a window far into sparse data walks up to 50,000 symbols)
+                assert windows == [s for a in wanted for s in whole.window(a)]
+            compared += len(wanted) if every_section else len(code)
+    finally:
+        plan.close()
+    return compared
+
+
+@pytest.mark.parametrize("reach", [64, FIRST_REACH], ids=["narrow", "first"])
+@pytest.mark.parametrize("layout", ["plain", "ibt"])
+def test_a_first_runs_selected_windows_are_the_whole_orders(fastlib, layout, reach, tmp_path):
+    case = fastlib.core(layout, 1)
+    assert selected_against_whole(case.core, case.exe, ["libfastlib.so"], ALL, None, tmp_path / "cache", reach) > 100
 
 
 # --------------------------------------------------------------------------- TensorFlow
@@ -356,6 +398,15 @@ def test_tf_gdb_names_addresses_as_with_the_whole_libraries(tf_cores, tmp_path):
     tensorflow = [name for name in libraries if name.startswith("libtensorflow")]
     compared = compare_naming(case.core, case.exe, tensorflow, MIN_SYMBOLS, 150, tmp_path, copies=False)
     assert compared > 1000
+
+
+@pytest.mark.tf
+def test_tf_first_runs_selected_windows_are_the_whole_orders(tf_cores, tmp_path):
+    case = tf_cores.get("kernel_compute_segv")
+    tensorflow = ["libtensorflow_cc.so.2", "libtensorflow_framework.so.2"]
+    for reach in (256, FIRST_REACH):
+        compared = selected_against_whole(case.core, case.exe, tensorflow, MIN_SYMBOLS, 400, tmp_path / f"cache{reach}", reach, False)
+        assert compared > 1000
 
 
 # --------------------------------------------------------------------------- raw ELF header reads

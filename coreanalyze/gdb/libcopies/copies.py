@@ -46,13 +46,14 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from coreanalyze.base import background, model
+from coreanalyze.base import background, later, model
 from coreanalyze.base.atomicfile import write_atomically
 from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.elfheaders import ElfHeaderError, ElfHeaders
 from coreanalyze.base.filecache import BoundedCache, PerFileCache, file_identity
 from coreanalyze.base.filefacts import whole_int
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
+from coreanalyze.gdb.libcopies.selection import OutsideSelection, SymbolColumns, SymbolSelection
 from coreanalyze.gdb.libcopies.symbolfiles import (
     EM_X86_64,
     MAX_SECTIONS,
@@ -63,6 +64,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     SHT_SYMTAB,
     SYM_SIZE,
     ElfLayout,
+    ElfSymbol,
     LibrarySymbols,
     SymbolOrder,
     plt_layout_known,
@@ -93,6 +95,11 @@ MAX_PATHS = 20_000
 PT_LOAD = 1
 ET_DYN = 3
 COPY_CHUNK = 1 << 30
+# A first run's selections around the addresses to name: this far each way at first (most
+# functions are shorter; a window spans the function and the one below it), then wider.
+FIRST_REACH = 64 << 10
+REACH_GROWTH = 16
+MAX_REACH = 64 << 20  # then the whole table is sorted
 
 
 @dataclass
@@ -107,6 +114,7 @@ class FastLibrary:
     base: int | None = None  # run-time minus link-time address (the loader's l_addr)
     _symbols: LibrarySymbols | None = field(default=None, repr=False)
     _ordering: background.Job[SymbolOrder] | None = field(default=None, repr=False)
+    _columns: SymbolColumns | None = field(default=None, repr=False)  # a first run's selections read it
     _unwind: UnwindTable | bool | None = field(default=None, repr=False)  # False: not served
 
     @property
@@ -126,6 +134,39 @@ class FastLibrary:
             # A failed sort leaves no result: symbols() then sorts again and reports.
             self._ordering = background.start("symbol-order", write_order, self.layout, self.entry)
 
+    def windows(self, addresses: Iterable[int]) -> list[ElfSymbol]:
+        """The symbols gdb consults to name each link-time address, in address order. A first
+        run sorts nothing: the symbols near the addresses are selected from the table (each
+        selection wider than the last where a window reached past one), and the whole order is
+        left to be made for the next runs."""
+        wanted = sorted(set(addresses))
+        if self._symbols is None and self._ordering is None and load_order(self.entry) is None:
+            found = self._selected_windows(wanted)
+            if found is not None:
+                later.add(f"symbol order of {self.entry}", write_order, self.layout, self.entry)
+                return [symbol for address in wanted for symbol in found[address]]
+        table = self.symbols()
+        return [symbol for address in wanted for symbol in table.window(address)]
+
+    def _selected_windows(self, wanted: list[int], reach: int = FIRST_REACH) -> dict[int, list[ElfSymbol]] | None:
+        symtab = self.layout.first_of_type(SHT_SYMTAB)
+        if symtab is None:
+            return None
+        if self._columns is None:
+            self._columns = SymbolColumns(self.layout.path, symtab.offset, symtab.size)
+        found: dict[int, list[ElfSymbol]] = {}
+        pending = wanted
+        while pending and reach <= MAX_REACH:
+            missed = []
+            with LibrarySymbols(self.layout, SymbolSelection(self._columns, pending, reach)) as table:
+                for address in pending:
+                    try:
+                        found[address] = table.window(address)
+                    except OutsideSelection:
+                        missed.append(address)
+            pending, reach = missed, reach * REACH_GROWTH
+        return None if pending else found
+
     def symbols(self) -> LibrarySymbols:
         if self._symbols is None:
             sorted_ = self._ordering.result() if self._ordering is not None else None
@@ -141,6 +182,9 @@ class FastLibrary:
         if self._symbols is not None:
             self._symbols.close()
             self._symbols = None
+        if self._columns is not None:
+            self._columns.close()
+            self._columns = None
         if self._unwind:
             self._unwind.close()
         self._unwind = None
@@ -167,15 +211,6 @@ class FastLibraries:
 
     def library_at(self, address: int) -> FastLibrary | None:
         return next((lib for lib in self.libraries if lib.contains(address)), None)
-
-    def order_in_background(self, reached: Sequence[int] | None = None) -> None:
-        """Sort the symbols of libraries met for the first time, in threads. Best called when
-        the caller is about to wait for gdb: the sort holds the interpreter for a while.
-        reached: only the libraries holding one of these addresses (the others are sorted when
-        a frame turns out to need them)."""
-        for lib in self.libraries:
-            if reached is None or any(lib.contains(a) for a in reached):
-                lib.order_in_background()
 
     def close(self) -> None:
         for lib in self.libraries:
@@ -501,7 +536,9 @@ def write_copy(layout: ElfLayout, target: str) -> None:
             # Without contents gdb reads none of it (as in a separate debug file); the entries a
             # core needs come with its symbol files, which gdb places by this section's name.
             sh_type = SHT_NOBITS
-        headers += struct.pack("<IIQQQQIIQQ", _name_offset(layout, s), sh_type, s.flags, s.addr, s.offset, s.size, s.link, s.info, s.align, s.entsize)
+        headers += struct.pack(
+            "<IIQQQQIIQQ", _name_offset(layout, s), sh_type, s.flags, s.addr, s.offset, s.size, s.link, s.info, s.align, s.entsize
+        )
     with open(layout.path, "rb") as src, open(target, "wb") as dst:
         dst.truncate(layout.file_size)
         position = 0
@@ -562,6 +599,15 @@ def _copy_range(src: int, dst: int, start: int, end: int) -> None:
 
 
 _sorting = threading.Lock()
+
+
+def _unlock_sorting_in_child() -> None:
+    # A process forked while another thread sorted (later.detach) would find the lock held.
+    global _sorting
+    _sorting = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_sorting_in_child)
 
 
 def write_order(layout: ElfLayout, entry: str) -> SymbolOrder:

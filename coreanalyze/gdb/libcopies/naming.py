@@ -153,11 +153,8 @@ class FrameNamer:
     @staticmethod
     def _windows(lib: FastLibrary, addresses: set[int]) -> list[ElfSymbol]:
         assert lib.base is not None
-        symbols: list[ElfSymbol] = []
         try:
-            table = lib.symbols()
-            for address in sorted(addresses):
-                symbols.extend(table.window(address - lib.base))
+            symbols = lib.windows(address - lib.base for address in addresses)
         except (LibraryCopyError, OSError, ValueError, KeyError) as e:
             raise LibraryCopyError(f"{lib.path}: {e}") from None
         return symbols

@@ -37,6 +37,7 @@ from itertools import compress
 from typing import BinaryIO, Iterable, Sequence
 
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
+from coreanalyze.gdb.libcopies.selection import ALL, OutsideSelection, SymbolSelection
 
 SHT_NULL = 0
 SHT_PROGBITS = 1
@@ -66,6 +67,9 @@ MAX_SECTIONS = SHN_LORESERVE - 8  # room for the sections a symbol file adds
 MAX_NAME = 64 * 1024
 # A window wider than this means a pathological table; the caller then loads the library whole.
 MAX_WINDOW_SYMBOLS = 50_000
+# Symbols of a selection looked at for one of the section below a value, before a pass over
+# the whole table answers (selection.SymbolColumns.lowest).
+OWN_BELOW_STEPS = 256
 SORT_READ = (4 << 20) // 24 * 24  # bytes of a symbol table read at a time to sort it: whole symbols
 
 # Section names whose slots BFD names `sym@plt`, and where gdb's `sym@got.plt` live.
@@ -204,6 +208,13 @@ class SymbolOrder:
     order: Sequence[int]
     lowest: dict[int, int]
     lowest_sized: dict[int, int]
+    complete = True  # every symbol (selection.SymbolSelection holds some)
+
+    def around(self, address: int) -> tuple[int, int]:
+        return 0, ALL
+
+    def lowest_of(self, shndx: int, sized: bool) -> int | None:
+        return (self.lowest_sized if sized else self.lowest).get(shndx)
 
 
 def sort_symbols(symtab_bytes: bytes | memoryview) -> SymbolOrder:
@@ -290,7 +301,7 @@ def _address_order(values: array) -> array:
 class LibrarySymbols:
     """Windows of gdb's minimal symbols of one library (its .symtab plus PLT/GOT names)."""
 
-    def __init__(self, layout: ElfLayout, symbol_order: SymbolOrder):
+    def __init__(self, layout: ElfLayout, symbol_order: SymbolOrder | SymbolSelection):
         symtab = layout.first_of_type(SHT_SYMTAB)
         if symtab is None or not 0 < symtab.link < len(layout.sections):
             raise LibraryCopyError(f"{layout.path} has no symbol table")
@@ -299,9 +310,8 @@ class LibrarySymbols:
             if not layout.has_contents(s):
                 raise LibraryCopyError(f"{layout.path}: {s.name} runs past the end of the file")
         self.layout = layout
+        self._selected = symbol_order
         self._order = symbol_order.order
-        self._lowest = symbol_order.lowest
-        self._lowest_sized = symbol_order.lowest_sized
         self._file = open(layout.path, "rb")
         try:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
@@ -310,8 +320,8 @@ class LibrarySymbols:
             raise LibraryCopyError(f"{layout.path}: cannot map it: {e}") from None
         self._symtab = memoryview(self._map)[symtab.offset : symtab.offset + symtab.size - symtab.size % SYM_SIZE]
         self._strtab = (strtab.offset, strtab.size)
-        self._count = len(self._symtab) // SYM_SIZE
-        if len(self._order) != self._count:
+        self._count = len(self._order)  # positions in the order
+        if symbol_order.complete and len(self._order) != len(self._symtab) // SYM_SIZE:
             self.close()
             raise LibraryCopyError(f"{layout.path}: the symbol order does not match its symbol table")
         self._synthetic: dict[int, list[ElfSymbol]] | None = None
@@ -358,12 +368,11 @@ class LibrarySymbols:
             return []  # gdb names nothing outside the library's sections
         synthetic = self.synthetic().get(section.index, []) if self._may_have_synthetic(section) else []
         first_synthetic = synthetic[0].value if synthetic else None
-        lowest = _min(self._lowest.get(section.index), first_synthetic)
-        lowest_sized = self._lowest_sized.get(section.index)
+        lo, hi = self._selected.around(address)
         out: list[ElfSymbol] = []
         stop_after_next = False
         zero_sized_seen = False
-        for value, group in self._groups_down(address, synthetic):
+        for value, group in self._groups_down(address, synthetic, lo):
             if stop_after_next:
                 out.extend(group)  # the symbol below the stopping one: gdb compares their ends
                 break
@@ -379,18 +388,44 @@ class LibrarySymbols:
             zero_sized_seen = zero_sized_seen or any(not s.size for s in own)
             if sized and not covers:
                 stop_after_next = True  # gdb stops here
-            elif lowest is None or value <= lowest:
+            elif self._none_below(section.index, value, lo, first_synthetic):
                 break  # nothing of this section further down
-            elif zero_sized_seen and (lowest_sized is None or value < lowest_sized):
+            elif zero_sized_seen and self._none_below(section.index, value, lo, None, sized=True):
                 break  # only zero-sized ones further down, and gdb keeps the first it met
-        out.extend(self._group_above(address, section, synthetic))
+        out.extend(self._group_above(address, section, synthetic, hi))
         return out
 
-    def _groups_down(self, address: int, synthetic: list[ElfSymbol]) -> Iterable[tuple[int, list[ElfSymbol]]]:
+    def _none_below(self, shndx: int, value: int, lo: int, first_synthetic: int | None, sized: bool = False) -> bool:
+        """No symbol of the section lies below value (sized: none that is sized at or below it)."""
+        if first_synthetic is not None and first_synthetic < value:
+            return False
+        if not self._selected.complete and self._own_below(shndx, value, lo, sized):
+            return False  # the selection tells, without a pass over the whole table
+        if sized:
+            lowest_sized = self._selected.lowest_of(shndx, True)
+            return lowest_sized is None or value < lowest_sized
+        lowest = _min(self._selected.lowest_of(shndx, False), first_synthetic)
+        return lowest is None or value <= lowest
+
+    def _own_below(self, shndx: int, value: int, lo: int, sized: bool) -> bool:
+        """Whether the selection holds a symbol of the section below value (sized: at or below)."""
+        k = (bisect.bisect_right if sized else bisect.bisect_left)(range(self._count), value, key=self._value) - 1
+        for position in range(k, max(-1, k - OWN_BELOW_STEPS), -1):
+            if self._value(position) < lo:
+                break
+            if self._selected.is_own(self._order[position], shndx, sized):
+                return True
+        return False
+
+    def _groups_down(self, address: int, synthetic: list[ElfSymbol], lo: int = 0) -> Iterable[tuple[int, list[ElfSymbol]]]:
+        """Groups of symbols at one value, from address down; lo: where the symbols known end."""
         i = bisect.bisect_right(range(self._count), address, key=self._value) - 1
         j = bisect.bisect_right(synthetic, address, key=_value_of) - 1 if synthetic else -1
-        while i >= 0 or j >= 0:
-            value = max(self._value(i) if i >= 0 else -1, synthetic[j].value if j >= 0 else -1)
+        while i >= 0 or j >= 0 or lo > 0:
+            below = self._value(i) if i >= 0 else -1
+            if below < lo and lo > 0 and (j < 0 or synthetic[j].value < lo):
+                raise OutsideSelection(f"{address:#x}: below {lo:#x}")
+            value = max(below if below >= lo else -1, synthetic[j].value if j >= 0 else -1)
             group = []
             while i >= 0 and self._value(i) == value:
                 group.append(self._symbol(self._order[i]))
@@ -400,13 +435,16 @@ class LibrarySymbols:
                 j -= 1
             yield value, group
 
-    def _group_above(self, address: int, section: Section, synthetic: list[ElfSymbol]) -> list[ElfSymbol]:
-        """The first group above address holding a symbol of the section (bounds an unsized one)."""
+    def _group_above(self, address: int, section: Section, synthetic: list[ElfSymbol], hi: int = ALL) -> list[ElfSymbol]:
+        """The first group above address holding a symbol of the section (bounds an unsized one);
+        hi: where the symbols known end."""
         i = bisect.bisect_right(range(self._count), address, key=self._value)
         steps = 0
-        while i < self._count and steps < MAX_WINDOW_SYMBOLS:
-            value = self._value(i)
-            if value >= section.end:
+        while steps < MAX_WINDOW_SYMBOLS:
+            value = self._value(i) if i < self._count else ALL
+            if value >= min(hi, section.end):
+                if hi < section.end:
+                    raise OutsideSelection(f"{address:#x}: above {hi:#x}")
                 break
             group = []
             while i < self._count and self._value(i) == value:
@@ -651,7 +689,9 @@ def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str
     shstrtab_offset = len(body)
     body += shstrtab
     body += b"\0" * ((-len(body)) % 8)
-    headers += struct.pack("<IIQQQQIIQQ", symtab_name, SHT_SYMTAB, 0, 0, symtab_offset, len(entries), n_orig + 1, locals_count, 8, SYM_SIZE)
+    headers += struct.pack(
+        "<IIQQQQIIQQ", symtab_name, SHT_SYMTAB, 0, 0, symtab_offset, len(entries), n_orig + 1, locals_count, 8, SYM_SIZE
+    )
     headers += struct.pack("<IIQQQQIIQQ", strtab_name, SHT_STRTAB, 0, 0, strtab_offset, len(strtab), 0, 0, 1, 0)
     headers += struct.pack("<IIQQQQIIQQ", shstrtab_name, SHT_STRTAB, 0, 0, shstrtab_offset, len(shstrtab), 0, 0, 1, 0)
     shoff = len(body)
@@ -681,7 +721,9 @@ def write_unwind_file(layout: ElfLayout, eh_frame: bytes, path: str) -> None:
     body += b"\0" * ((-len(body)) % 8)
     shoff = len(body)
     body += bytes(SHDR_SIZE)
-    body += struct.pack("<IIQQQQIIQQ", 1, SHT_PROGBITS, section.flags, section.addr, frame_offset, len(eh_frame), 0, 0, section.align, 0)
+    body += struct.pack(
+        "<IIQQQQIIQQ", 1, SHT_PROGBITS, section.flags, section.addr, frame_offset, len(eh_frame), 0, 0, section.align, 0
+    )
     body += struct.pack("<IIQQQQIIQQ", 11, SHT_STRTAB, 0, 0, names_offset, len(shstrtab), 0, 0, 1, 0)
     _write_elf(layout, body, shoff, 3, path)
 
