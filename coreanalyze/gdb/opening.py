@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from coreanalyze.base import later
+
 if TYPE_CHECKING:  # imported when gdb opens the core: the opener is made before gdb starts
     from coreanalyze.gdb.collect import FromNotes, GdbAnalysis
 
@@ -57,8 +59,12 @@ class GdbOpener:
         self._uncompressed_debug_files(ctx)
 
     def beside(self, ctx: Any) -> None:
-        """gdb's own work while it reads the core: nothing here. The huge libraries' symbols
-        are not sorted for a first run, which selects those it names (FastLibrary.windows)."""
+        """gdb's own work while it reads the core. A command's one analysis sorts no symbol table
+        (it selects the symbols it names, FastLibrary.windows, and leaves the whole order for
+        later); an analysis among others (a batch worker, a caller of the library) sorts the
+        libraries met for the first time meanwhile, for itself and the cores after it."""
+        if self.fast is not None and not later.deferred():
+            self.fast.order_in_background(self.reached)
 
     @contextmanager
     def open(self, ctx: Any, while_loading: Callable[[], None]) -> Iterator[GdbAnalysis]:

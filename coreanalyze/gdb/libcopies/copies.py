@@ -212,6 +212,15 @@ class FastLibraries:
     def library_at(self, address: int) -> FastLibrary | None:
         return next((lib for lib in self.libraries if lib.contains(address)), None)
 
+    def order_in_background(self, reached: Sequence[int] | None = None) -> None:
+        """Sort the symbols of libraries met for the first time, in threads. Best called when
+        the caller is about to wait for gdb: the sort holds the interpreter for a while.
+        reached: only the libraries holding one of these addresses (the others are sorted when
+        a frame turns out to need them)."""
+        for lib in self.libraries:
+            if reached is None or any(lib.contains(a) for a in reached):
+                lib.order_in_background()
+
     def close(self) -> None:
         for lib in self.libraries:
             lib.close()
