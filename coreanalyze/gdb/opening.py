@@ -60,11 +60,15 @@ class GdbOpener:
 
     def beside(self, ctx: Any) -> None:
         """gdb's own work while it reads the core. A command's one analysis sorts no symbol table
-        (it selects the symbols it names, FastLibrary.windows, and leaves the whole order for
-        later); an analysis among others (a batch worker, a caller of the library) sorts the
+        (it selects the symbols near the addresses the threads reach, those gdb will name,
+        FastLibrary.windows, and leaves the whole order for later); an analysis among others (a batch worker, a caller of the library) sorts the
         libraries met for the first time meanwhile, for itself and the cores after it."""
-        if self.fast is not None and not later.deferred():
+        if self.fast is None:
+            return
+        if not later.deferred():
             self.fast.order_in_background(self.reached)
+        elif self.reached:
+            self.fast.select_in_background(self.reached)
 
     @contextmanager
     def open(self, ctx: Any, while_loading: Callable[[], None]) -> Iterator[GdbAnalysis]:

@@ -115,6 +115,7 @@ class FastLibrary:
     _symbols: LibrarySymbols | None = field(default=None, repr=False)
     _ordering: background.Job[SymbolOrder] | None = field(default=None, repr=False)
     _columns: SymbolColumns | None = field(default=None, repr=False)  # a first run's selections read it
+    _preselected: background.Job[SymbolSelection] | None = field(default=None, repr=False)
     _unwind: UnwindTable | bool | None = field(default=None, repr=False)  # False: not served
 
     @property
@@ -148,24 +149,43 @@ class FastLibrary:
         table = self.symbols()
         return [symbol for address in wanted for symbol in table.window(address)]
 
-    def _selected_windows(self, wanted: list[int], reach: int = FIRST_REACH) -> dict[int, list[ElfSymbol]] | None:
-        symtab = self.layout.first_of_type(SHT_SYMTAB)
-        if symtab is None:
-            return None
+    def select_in_background(self, addresses: Iterable[int]) -> None:
+        """Select the symbols near these link-time addresses (those the threads reach) in a
+        thread, while gdb loads the core: most addresses it will name are among them."""
+        if self._preselected is None and not os.path.isfile(os.path.join(self.entry, ORDER_META)):
+            self._preselected = background.start("symbol-selection", self._selection, sorted(set(addresses)), FIRST_REACH)
+
+    def _selection(self, addresses: list[int], reach: int) -> SymbolSelection:
         if self._columns is None:
+            symtab = self.layout.first_of_type(SHT_SYMTAB)
+            if symtab is None:
+                raise LibraryCopyError(f"{self.layout.path} has no symbol table")
             self._columns = SymbolColumns(self.layout.path, symtab.offset, symtab.size)
+        return SymbolSelection(self._columns, addresses, reach)
+
+    def _selected_windows(self, wanted: list[int], reach: int = FIRST_REACH) -> dict[int, list[ElfSymbol]] | None:
         found: dict[int, list[ElfSymbol]] = {}
         pending = wanted
-        while pending and reach <= MAX_REACH:
-            missed = []
-            with LibrarySymbols(self.layout, SymbolSelection(self._columns, pending, reach)) as table:
-                for address in pending:
-                    try:
-                        found[address] = table.window(address)
-                    except OutsideSelection:
-                        missed.append(address)
-            pending, reach = missed, reach * REACH_GROWTH
+        prepared = self._preselected.result() if self._preselected is not None else None
+        if prepared is not None:
+            pending = self._windows_in(prepared, pending, found)
+        try:
+            while pending and reach <= MAX_REACH:
+                pending, reach = self._windows_in(self._selection(pending, reach), pending, found), reach * REACH_GROWTH
+        except LibraryCopyError:
+            return None
         return None if pending else found
+
+    def _windows_in(self, selection: SymbolSelection, addresses: list[int], found: dict[int, list[ElfSymbol]]) -> list[int]:
+        """Windows of the addresses the selection holds, into found; the addresses it does not."""
+        missed = []
+        with LibrarySymbols(self.layout, selection) as table:
+            for address in addresses:
+                try:
+                    found[address] = table.window(address)
+                except OutsideSelection:
+                    missed.append(address)
+        return missed
 
     def symbols(self) -> LibrarySymbols:
         if self._symbols is None:
@@ -179,6 +199,8 @@ class FastLibrary:
     def close(self) -> None:
         if self._ordering is not None:
             self._ordering.wait()
+        if self._preselected is not None:
+            self._preselected.wait()
         if self._symbols is not None:
             self._symbols.close()
             self._symbols = None
@@ -220,6 +242,14 @@ class FastLibraries:
         for lib in self.libraries:
             if reached is None or any(lib.contains(a) for a in reached):
                 lib.order_in_background()
+
+    def select_in_background(self, reached: Sequence[int]) -> None:
+        """A first run's selections around the addresses the threads reach, in threads (see
+        FastLibrary.select_in_background)."""
+        for lib in self.libraries:
+            near = [a - lib.base + d for a in reached if lib.contains(a) for d in (0, -1)] if lib.base is not None else []
+            if near:
+                lib.select_in_background(near)
 
     def close(self) -> None:
         for lib in self.libraries:
