@@ -1,67 +1,118 @@
-"""Is a core of CPython 3.14 or 3.15 analyzed as fast as one of 3.13, the same program?
+"""Are cores of CPython 3.14 and 3.15 analyzed within 2x pystack, with and without -dbg packages?
 
-    .venv/bin/python bench/pythons.py [--repeat 5]
+    .venv/bin/python bench/pythons.py [--repeat 5] [--versions 3.14 3.15] [--reference REV]
 
 The same crash (tests/pycrashers/sleeper_thread.py: two Python threads, a native fault) is run
 under Debian unstable's CPython 3.13, 3.14 and 3.15 (the tests' root, made by ./setup.sh; one
-toolchain and one set of build flags for all three, their debug info installed), and each core
-is analyzed from outside with `--sysroot ROOT`: cold (an empty cache) once, then warm, the median
-of --repeat runs; pystack reads each core too, in the same run. Needs root (chroot).
+toolchain and one set of build flags for all three), and each core is analyzed from outside as a
+user's would be, twice: with `--sysroot ROOT` (the interpreters' -dbg packages installed there,
+so gdb finds their LTO debug info) and with a view of the root without /usr/lib/debug (no -dbg
+package). Each (version, root) gets a cache of its own, so that no debug file reaches the second
+through the first's cache: cold (empty cache) once, then warm, the median of --repeat runs.
+pystack reads each core too (the median of --repeat), in the same run.
+
+With --reference REV the same figures are taken for that revision (a `git worktree`, as
+bench/run.py makes it) in the same run, the warm runs interleaved round by round so that a change
+of the machine's load falls on both alike; the JSON reports of the two are compared (identical
+but for timings), which is how a speed change is checked to leave the reports as they were.
+Needs root (chroot).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from run import prepare, revision_tree, wait_for_later_work  # noqa: E402  (bench/run.py)
 from support.paths import PYCRASHERS  # noqa: E402
-from support.sidroot import SidCrashes  # noqa: E402
+from support.sidroot import SidCrashes, sysroot_without_debug_info  # noqa: E402
 
 VERSIONS = ("3.13", "3.14", "3.15")
+TARGET = 2.0  # warm, as a multiple of pystack's time
+# Fields that differ between two runs of the same analysis.
+VOLATILE = ("tool_version", "timings", "elapsed", "generated_at")
 
 
-def seconds(argv: list[str], env: dict[str, str]) -> float:
+def seconds(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, capture_output=True)
+    subprocess.run(argv, env=env, check=True, capture_output=True, cwd=cwd)
     return time.perf_counter() - start
+
+
+def stable(report_path: Path) -> dict:
+    """A JSON report without what changes from run to run."""
+    report = json.loads(report_path.read_text())
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(report)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--versions", nargs="+", default=list(VERSIONS))
+    parser.add_argument("--reference", metavar="REV", help="an earlier revision measured in the same run (labelled 'before')")
     args = parser.parse_args()
     crashes = SidCrashes()
+    work = Path(tempfile.mkdtemp(prefix="coreanalyze-pythons-"))
+    roots = {"-dbg": crashes.root, "no -dbg": sysroot_without_debug_info(crashes.root, work)}
     rows = []
     try:
-        for version in VERSIONS:
-            case = crashes.crash(f"bench-{version}", f"/usr/bin/python{version}", PYCRASHERS / "sleeper_thread.py")
-            with tempfile.TemporaryDirectory() as cache:
-                env = dict(os.environ, COREANALYZE_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
-                tool = [sys.executable, "-m", "coreanalyze", str(case.core), "--sysroot", str(crashes.root), "-o", os.devnull]
-                cold = seconds(tool, env)
-                warm = statistics.median(seconds(tool, env) for _ in range(args.repeat))
-            libs = crashes.root / "usr" / "lib" / "x86_64-linux-gnu"
-            pystack = [sys.executable, "-m", "pystack", "core", str(case.core), str(case.exe), "--lib-search-path", str(libs)]
-            theirs = statistics.median(seconds(pystack, dict(os.environ)) for _ in range(args.repeat))
-            rows.append((version, cold, warm, theirs))
+        with ExitStack() as stack:
+            trees = {"now": ROOT}
+            if args.reference:
+                trees = {"before": stack.enter_context(revision_tree(args.reference)), "now": ROOT}
+            revisions = [prepare(label, tree, work) for label, tree in trees.items()]
+            for version in args.versions:
+                case = crashes.crash(f"bench-{version}", f"/usr/bin/python{version}", PYCRASHERS / "sleeper_thread.py")
+                libs = crashes.root / "usr" / "lib" / "x86_64-linux-gnu"
+                pystack = [sys.executable, "-m", "pystack", "core", str(case.core), str(case.exe), "--lib-search-path", str(libs)]
+                theirs = statistics.median(seconds(pystack, dict(os.environ)) for _ in range(args.repeat))
+                for which, root in roots.items():
+                    timed = {}
+                    for rev in revisions:
+                        cache = rev.work / f"cache-{version}-{'dbg' if which == '-dbg' else 'nodbg'}"
+                        env = dict(rev.env, COREANALYZE_CACHE_DIR=str(cache))
+                        out = rev.work / f"report-{version}-{len(rows)}.json"
+                        argv = rev.tool(str(case.core), "--sysroot", str(root), "--format", "json", "-o", str(out))
+                        timed[rev.label] = {"env": env, "argv": argv, "out": out, "cache": cache, "cold": seconds(argv, env, rev.work), "warm": []}
+                        wait_for_later_work(cache)
+                    for _ in range(args.repeat):  # interleaved: each round runs every revision once
+                        for rev in revisions:
+                            t = timed[rev.label]
+                            t["warm"].append(seconds(t["argv"], t["env"], rev.work))
+                            wait_for_later_work(t["cache"])
+                    same = None
+                    if len(revisions) > 1:
+                        same = stable(timed["before"]["out"]) == stable(timed["now"]["out"])
+                    for label, t in timed.items():
+                        rows.append((version, which, label, t["cold"], statistics.median(t["warm"]), theirs, same))
     finally:
         crashes.close()
-    base = {name: value for name, value in zip(("cold", "warm"), rows[0][1:3])}
-    print(f"{'Python':8} {'cold':>8} {'warm':>8} {'pystack':>8} {'warm/pystack':>13} {'cold vs 3.13':>13} {'warm vs 3.13':>13}")
-    for version, cold, warm, theirs in rows:
-        print(
-            f"{version:8} {cold:7.2f}s {warm:7.2f}s {theirs:7.2f}s {warm / theirs:12.2f}x"
-            f" {cold / base['cold']:12.2f}x {warm / base['warm']:12.2f}x"
-        )
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{'Python':7} {'root':8} {'rev':7} {'cold':>7} {'warm':>7} {'pystack':>8} {'warm/pystack':>13}  {'same report':>11}")
+    for version, which, label, cold, warm, theirs, same in rows:
+        met = "ok" if warm <= TARGET * theirs else f"> {TARGET:g}x"
+        verdict = "" if same is None else ("yes" if same else "NO")
+        print(f"{version:7} {which:8} {label:7} {cold:6.2f}s {warm:6.2f}s {theirs:7.2f}s {warm / theirs:8.2f}x {met:>4}  {verdict:>11}")
     return 0
 
 
