@@ -314,6 +314,7 @@ TRIAGE_EVIDENCE = FileKind(
                         "category": STR,
                         "fault_kind": STR,
                         "confidence": FLOAT,
+                        "states_error": BOOL,
                         "description": STR,
                     }
                 )

@@ -46,6 +46,9 @@ class EvidenceRule:
     category: str | None = None
     fault_kind: str | None = None
     confidence: float = 0.5
+    # The line reports an error the process raised instead of dying (a library that would not
+    # load): where nothing died, that error is the event and the text's other lines only context.
+    states_error: bool = False
     description: str = ""
 
 
@@ -100,6 +103,7 @@ def load_rules(text: str) -> EvidenceRules:
                 category=t.get("category"),
                 fault_kind=kind,
                 confidence=float(t.get("confidence", 0.5)),
+                states_error=bool(t.get("states_error", False)),
                 description=t.get("description", ""),
             )
         )
@@ -170,6 +174,8 @@ def apply(classification: Classification, hits: list[Hit], rule_set=None) -> Non
         return
     strong = default_rules().strong
     framed = classification.culprit.function is not None
+    # Nothing died and no frame named the code: the error a line states is what happened.
+    erred = not framed and classification.fault_kind == FaultKind.UNKNOWN
     for hit in sorted(hits, key=lambda h: -h.rule.confidence):
         rule = hit.rule
         category = rule.category
@@ -177,7 +183,7 @@ def apply(classification: Classification, hits: list[Hit], rule_set=None) -> Non
             category = path_category(hit.line, rule_set)
         said = []
         if category and category != classification.category:
-            if classification.category == "unknown" or (rule.confidence >= strong and not framed):
+            if classification.category == "unknown" or (rule.confidence >= strong and not framed) or (rule.states_error and erred):
                 classification.category = category
                 said.append(f"category {category}")
         kind = rule.fault_kind

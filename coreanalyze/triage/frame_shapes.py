@@ -62,6 +62,13 @@ _BACKTICK = re.compile(
     r"(?:^|\s)(?P<mod>[\w.+-]{1,200})`(?P<fn>[^\s`][^`]*?)(?P<off>\s*\+\s*\d{1,9})?"
     r"(?:\s+at\s+(?P<file>\S+?):(?P<line>\d{1,7})(?::\d{1,5})?)?\s*$"
 )
+# A pc and the library it is in, told in words ("Crash location: `pc 00000000007827b0` in
+# `libllm_inference_engine_jni.so`", "pc 0x7f3a.. in libfoo.so"): a summary of a tombstone's top frame.
+_PC_IN = re.compile(
+    r"\bpc[`'\s]{1,3}(?:0x)?(?P<pc>[0-9a-fA-F]{4,16})[`']?\s{1,3}in\s{1,3}[`']?"
+    r"(?P<mod>[\w.+-]{1,200}\.(?:so(?:\.\d+)*|dylib|dll))(?![\w.])",
+    re.IGNORECASE,
+)
 _BRACKET = re.compile(r"\[(?P<mod>[^\[\]\s+]{1,300})\+0x[0-9a-fA-F]{1,16}\]\s+(?P<fn>[^\s+]{1,2000})(?:\+0x[0-9a-fA-F]{1,16})?")
 # A match starts only where a module's path or a name can start (not inside a word or path): tried
 # from every character, a 16 KiB word would cost each pattern its bounded repeat per character.
@@ -71,6 +78,16 @@ _MANAGED = re.compile(r"^\s*at\s+(?:[\w.<>$\[\]`]+\s+)?(?P<fn>[A-Za-z_$][\w$<>`]
 # A qualified C++ name with its argument list, or a mangled one, anywhere in the line.
 _QUALIFIED = re.compile(r"(?<!\w)(?P<fn>(?:[A-Za-z_]\w{0,200}(?:<[^()]{0,400}?>)?::){1,12}~?[A-Za-z_]\w{0,200})\s*(?:<[^()]{0,400}>)?\s*\(")
 _MANGLED = re.compile(r"(?<![\w$])(?P<fn>_Z[NZLS]?\w{4,2000})")
+# A whole line that is a symbol and its offset, as a crash reporter's symbolizer prints a frame
+# ("sst_print_stack_trace+36", "alert::SignalHandler(int, siginfo_t*, void*)+2069"): common
+# enough in other text ("x+1") that only a run of such lines is a stack.
+_SYMBOL_OFFSET = re.compile(
+    r"\s{0,8}(?P<fn>[A-Za-z_~][\w:~<>,*& ]{0,400}?(?:\((?:[^()]|\([^()]*\)){0,2000}\))?(?: const)?)"
+    r"\s?\+\s?(?:0x[0-9a-fA-F]{1,16}|\d{1,9})\s*"
+)
+# A C++ name cut inside its template arguments (the paste ended, or a viewer cut the line): the
+# frame's name is lost, yet its template arguments still say whose code it is.
+_CUT_TEMPLATE = re.compile(r"\s{0,8}(?P<fn>(?:[A-Za-z_]\w{0,200}::){1,12}[A-Za-z_]\w{0,200}<[^()]{8,4000})")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,16}\b")
 # Managed names that are a native entry point called through P/Invoke or JNI: the C API's name.
 _NATIVE_ENTRY = re.compile(r"\.(TF_[A-Z]\w+|TFE_[A-Z]\w+|TfLite[A-Z]\w+)$")
@@ -96,6 +113,8 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
         return fd.native_frame(bare_name(m.group("fn")), module=m.group("mod")), True
     if ".so" in line and (m := _SO_PAREN.search(line)) is not None:
         return fd.native_frame(m.group("fn") or None, module=m.group("mod")), True
+    if "pc" in line and " in " in line and (m := _PC_IN.search(line)) is not None:
+        return fd.native_frame(None, pc=int(m.group("pc"), 16), module=m.group("mod")), True
     if " pc " in line and (m := _PC.search(line)) is not None:
         module = m.group("mod")
         if "!" in module:  # an APK-embedded library: "base.apk!libfoo.so"
@@ -109,6 +128,10 @@ def frame_on(line: str) -> tuple[fd.model.Frame, bool] | None:
         return fd.native_frame(m.group("fn"), pc=_address(line)), False
     if "_Z" in line and (m := _MANGLED.search(line)) is not None:
         return fd.native_frame(m.group("fn"), pc=_address(line)), False
+    if "+" in line and (m := _SYMBOL_OFFSET.fullmatch(line)) is not None:
+        return fd.native_frame(bare_name(m.group("fn"))), False
+    if "::" in line and "<" in line and (m := _CUT_TEMPLATE.fullmatch(line)) is not None and line.count("<") > line.count(">"):
+        return fd.native_frame(m.group("fn").rstrip()), False
     return None
 
 
