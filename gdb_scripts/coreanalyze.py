@@ -5,7 +5,7 @@
                               thread, or every thread with `all`)
     (gdb) ca-verdict          this core's verdict, as `coreanalyze CORE` prints it
 
-py-stacks needs nothing but this directory: the CPython walker (pywalker.py) reads the
+py-stacks needs nothing but this directory: the CPython walker (pywalker/) reads the
 interpreter's state through gdb, only memory reads, nothing runs in the process. ca-verdict runs
 the `coreanalyze` program (set its path with `set coreanalyze-program PATH`) on the core and
 executable gdb has open; its HTML report goes to a temporary directory, named at the end.

@@ -1,4 +1,4 @@
-"""Python frames of every thread of a core, read by the CPython walker (pywalker.py) inside gdb.
+"""Python frames of every thread of a core, read by the CPython walker (pywalker/) inside gdb.
 
 Sourced into gdb (`source pystacks.py`), this registers the MI command
 
@@ -11,7 +11,7 @@ LWP, whether it holds the GIL, its frames innermost first, each with the index o
 `_PyEval_EvalFrameDefault` activation that runs it) and warnings.
 
 This file is the walker's gdb-hosted `Target`: memory, symbols, DWARF type offsets and threads
-as gdb sees them. The walk itself is debugger-neutral and lives in pywalker.py beside it.
+as gdb sees them. The walk itself is debugger-neutral and lives in the package pywalker/ beside it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 
 import gdb  # type: ignore[import-not-found]  # only exists inside gdb
 
-# gdb runs this file as a script: its directory holds the walker module.
+# gdb runs this file as a script: its directory holds the walker package (pywalker/).
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)

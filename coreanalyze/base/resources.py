@@ -28,11 +28,19 @@ TEMPLATES = shipped_dir("templates")
 
 
 def gdb_script_module(name: str) -> ModuleType:
-    """A module of gdb_scripts/ imported into this process (one that needs no gdb: the walker)."""
+    """A module or package of gdb_scripts/ imported into this process (one that needs no gdb: the
+    walker). By path: in the source tree gdb_scripts/ is no package of coreanalyze's; a package's
+    own modules are then found beside its __init__.py."""
     full_name = f"coreanalyze.gdb_scripts.{name}"
     module = sys.modules.get(full_name)
     if module is None:
-        spec = importlib.util.spec_from_file_location(full_name, GDB_SCRIPTS / f"{name}.py")
+        package = GDB_SCRIPTS / name
+        if (package / "__init__.py").is_file():
+            spec = importlib.util.spec_from_file_location(
+                full_name, package / "__init__.py", submodule_search_locations=[str(package)]
+            )
+        else:
+            spec = importlib.util.spec_from_file_location(full_name, GDB_SCRIPTS / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[full_name] = module

@@ -1,6 +1,6 @@
 """Python frames in every thread: run the CPython walker and place its frames among the native ones.
 
-The walker (gdb_scripts/pywalker.py, in-process or through gdb: a PythonWalker) reads the interpreter's state and
+The walker (gdb_scripts/pywalker/, in-process or through gdb: a PythonWalker) reads the interpreter's state and
 returns each Python thread's frames innermost first, each tagged with the index of the
 `_PyEval_EvalFrameDefault` activation that runs it (0 = the innermost activation). Here every
 native `_PyEval_EvalFrameDefault` frame, innermost first, takes the Python frames of one

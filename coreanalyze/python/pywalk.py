@@ -1,4 +1,4 @@
-"""What the CPython walker (gdb_scripts/pywalker.py) is asked (WalkOptions) and what it reports,
+"""What the CPython walker (gdb_scripts/pywalker/) is asked (WalkOptions) and what it reports,
 typed: each Python thread's frames, the interpreter's version, the imported top-level modules.
 The walker runs in-process on the Process (coreanalyze.python.coretarget.InProcessWalker) or, through
 its gdb command, inside gdb (coreanalyze.gdb.debugger.GdbDebugger); either answer is checked here

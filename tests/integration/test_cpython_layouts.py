@@ -1,4 +1,5 @@
-"""The walker's tables against CPython's own headers.
+"""The walker's tables against CPython's own headers: the data files it loads at start
+(gdb_scripts/pywalker/layouts/offsets.json, dwarf.json and debug_offsets.json), as it reads them.
 
 For 3.13 and later the walker carries the layout of every build, default and free-threaded:
 the interpreter exports most of it in _Py_DebugOffsets, and the table fills the rest and stands

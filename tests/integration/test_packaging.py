@@ -26,8 +26,12 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(cores, tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("coreanalyze/templates/") and n.endswith(".j2") for n in names), names
     # gdb_scripts/ and templates/ live at the repository's top level; the wheel has them inside.
-    for script in ("pystacks.py", "pywalker.py", "coreanalyze.py", "symbolfiles.py"):
+    for script in ("pystacks.py", "pywalker/__init__.py", "coreanalyze.py", "symbolfiles.py"):
         assert f"coreanalyze/gdb_scripts/{script}" in names
+    # The walker's modules, and its layouts as data beside them.
+    walker = REPO / "gdb_scripts" / "pywalker"
+    shipped = [p.relative_to(REPO / "gdb_scripts").as_posix() for p in [*walker.glob("*.py"), *walker.glob("layouts/*.json")]]
+    assert len(shipped) > 10 and {f"coreanalyze/gdb_scripts/{p}" for p in shipped} <= set(names)
     assert any(n.startswith("coreanalyze/classify/") and n.endswith(".toml") for n in names)
     assert {"coreanalyze/opinstance/dtypes.toml", "coreanalyze/opinstance/tflite_ops.toml",
             "coreanalyze/opinstance/layouts/tflite.toml", "coreanalyze/opinstance/layouts/probe.cc"} <= set(names)

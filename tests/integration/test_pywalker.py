@@ -1,6 +1,6 @@
 """The CPython walker over the in-process target: real cores, no debugger.
 
-gdb_scripts/pywalker.py is debugger-neutral; coreanalyze.python.coretarget gives it the core file's own
+gdb_scripts/pywalker/ is debugger-neutral; coreanalyze.python.coretarget gives it the core file's own
 memory (plus the mapped files for what the kernel did not dump), symbols from the interpreter's
 ELF symbol tables and the threads from the core's notes. The tests take gdb off PATH once their
 core exists (cores of the Python crashers, written by the kernel). The last test checks that

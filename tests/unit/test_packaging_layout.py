@@ -17,7 +17,17 @@ def test_every_package_is_listed_and_the_shipped_directories_are_mapped():
         for p in (REPO / "coreanalyze").rglob("__init__.py")
         if "__pycache__" not in p.parts
     }
-    assert set(setuptools["packages"]) == found | {"coreanalyze.gdb_scripts", "coreanalyze.templates"}
+    # The packages of the top-level gdb_scripts/ (the walker is one of its own), mapped below.
+    scripts = {
+        ".".join(("coreanalyze", *p.parent.relative_to(REPO).parts))
+        for p in (REPO / "gdb_scripts").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert scripts == {"coreanalyze.gdb_scripts", "coreanalyze.gdb_scripts.pywalker"}
+    assert set(setuptools["packages"]) == found | scripts | {"coreanalyze.templates"}
     assert setuptools["package-dir"] == {"coreanalyze.gdb_scripts": "gdb_scripts", "coreanalyze.templates": "templates"}
-    assert (REPO / "gdb_scripts" / "pywalker.py").is_file() and (REPO / "templates" / "report.html.j2").is_file()
+    assert (REPO / "gdb_scripts" / "pywalker" / "__init__.py").is_file() and (REPO / "templates" / "report.html.j2").is_file()
+    # The walker's layouts are data beside it, shipped with it.
+    assert setuptools["package-data"]["coreanalyze.gdb_scripts.pywalker"] == ["layouts/*.json"]
+    assert sorted(p.name for p in (REPO / "gdb_scripts" / "pywalker" / "layouts").glob("*.json"))
     assert not (REPO / "coreanalyze" / "gdb_scripts").exists() and not (REPO / "coreanalyze" / "templates").exists()
