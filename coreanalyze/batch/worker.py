@@ -307,22 +307,13 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def open_gdb_pool(config: WorkerConfig) -> Any:
     """This worker's pool of warm gdb processes, held for the worker's whole life, or None when
-    this installation has none (each core then gets a fresh gdb, as `coreanalyze CORE` does).
+    none can start (each core then gets a fresh gdb, as `coreanalyze CORE` does).
 
     Cores of the same build are sent to the same worker (see runner._Queue), so its pool finds
     the program and libraries already loaded."""
-    try:
-        from coreanalyze.gdb.pool import GdbPool
-    except ImportError:
-        return None
-    options = config.options
-    try:
-        from_options = getattr(GdbPool, "from_options", None)
-        if callable(from_options):
-            return from_options(options)
-        return GdbPool(gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod)
-    except (TypeError, CoreAnalyzeError, OSError):
-        return None  # a pool that cannot start is no reason to stop: fresh gdb per core
+    from coreanalyze.gdb.opening import warm_pool
+
+    return warm_pool(config.options)
 
 
 def close_gdb_pool(gdb_pool: Any) -> None:

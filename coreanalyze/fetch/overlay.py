@@ -23,7 +23,6 @@ import os
 from coreanalyze.base import model
 from coreanalyze.base.rootpaths import file_in_root
 from coreanalyze.corefile.modules import DELETED_SUFFIX
-from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.process.process import Process
 from coreanalyze.symbols.paths import under
 
@@ -38,7 +37,7 @@ def _targets(process: Process, modules: list[model.Module], fetched: dict[str, s
             targets[module.path] = os.path.abspath(target)
             if module.start is not None:
                 by_start[module.start] = targets[module.path]
-    for library in read_link_map(process):
+    for library in process.loaded_libraries:
         # l_addr is the load bias: the start of the library's first mapping for a shared object.
         target = by_start.get(library.base)
         if target is not None:

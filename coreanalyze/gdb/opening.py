@@ -18,6 +18,19 @@ if TYPE_CHECKING:  # imported when gdb opens the core: the opener is made before
     from coreanalyze.gdb.collect import FromNotes, GdbAnalysis
 
 
+def warm_pool(options: Any) -> Any:
+    """A pool of warm gdb processes set up as an analysis with these options starts its gdb,
+    for analyses one after another (a batch worker's), or None where none can start: a pool is
+    reached only through this module, as every other use of gdb is."""
+    from coreanalyze.base.errors import CoreAnalyzeError
+    from coreanalyze.gdb.pool import GdbPool
+
+    try:
+        return GdbPool.from_options(options)
+    except (TypeError, CoreAnalyzeError, OSError):
+        return None  # a pool that cannot start is no reason to stop: a fresh gdb per core
+
+
 class GdbOpener:
     """An Opener (coreanalyze.unwind.debugger) with gdb, for one core's analysis."""
 

@@ -140,13 +140,11 @@ def image_sysroot(path: str, process: Process) -> ImageSysroot:
 def _mapped_paths(process: Process) -> list[str]:
     """Every name the process had for its files: the kernel's paths of its mappings, and the
     dynamic loader's names (gdb looks libraries up by those)."""
-    from coreanalyze.gdb.linkmap import read_link_map
-
     paths = [m.path for m in process.mappings if m.path.startswith("/") and not m.path.endswith(DELETED_SUFFIX)]
     if process.executable:
         paths.append(process.executable)
     try:
-        paths += [library.name for library in read_link_map(process)]
+        paths += [library.name for library in process.loaded_libraries]
     except (OSError, ValueError):
         pass
     return list(dict.fromkeys(paths))

@@ -121,6 +121,20 @@ def test_the_stages_name_no_debugger():
         assert not {m for m in reachable(graph, seam) if m.startswith("coreanalyze.gdb")}, seam
 
 
+def test_gdb_is_reached_only_through_its_opener():
+    """Outside coreanalyze.gdb, the only module of it anything imports is the opener
+    (coreanalyze.gdb.opening: opening a core, a batch's warm pool)."""
+    graph = import_graph()
+    reaching = {
+        (module, target)
+        for module, targets in graph.items()
+        if module != "coreanalyze.gdb" and not module.startswith("coreanalyze.gdb.")
+        for target in targets
+        if (target == "coreanalyze.gdb" or target.startswith("coreanalyze.gdb.")) and target != "coreanalyze.gdb.opening"
+    }
+    assert not reaching
+
+
 # The folders in the order of the pipeline: each may import only the folders before it (and
 # itself), so a stage is found by its folder and nothing below a stage depends on what follows it.
 # "coreanalyze" is the package's own __init__ (its version); the thin CLI sits above them all.

@@ -71,7 +71,6 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     sort_symbols_in,
 )  # fmt: skip
 from coreanalyze.gdb.libcopies.unwindtables import UnwindTable, usable_table
-from coreanalyze.gdb.linkmap import read_link_map
 from coreanalyze.process.process import Process
 from coreanalyze.symbols.paths import SYSTEM_DEBUG_DIR, under, valid_build_id
 
@@ -307,7 +306,7 @@ def _plan(process: Process, modules, sysroot, debug_dirs, cache_root, min_symbol
         chosen.append(FastLibrary(path=module.path, local_path=module.local_path, copy=copy, entry=entry, layout=layout))
     if not chosen:
         return None
-    loaded = read_link_map(process)
+    loaded = process.loaded_libraries
     if not loaded:
         return None  # without the loader's names gdb could not find the copies
     by_identity = {_identity(lib.local_path): lib for lib in chosen}
