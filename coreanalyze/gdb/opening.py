@@ -42,6 +42,7 @@ class GdbOpener:
         self.libraries: Any = None  # the libraries gdb reads (gdb.libraries.LibraryChoice), None: all
         self.reached: list[int] = []  # code addresses the threads hold (Process.code_addresses_on_stacks)
         self.debug_files_to_copy: list[tuple[str, str]] = []  # (debug file, build-id) gdb reads compressed
+        self.program_frames: Any = None  # the program's frames kept from earlier (gdb.programframes), or None
 
     @classmethod
     def for_analysis(cls, arch: str, options: Any, gdb_pool: Any, held: Any) -> tuple[Any, GdbOpener]:
@@ -151,13 +152,28 @@ class GdbOpener:
         found, self.debug_files_to_copy = uncompressed.plan(debug_files, gdb_reads)
         if found:
             self.debug_dirs.insert(0, str(uncompressed.directory()))
+        self.program_frames = self._program_frames(ctx, debug_files)
+
+    def _program_frames(self, ctx: Any, debug_files: list) -> Any:
+        """The program's frames kept from earlier analyses, where gdb can open the core without
+        the program's separate debug file (coreanalyze.gdb.programframes): a gdb of this
+        analysis's own (a pool's reads it once for many cores), told which libraries to read and
+        where their debug files are (the program is read with no debug directory, the libraries
+        after it with these)."""
+        if self.gdb_pool is not None or self.libraries is None or ctx.link_map is not None or not self.debug_dirs:
+            return None
+        found = [(m, build_id) for m, build_id, _file in debug_files if ctx.executable and m.local_path == ctx.executable]
+        if not found or found[0][0].start is None or found[0][0].end is None:
+            return None
+        from coreanalyze.gdb.programframes import KnownFrames, ProgramFrames
+
+        program, build_id = found[0]
+        return ProgramFrames(program.start, program.end, KnownFrames.load(build_id))
 
     # -- gdb ---------------------------------------------------------------------------------
 
     @contextmanager
     def _collected_core(self, ctx: Any, while_loading: Callable[[], None]) -> Iterator:
-        from coreanalyze.gdb.libcopies.naming import collected_core
-        from coreanalyze.gdb.placing import PlacingGdb
         from coreanalyze.gdb.pool import default_index_cache, gdb_for_analysis
 
         options = ctx.options
@@ -165,13 +181,35 @@ class GdbOpener:
         with gdb_for_analysis(
             self.gdb_pool, gdb_path=options.gdb, timeout=options.timeout, debuginfod=options.debuginfod,
             index_cache=index_cache, own=self.own_gdb,
-        ) as gdb, collected_core(
+        ) as gdb:  # fmt: skip
+            use = self.program_frames
+            if use is None:
+                with self._collected_with(ctx, gdb, while_loading) as opened:
+                    yield opened
+                return
+            from coreanalyze.gdb.programframes import Recording, WithoutProgramDebugFile
+
+            # Without the program's debug file first: every frame of the program kept from
+            # earlier is the answer; one that is not has gdb open the core the plain way.
+            with self._collected_with(ctx, WithoutProgramDebugFile(gdb, use), while_loading) as opened:
+                if not use.missed:
+                    yield opened
+                    return
+            with self._collected_with(ctx, Recording(gdb, use), None) as opened:
+                use.known.save()
+                yield opened
+
+    def _collected_with(self, ctx: Any, gdb: Any, while_loading: Callable[[], None] | None):
+        from coreanalyze.gdb.libcopies.naming import collected_core
+        from coreanalyze.gdb.placing import PlacingGdb
+
+        options = ctx.options
+        return collected_core(
             gdb if ctx.link_map is None else PlacingGdb(gdb, ctx.link_map), ctx.core_path, executable=ctx.executable,
             sysroot=options.sysroot, debug_dirs=self.debug_dirs, fast=self.fast,
             before_target=while_loading, libraries=self.libraries,
             reached=self.reached, crash_pc=ctx.process.program_counter(), from_notes=_from_notes(ctx),
-        ) as opened:  # fmt: skip
-            yield opened
+        )  # fmt: skip
 
 
 def _from_notes(ctx: Any) -> FromNotes:

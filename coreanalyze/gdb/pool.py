@@ -92,6 +92,7 @@ class OwnGdb:
         debug_dirs: Iterable[str] = (),
         before_target: Callable[[], None] | None = None,
         libraries: LibraryChoice | None = None,
+        program_debug_file: bool = True,
     ) -> GdbSession:
         early = self._take_early()
         self.close()
@@ -103,8 +104,9 @@ class OwnGdb:
             self.session = session
             session.start()
         session.load(
-            core, executable=executable, sysroot=sysroot, debug_dirs=list(debug_dirs), before_target=before_target, libraries=libraries
-        )
+            core, executable=executable, sysroot=sysroot, debug_dirs=list(debug_dirs), before_target=before_target, libraries=libraries,
+            program_debug_file=program_debug_file,
+        )  # fmt: skip
         return session
 
     def _take_early(self) -> GdbSession | None:

@@ -474,6 +474,7 @@ class GdbSession:
         debug_dirs: Iterable[str | os.PathLike[str]] = (),
         before_target: Callable[[], None] | None = None,
         libraries: Any = None,  # a coreanalyze.gdb.libraries.LibraryChoice
+        program_debug_file: bool = True,
     ) -> None:
         """Open a core (and its executable) the way the analysis needs it.
 
@@ -481,6 +482,7 @@ class GdbSession:
         and `target core`, which is when gdb reads the program and loads the shared libraries. before_target is called
         as soon as that command is sent (the caller may start work of its own while gdb is busy).
         libraries: read only the libraries it chooses (coreanalyze.gdb.libraries); else all.
+        program_debug_file: False: gdb reads the program without its separate debug file.
         """
         if sysroot is not None:
             # `set sysroot` takes the rest of the line as the path, no quote processing.
@@ -488,9 +490,14 @@ class GdbSession:
         if solib_search_path is not None:
             self.mi(f"-gdb-set solib-search-path {_plain(str(solib_search_path))}")
         dirs = [_abs(d) for d in debug_dirs]
+        if executable is not None and not program_debug_file:
+            # No debug directory while gdb reads the program: it finds no separate debug file
+            # for it (coreanalyze.gdb.programframes); the libraries, read later, find theirs.
+            self.mi(f"-gdb-set debug-file-directory {os.devnull}")
+            self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")
         if dirs:
             self.mi(f"-gdb-set debug-file-directory {_plain(os.pathsep.join(dirs))}")
-        if executable is not None:
+        if executable is not None and program_debug_file:
             # After the debug directories: gdb looks for the program's separate debug file as it
             # reads the program (a sysroot's /usr/lib/debug, say, is found only when it is set).
             self.mi(f"-file-exec-and-symbols {mi_quote(self._speakable(executable))}")

@@ -9,6 +9,8 @@ root's separate debug files hidden, and with no sysroot at all (the interpreter 
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import struct
 import subprocess
@@ -26,6 +28,7 @@ from support.sidroot import NEWER, SidCrashes, chroot_env, in_root, sysroot_with
 
 from coreanalyze.corefile import read_core
 from coreanalyze.corefile.modules import module_table
+from coreanalyze.gdb.programframes import CACHE_PART
 from coreanalyze.process.process import Process
 from coreanalyze.python.coretarget import pywalker, walk_core
 
@@ -133,6 +136,40 @@ def test_without_the_interpreters_debug_info(sid, minor, tmp_path):
     report = analyze_json(case.core, "--sysroot", str(view))
     assert where(python_frames(crashed_thread(report))[1:]) == three_deep_lines(case.extra["script"])
     assert not [m for m in report["modules"] if m["debug_file"]], "the view holds no debug file"
+
+
+def stable(report: dict) -> dict:
+    """A report without what changes from one run to the next."""
+    return {k: v for k, v in report.items() if k not in ("tool_version", "timings")}
+
+
+@pytest.mark.parametrize("minor", NEWER)
+def test_the_interpreters_frames_kept_give_the_plain_report(sid, minor, tmp_path):
+    """gdb reads the interpreter's LTO debug file (seconds) once: later analyses open the core
+    without it and name the interpreter's frames from what gdb said of their pcs then
+    (coreanalyze.gdb.programframes). Their reports are those of the plain way: the same core
+    again, and another core of the same interpreter whose new pcs send it the plain way."""
+    sleeper = sid.crash(f"sleeper-{minor}", f"/usr/bin/python{minor}", PYCRASHERS / "sleeper_thread.py")
+    other = sid.crash(f"three_deep-{minor}", f"/usr/bin/python{minor}", THREE_DEEP)
+    kept_cache, fresh_cache = tmp_path / "kept", tmp_path / "fresh"
+
+    def analyze(case, cache: Path) -> dict:
+        return stable(analyze_json(case.core, *sysroot_args(case), base_env=dict(os.environ, COREANALYZE_CACHE_DIR=str(cache))))
+
+    first = analyze(sleeper, kept_cache)
+    (kept,) = (kept_cache / CACHE_PART).glob("*.json")
+    assert analyze(sleeper, kept_cache) == first
+    plain = analyze(other, fresh_cache)
+    assert analyze(other, kept_cache) == plain  # some pcs kept, others not: the plain way
+    assert analyze(other, kept_cache) == plain  # all kept now
+    # The kept answers are what the report shows.
+    data = json.loads(kept.read_text())
+    for group in data["frames"].values():
+        for entry in group:
+            entry[0] = f"kept-{entry[0]}"
+    kept.write_text(json.dumps(data))
+    ours = [f for f in crashed_thread(analyze(sleeper, kept_cache))["frames"] if f["kind"] == "native" and f["module"] == f"/usr/bin/python{minor}"]
+    assert ours and all(f["function"].startswith("kept-") for f in ours)
 
 
 @pytest.mark.parametrize("minor", NEWER)
