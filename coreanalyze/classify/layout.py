@@ -64,9 +64,16 @@ def prefix_table() -> tuple[tuple[str, re.Pattern[str], str | None], ...]:
     return tuple(rows)
 
 
+# Trees renamed in the table's terms, in order: TF 1.15 and 2.0 wheels built from tensorflow_core/
+# (their fatal lines say `tensorflow_core/core/kernels/gather_op.cc:81]`), XLA's and TSL's moves.
+_RENAMES = (("tensorflow_core/", "tensorflow/"), ("tensorflow/compiler/xla/", "xla/"), ("tensorflow/tsl/", "tsl/"),
+            ("xla/third_party/tsl/", "tsl/"), ("third_party/xla/", ""), ("xla/tsl/", "tsl/"))
+
+
 @functools.cache
 def _roots() -> frozenset[str]:
-    return frozenset(p.split("/", 1)[0] for p, _, _ in prefix_table())
+    """The top folders a path may start from: the table's, and TF 1.15/2.0's tensorflow_core."""
+    return frozenset(p.split("/", 1)[0] for p, _, _ in prefix_table()) | {"tensorflow_core"}
 
 
 def normalize(path: str) -> str | None:
@@ -83,8 +90,7 @@ def normalize(path: str) -> str | None:
     p = "/".join(parts)
     if p.startswith("tensorflow/include/"):  # the wheel's own header tree
         return normalize(p[len("tensorflow/include/"):])
-    for old, new in (("tensorflow_core/", "tensorflow/"), ("tensorflow/compiler/xla/", "xla/"), ("tensorflow/tsl/", "tsl/"),
-                     ("xla/third_party/tsl/", "tsl/"), ("third_party/xla/", ""), ("xla/tsl/", "tsl/")):
+    for old, new in _RENAMES:
         if p.startswith(old):
             p = new + p[len(old):]
     return p

@@ -22,9 +22,11 @@ from coreanalyze.classify.frames import FrameView
 # A frame whose function, source file or library the index places. Below the frame rules that
 # name a subsystem's functions (55-97), above the generic ones (a library's name, CPython, 20-45).
 FRAME_PRIORITY = 50
-# The source file of the fatal line: below the path rules (27-33), which keep what a path alone
-# cannot say (a file named for CUDA is GPU code); it decides where they are silent.
-MESSAGE_PRIORITY = 26
+# The source file of the fatal line: where the log-source-* rules per directory were (the index
+# made them redundant), below the ones kept for what a path alone cannot say (XLA's GPU compiler
+# is XLA, a file named for CUDA is GPU code: 31-33). An op named on the line before scores as
+# much; at no distance from the crash, the fatal line goes first.
+MESSAGE_PRIORITY = 30
 # An op named in the text's lines: what the user ran. As strong as a line rule of a subsystem.
 LINE_OP_PRIORITY = 32
 # A call the text names (`interpreter->invoke()`): weaker than an op's name.

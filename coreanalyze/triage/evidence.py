@@ -22,6 +22,7 @@ from importlib import resources
 from coreanalyze import rulesdata
 from coreanalyze.base.model import Classification
 from coreanalyze.base.vocabulary import FaultKind
+from coreanalyze.classify import layout
 from coreanalyze.rulesdata.kinds import TRIAGE_EVIDENCE
 from coreanalyze.triage import findings as fd
 from coreanalyze.triage import limits
@@ -156,7 +157,8 @@ def _message_weight(line: str, matched: str) -> int | None:
 
 
 def path_category(line: str, rule_set) -> str | None:
-    """The subsystem a source path in the line names, by the frame rules' `source_file` table."""
+    """The subsystem a source path in the line names: by the frame rules' `source_file` table
+    (glibc's malloc.c), else by TensorFlow's layout (layout.py: its directories and basenames)."""
     for m in _SOURCE_PATH.finditer(line):
         path = m.group(0).replace("\\", "/")
         best = None
@@ -165,6 +167,9 @@ def path_category(line: str, rule_set) -> str | None:
                 best = rule
         if best is not None:
             return best.category
+        place = layout.source_file(path)
+        if place is not None:
+            return place.category
     return None
 
 

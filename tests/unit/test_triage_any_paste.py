@@ -142,8 +142,8 @@ def test_frameless_evidence_names_subsystem_and_fault_kind(text, category, fault
     assert (c.category, c.fault_kind) == (category, fault_kind), c.evidence
 
 
-def test_a_tensorflow_source_path_names_its_subsystem_through_the_frame_rules():
-    # No rule names this runtime error; the source path in it does, through rules.toml's source_file table.
+def test_a_tensorflow_source_path_names_its_subsystem_through_the_name_index():
+    # No rule names this runtime error; the source path in it does, through the name index (layout.py).
     c = triage_text("Could not load library libcudnn_ops.so.9\nE external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:535] failed\nAborted (core dumped)\n", "x").classification
     assert c.category == "gpu-driver"
 
