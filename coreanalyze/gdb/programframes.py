@@ -18,14 +18,18 @@ and all, and what it then says of the program's pcs is kept: the report is alway
 plain way gives (tests/integration/test_newer_pythons.py compares them).
 
 A frame gdb names by its pc alone is the innermost one, or one a signal interrupted; the others
-are named by pc-1 (a return address), so the two are kept apart. Frames of one pc following each
-other (recursion through one call) are never taken from the cache: which of them are one frame's
-inlined calls is not known without the debug file.
+are named by pc-1 (a return address), so the two are kept apart. What gdb lists for a frame is
+kept with the frame next to it (its place in the program, or its library and function): between
+two frames gdb may list frames of tail calls it derives from the debug info's call sites, and
+where it did, nothing is kept. Frames of one pc following each other (recursion through one
+call) are never taken from the cache: which of them are one frame's inlined calls is not known
+without the debug file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +57,7 @@ class KnownFrames:
         known = cls(build_id)
         try:
             data = json.loads(_path(build_id).read_text())
-            known.frames = {k: v for k, v in data["frames"].items() if isinstance(v, list)}
+            known.frames = {k: v for k, v in data["frames"].items() if _is_group(v)}
             known.instructions = {k: v for k, v in data["instructions"].items() if isinstance(v, list) and len(v) == 3}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # none kept yet, or unreadable: the plain way fills it
@@ -75,6 +79,15 @@ class KnownFrames:
             self.changed = True
 
 
+def _is_group(value: Any) -> bool:
+    """[[function, file, line, library], ...] as kept (a cache file may have been damaged)."""
+    return isinstance(value, list) and all(
+        isinstance(e, list) and len(e) == 4 and all(x is None or isinstance(x, str) for x in (e[0], e[1], e[3]))
+        and (e[2] is None or isinstance(e[2], int))
+        for e in value
+    )  # fmt: skip
+
+
 def _path(build_id: str):
     return cache_dir() / CACHE_PART / f"{build_id}.json"
 
@@ -93,13 +106,28 @@ class ProgramFrames:
         return pc is not None and self.start <= pc < self.end
 
     def frame_key(self, frames: list[DebuggerFrame], i: int) -> str | None:
-        """The key of frame i (one of the program's), or None where it cannot be kept: the next
-        frame has the same pc (recursion through one call, see the module's notes)."""
+        """The key of frame i of a listing without the program's debug file: a frame of the
+        program, or one next to such a frame (a boundary, whose key says that gdb lists no frame
+        between them). None where nothing can be kept: the next frame has the same pc
+        (recursion through one call, see the module's notes)."""
         pc = frames[i].pc
-        if i + 1 < len(frames) and frames[i + 1].pc == pc:
+        if self.holds(pc) and i + 1 < len(frames) and frames[i + 1].pc == pc:
             return None
         exact = i == 0 or frames[i - 1].function == SIGNAL_TRAMPOLINE
-        return f"{pc - self.start:x}:{int(exact)}"
+        inner = self.identity(frames[i - 1]) if i > 0 else "-"
+        return f"{inner}>{self.identity(frames[i])}:{int(exact)}"
+
+    def identity(self, frame: DebuggerFrame) -> str:
+        """A frame's place: its offset in the program, else its library and function."""
+        if self.holds(frame.pc):
+            return f"+{frame.pc - self.start:x}"
+        return f"{os.path.basename(frame.library or '?')}:{frame.function or '?'}"
+
+    def involved(self, frames: list[DebuggerFrame], i: int) -> bool:
+        """Frame i is the program's or follows one: what gdb lists there may depend on the
+        program's debug info (its inlined calls; the frames of tail calls gdb derives from call
+        sites between two frames)."""
+        return self.holds(frames[i].pc) or (i > 0 and self.holds(frames[i - 1].pc))
 
     def instruction_key(self, pc: int, length: int) -> str:
         # Absolute: the text names the addresses of branch targets.
@@ -123,15 +151,18 @@ class KnownFramesSession(GdbDebugger):
         self.use.physical[thread] = physical
         out: list[DebuggerFrame] = []
         for i, frame in enumerate(physical):
-            if not self.use.holds(frame.pc):
+            if not self.use.involved(physical, i):
                 out.append(frame)
                 continue
             key = self.use.frame_key(physical, i)
             group = self.use.known.frames.get(key) if key is not None else None
-            if not group:
+            if group is None or (self.use.holds(frame.pc) and not group):
                 self.use.missed = True
                 return physical
-            out += [DebuggerFrame(frame.pc, function, file, line, library) for function, file, line, library in group]
+            if self.use.holds(frame.pc):
+                out += [DebuggerFrame(frame.pc, *entry) for entry in group]
+            else:
+                out.append(frame)  # a library's frame next to one of the program: kept as []
         return out[: high - low + 1]
 
     def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
@@ -168,23 +199,24 @@ class RecordingSession(KnownFramesSession):
         return listed
 
     def _keep(self, physical: list[DebuggerFrame], listed: list[DebuggerFrame], truncated: bool) -> None:
+        """Match each frame of the listing without the debug file with what gdb lists for it
+        with it; stop at the first frame listed in between (a tail call's), or any doubt."""
         j = 0
         for i, frame in enumerate(physical):
-            if j >= len(listed):
-                return
-            if not self.use.holds(frame.pc):
-                if listed[j].pc != frame.pc:
-                    return  # the two listings part: keep nothing further
-                j += 1
-                continue
-            key = self.use.frame_key(physical, i)
-            run = j
-            while run < len(listed) and listed[run].pc == frame.pc:
-                run += 1
-            if key is None or run == j or (run == len(listed) and truncated):
-                return
-            group = [[f.function, f.file, f.line, f.library] for f in listed[j:run]]
-            self.use.known.add(self.use.known.frames, key, group)
+            if j >= len(listed) or listed[j].pc != frame.pc:
+                return  # the listings part here: nothing further is kept
+            run = j + 1
+            if self.use.holds(frame.pc):
+                while run < len(listed) and listed[run].pc == frame.pc:
+                    run += 1
+                if run == len(listed) and truncated:
+                    return  # the run may go on past the listing's end
+            if self.use.involved(physical, i):
+                key = self.use.frame_key(physical, i)
+                if key is None:
+                    return
+                group = [[f.function, f.file, f.line, f.library] for f in listed[j:run]] if self.use.holds(frame.pc) else []
+                self.use.known.add(self.use.known.frames, key, group)
             j = run
 
     def instruction_at(self, thread: str | None, pc: int, length: int) -> Instruction | None:
