@@ -85,8 +85,9 @@ _SYMBOL_OFFSET = re.compile(
     r"\s{0,8}(?P<fn>[A-Za-z_~][\w:~<>,*& ]{0,400}?(?:\((?:[^()]|\([^()]*\)){0,2000}\))?(?: const)?)"
     r"\s?\+\s?(?:0x[0-9a-fA-F]{1,16}|\d{1,9})\s*"
 )
-# A C++ name cut inside its template arguments (the paste ended, or a viewer cut the line): the
-# frame's name is lost, yet its template arguments still say whose code it is.
+# A C++ frame cut inside its template arguments (the paste ended, or a viewer cut the line): the
+# return type a symbolizer prints first and the function's qualified name before the cut still say
+# whose code it is.
 _CUT_TEMPLATE = re.compile(r"\s{0,8}(?P<fn>(?:[A-Za-z_]\w{0,200}::){1,12}[A-Za-z_]\w{0,200}<[^()]{8,4000})")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,16}\b")
 # Managed names that are a native entry point called through P/Invoke or JNI: the C API's name.

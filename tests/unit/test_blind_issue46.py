@@ -4,9 +4,12 @@ any verdict was seen. The rules and the name index were tuned on the even half o
 
 Measured before the name index: tune half (25) category 8, fault kind 17, 5 refused; held-out
 half (37) category 19, fault kind 29, 6 refused. After it (and the errors-before-a-crash evidence):
-tune 19, 24, none refused; held-out 25 (68%), 34 (92%), 2 refused. These tests hold the numbers
+tune 19, 24, none refused; held-out 25 (68%), 34 (92%), 2 refused. After a second pass on the tune
+half's misses by general causes (tests/unit/test_triage_general_causes.py): tune 24, 25, none
+refused; held-out 26 (70%), 34 (92%), 2 refused. These tests hold the numbers
 reached so that a change that loses them is seen; the held-out half is the number that counts.
-Texts that state an error (`states_error`): 2 of 3 (tune) and 4 of 5 (held-out) get their category.
+Texts that state an error (`states_error`): 2 of 3 (tune) and 4 of 5 (held-out) got their category
+before the second pass, 3 of 3 and 5 of 5 after it.
 """
 
 from __future__ import annotations
@@ -32,5 +35,5 @@ def test_the_held_out_half_keeps_its_numbers():
     assert (category, kind) >= (HELD_CATEGORY, HELD_KIND) and refused <= HELD_REFUSED, (category, kind, refused)
 
 
-TUNE_CATEGORY, TUNE_KIND, TUNE_REFUSED = 19, 24, 0
-HELD_CATEGORY, HELD_KIND, HELD_REFUSED = 25, 34, 2
+TUNE_CATEGORY, TUNE_KIND, TUNE_REFUSED = 24, 25, 0
+HELD_CATEGORY, HELD_KIND, HELD_REFUSED = 26, 34, 2
