@@ -114,16 +114,25 @@ def make_all(kinds: list[Kind], workdir: Path) -> dict[Kind, list[Path]]:
     MAKE_AT_ONCE at a time."""
     from support.tfcores import SCENARIOS, build_op_library
 
+    kept = {kind: kept_cores(kind, workdir) for kind in kinds}
+    missing = [kind for kind in kinds if kept[kind] is None]
     # Built first, one version at a time: two makers compiling the same library into the same
     # file would race.
-    for version, python in {k.version: k.python for k in kinds if SCENARIOS[k.scenario].uses_op_library}.items():
+    for version, python in {k.version: k.python for k in missing if SCENARIOS[k.scenario].uses_op_library}.items():
         build_op_library(Path(python), version_dir(workdir, version))
 
     def make(kind: Kind) -> list[Path]:
-        return bench.make_cores(kind.python, kind.count, version_dir(workdir, kind.version), kind.scenario)
+        return kept[kind] or bench.make_cores(kind.python, kind.count, version_dir(workdir, kind.version), kind.scenario)
 
     with ThreadPoolExecutor(MAKE_AT_ONCE) as pool:
         return dict(zip(kinds, pool.map(make, kinds)))
+
+
+def kept_cores(kind: Kind, workdir: Path) -> list[Path] | None:
+    """A kept work directory's cores of this kind, where it has them all: used as they are,
+    without asking TensorFlow for its build flags again (an import of TensorFlow per kind)."""
+    found = [bench.kept_core(version_dir(workdir, kind.version) / f"{kind.scenario}-{i}") for i in range(kind.count)]
+    return None if None in found else found
 
 
 def version_dir(workdir: Path, version: str) -> Path:
@@ -131,11 +140,14 @@ def version_dir(workdir: Path, version: str) -> Path:
 
 
 def link_batch(cores: dict[Kind, list[Path]], directory: Path) -> None:
-    """The batch's input: one directory of links, names unique across kinds."""
+    """The batch's input: one directory of links, the kinds taking turns in name order (the
+    order the batch takes them), so that the first and the last cores are alike."""
     directory.mkdir(parents=True)
-    for kind, paths in cores.items():
-        for i, core in enumerate(paths):
-            os.symlink(core, directory / f"{kind.label}-{i}-{core.name}")
+    longest = max(len(paths) for paths in cores.values())
+    turns = [(kind, i) for i in range(longest) for kind in cores if i < len(cores[kind])]
+    for n, (kind, i) in enumerate(turns):
+        core = cores[kind][i]
+        os.symlink(core, directory / f"{n:04d}-{kind.label}-{i}-{core.name}")
 
 
 # --------------------------------------------------------------------------- runs
@@ -169,25 +181,72 @@ def batch_outcome(out: Path) -> dict:
     except (OSError, ValueError):
         return {}
     totals = summary.get("totals", {})
-    return {"totals": totals, "groups": len(summary.get("groups", []))}
+    return {"totals": totals, "groups": len(summary.get("groups", [])), "per_core": per_core_seconds(out / "cores.jsonl")}
 
 
-def time_pystack(cores: dict[Kind, list[Path]], pystack: str) -> dict:
-    """pystack on each core, one after the other, with that core's interpreter."""
-    runs = [
-        bench.measure_once(f"pystack {core.parent.name}", [pystack, "core", str(core), kind.python, "--native-all"])
-        for kind, paths in cores.items()
-        for core in paths
-    ]
-    walls = [m.wall for m in runs]
+def per_core_seconds(records: Path) -> dict:
+    """Each core's own analysis time as the batch recorded it (cores.jsonl, in the order the
+    batch finished them), per TensorFlow version, and the first quarter's against the last
+    quarter's: whether a core costs more as the batch goes on."""
+    try:
+        cores = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return {}
+    seconds = [c["seconds"] for c in cores if c.get("seconds") is not None]
+    if not seconds:
+        return {}
+    by_version: dict[str, list[float]] = {}
+    for c in cores:
+        version = (c.get("versions") or {}).get("tensorflow", "?")
+        by_version.setdefault(version, []).append(c["seconds"])
+    quarter = max(1, len(seconds) // 4)
     return {
-        "total_s": sum(walls),
-        "per_core_s": sum(walls) / len(walls),
-        "median_s": statistics.median(walls),
+        "median_s": statistics.median(seconds),
+        "max_s": max(seconds),
+        "first_quarter_median_s": statistics.median(seconds[:quarter]),
+        "last_quarter_median_s": statistics.median(seconds[-quarter:]),
+        "by_version_median_s": {version: statistics.median(found) for version, found in by_version.items()},
+    }
+
+
+def time_pystack(cores: dict[Kind, list[Path]], pystack: str) -> dict[str, dict]:
+    """pystack on each core, one after the other, with that core's interpreter: per TensorFlow
+    version, and over all the cores."""
+    runs: dict[str, list[bench.Measurement]] = {}
+    failures: dict[str, str] = {}
+    for kind, paths in cores.items():
+        for core in paths:
+            argv = [pystack, "core", str(core), kind.python, "--native-all"]
+            m = bench.measure_once(f"pystack {core.parent.name}", argv)
+            runs.setdefault(kind.version, []).append(m)
+            if m.exit_code != 0 and kind.version not in failures:
+                failures[kind.version] = last_error(argv)
+    figures = {version: pystack_figures(found) for version, found in runs.items()}
+    figures["all"] = pystack_figures([m for found in runs.values() for m in found])
+    for version, error in failures.items():
+        figures[version]["error"] = error
+    return figures
+
+
+def pystack_figures(runs: list[bench.Measurement]) -> dict:
+    """Totals over the runs; the time per core over the cores pystack read (a failure is quick)."""
+    read = [m.wall for m in runs if m.exit_code == 0]
+    return {
+        "cores": len(runs),
+        "failed": len(runs) - len(read),
+        "total_s": sum(m.wall for m in runs),
+        "per_core_s": sum(read) / len(read) if read else None,
+        "median_s": statistics.median(read) if read else None,
         "cpu_total_s": sum(m.cpu for m in runs),
         "peak_tree_mb": max(m.peak_tree_mb for m in runs),
-        "failed": sum(m.exit_code != 0 for m in runs),
     }
+
+
+def last_error(argv: list[str]) -> str:
+    """The last line a failed run wrote, run again (the timed run's output was not kept)."""
+    done = subprocess.run(argv, capture_output=True, text=True)
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit {done.returncode}"
 
 
 def find_pystack() -> str:
@@ -200,21 +259,29 @@ def find_pystack() -> str:
 
 
 def print_figures(results: dict) -> None:
-    n, batch, pystack = results["cores"], results["batch"], results["pystack"]
-    run = batch["run"]
+    n, batch, run = results["cores"], results["batch"], results["batch"]["run"]
+    outcome, per_core = batch["outcome"], batch["outcome"].get("per_core", {})
     print()
     print(f"{n} cores ({results['core_gib']:.1f} GiB), TensorFlow {', '.join(results['versions'])}, "
-          f"{len(results['scenarios'])} crashes; batch outcome {batch['outcome']}")  # fmt: skip
+          f"{len(results['scenarios'])} crashes; batch totals {outcome.get('totals')}")  # fmt: skip
     print(f"  coreanalyze batch --jobs {results['jobs']}: {run['wall']:.1f} s ({run['wall'] / n:.2f} s per core), "
           f"{run['cpu']:.1f} s CPU ({run['cpu'] / n:.2f} s per core), peak {run['peak_tree_mb']:.0f} MiB tree, "
           f"{run['peak_process_mb']:.0f} MiB largest process, exit {run['exit_code']}")  # fmt: skip
+    if per_core:
+        versions = ", ".join(f"{v} {s:.2f} s" for v, s in per_core["by_version_median_s"].items())
+        print(f"  a core's own time in the batch: median {per_core['median_s']:.2f} s (by TensorFlow: {versions}), "
+              f"max {per_core['max_s']:.1f} s; first quarter {per_core['first_quarter_median_s']:.2f} s, "
+              f"last quarter {per_core['last_quarter_median_s']:.2f} s")  # fmt: skip
     print(f"  cache at the end: {batch['cache_mb']:.1f} MiB (its later work took {batch['later_work_s']:.1f} s more)")
     for line in batch["cache_info"].splitlines():
         print(f"    {line}")
-    print(f"  pystack, one core after the other: {pystack['total_s']:.1f} s ({pystack['per_core_s']:.2f} s per core, "
-          f"median {pystack['median_s']:.2f} s), {pystack['cpu_total_s']:.1f} s CPU, peak {pystack['peak_tree_mb']:.0f} MiB, "
-          f"{pystack['failed']} failed")  # fmt: skip
-    print(f"  batch / pystack: {run['wall'] / pystack['total_s']:.2f}x wall, {run['cpu'] / max(pystack['cpu_total_s'], 1e-9):.2f}x CPU")
+    pystack = results["pystack"]
+    for version, p in pystack.items():
+        if version == "all" and len(pystack) == 2:  # one version: its own line says it all
+            continue
+        per_core = f"{p['per_core_s']:.2f} s per core read (median {p['median_s']:.2f} s)" if p["per_core_s"] else "no core read"
+        print(f"  pystack, one core after the other, TensorFlow {version}: {p['total_s']:.1f} s for {p['cores']} cores, {per_core}, "
+              f"{p['cpu_total_s']:.1f} s CPU, peak {p['peak_tree_mb']:.0f} MiB, {p['failed']} failed {p.get('error', '')}")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -247,6 +314,7 @@ def measure_all(args: argparse.Namespace, workdir: Path) -> dict:
     results = {
         "date": date.today().isoformat(),
         "machine": bench.machine(),
+        "revision": revision(),
         "cores": args.cores,
         "core_gib": sum(p.stat().st_size for paths in cores.values() for p in paths) / 2**30,
         "versions": list(versions),
@@ -259,6 +327,12 @@ def measure_all(args: argparse.Namespace, workdir: Path) -> dict:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return results
+
+
+def revision() -> str:
+    """The commit the figures are of (the tree may hold others' uncommitted work: "-dirty")."""
+    done = subprocess.run(["git", "-C", str(bench.ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return done.stdout.strip() or "?"
 
 
 def main() -> None:

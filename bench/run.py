@@ -162,7 +162,8 @@ def tf_python() -> str:
     return sys.executable
 
 
-def _kept_core(directory: Path) -> Path | None:
+def kept_core(directory: Path) -> Path | None:
+    """The core a kept work directory holds for one crash, if any (bench/growth.py asks too)."""
     found = sorted(p for p in directory.glob("core*") if p.is_file()) if directory.is_dir() else []
     return found[0] if found else None
 
@@ -186,7 +187,7 @@ def make_cores(python: str, count: int, workdir: Path, scenario: str | None) -> 
     cores = []
     for i in range(count):
         directory = workdir / f"{scenario or 'tf'}-{i}"
-        core = _kept_core(directory)
+        core = kept_core(directory)
         if core is None:
             if chosen is not None and chosen.injection is not None:
                 case = inject_fault(f"{scenario}-{i}", argv, directory, chosen.injection, env=env)

@@ -32,5 +32,7 @@ def test_growth_benchmark_runs_end_to_end(tmp_path):
     assert (totals["cores"], totals["analyzed"], totals["failed"]) == (3, 3, 0)
     assert figures["batch"]["outcome"]["groups"] == 2  # the two crashes of the small subset
     assert figures["batch"]["cache_mb"] > 0 and "libsymbols" in figures["batch"]["cache_info"]
-    assert figures["pystack"]["failed"] == 0 and figures["pystack"]["total_s"] > 0
+    assert figures["batch"]["outcome"]["per_core"]["median_s"] > 0  # each core's time, from cores.jsonl
+    pystack = figures["pystack"]["all"]
+    assert (pystack["cores"], pystack["failed"]) == (3, 0) and pystack["per_core_s"] > 0
     assert not workdir.exists()  # the cores are not left on disk without --keep
