@@ -8,16 +8,19 @@
    (tests/support/tfcores.py) and over two TensorFlow versions: the one of the interpreter
    running this (.venv's) and the older one the tests use (tests/older_tensorflow.txt, in a
    virtual environment made in the work directory as the tests make it). At most two cores are
-   made at a time. A --workdir keeps its cores (and that environment) for the next run.
+   made at a time. The cores a kept --workdir holds (and that environment) are used again.
 2. Times, once each (wall time, CPU time, peak resident memory of the whole process tree):
    - `coreanalyze batch DIR --out OUT --jobs N` on all the cores, starting with an empty
      cache directory (COREANALYZE_CACHE_DIR); then, once the process the batch leaves behind
-     has written its cache entries, the size of that cache;
-   - `pystack core CORE PY --native-all` on each core, one after the other: total and per core.
+     has written its cache entries, the size of that cache; each core's own time as the batch
+     recorded it (cores.jsonl), per version, the first quarter's against the last quarter's;
+   - `pystack core CORE PY --native-all` on each core, one after the other, with the core's own
+     interpreter: total and per core, per TensorFlow version.
 3. Prints the figures; with --json writes them too.
 
 The work directory is removed at the end unless --keep (a --workdir's cores are kept for the
-next run only with --keep: a hundred cores take ~30 GB).
+next run only with --keep: a hundred cores take ~26 GiB). It stops before making cores that
+would leave less than 5 GiB free on that disk.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ SUBSETS = {
     "small": ("kernel_check_failure", "graph_check_failure"),
 }  # fmt: skip
 MAKE_AT_ONCE = 2  # cores made in parallel: each maker is a TensorFlow process of ~1 GB
+CORE_MB = 300  # a TensorFlow core on disk (2.21's ~290 MiB, 2.16's ~236 MiB)
+SPARE_GB = 5  # left free on the work directory's disk after the cores
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,7 @@ def make_all(kinds: list[Kind], workdir: Path) -> dict[Kind, list[Path]]:
 
     kept = {kind: kept_cores(kind, workdir) for kind in kinds}
     missing = [kind for kind in kinds if kept[kind] is None]
+    check_room(workdir, sum(kind.count for kind in missing))
     # Built first, one version at a time: two makers compiling the same library into the same
     # file would race.
     for version, python in {k.version: k.python for k in missing if SCENARIOS[k.scenario].uses_op_library}.items():
@@ -126,6 +132,15 @@ def make_all(kinds: list[Kind], workdir: Path) -> dict[Kind, list[Path]]:
 
     with ThreadPoolExecutor(MAKE_AT_ONCE) as pool:
         return dict(zip(kinds, pool.map(make, kinds)))
+
+
+def check_room(workdir: Path, cores: int) -> None:
+    """Stop before the disk fills: the machine's other work needs its share of it too."""
+    needed = cores * CORE_MB * 2**20 + SPARE_GB * 2**30
+    free = shutil.disk_usage(workdir).free
+    if free < needed:
+        sys.exit(f"growth: {cores} cores need ~{needed / 2**30:.0f} GiB free in {workdir} ({SPARE_GB} GiB of it left "
+                 f"for the rest of the machine), {free / 2**30:.0f} GiB are: make fewer (--cores)")  # fmt: skip
 
 
 def kept_cores(kind: Kind, workdir: Path) -> list[Path] | None:
