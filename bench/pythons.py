@@ -8,8 +8,8 @@ toolchain and one set of build flags for all three), and each core is analyzed f
 user's would be, twice: with `--sysroot ROOT` (the interpreters' -dbg packages installed there,
 so gdb finds their LTO debug info) and with a view of the root without /usr/lib/debug (no -dbg
 package). Each (version, root) gets a cache of its own, so that no debug file reaches the second
-through the first's cache: cold (empty cache) once, then warm, the median of --repeat runs.
-pystack reads each core too (the median of --repeat), in the same run.
+through the first's cache: cold (empty cache) once, then warm, the median of --repeat runs, wall
+and CPU time (gdb's included). pystack reads each core too (the median of --repeat), in the same run.
 
 With --reference REV the same figures are taken for that revision (a `git worktree`, as
 bench/run.py makes it) in the same run, the warm runs interleaved round by round so that a change
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,10 +46,21 @@ TARGET = 2.0  # warm, as a multiple of pystack's time
 VOLATILE = ("tool_version", "timings", "elapsed", "generated_at")
 
 
-def seconds(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+def seconds(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU time (user + system, of the command and the processes it waited for: gdb);
+    on a loaded machine the CPU time is the steadier figure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, capture_output=True, cwd=cwd)
-    return time.perf_counter() - start
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=cwd)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"bench: {' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
 def stable(report_path: Path) -> dict:
@@ -85,7 +97,7 @@ def main() -> int:
                 case = crashes.crash(f"bench-{version}", f"/usr/bin/python{version}", PYCRASHERS / "sleeper_thread.py")
                 libs = crashes.root / "usr" / "lib" / "x86_64-linux-gnu"
                 pystack = [sys.executable, "-m", "pystack", "core", str(case.core), str(case.exe), "--lib-search-path", str(libs)]
-                theirs = statistics.median(seconds(pystack, dict(os.environ)) for _ in range(args.repeat))
+                theirs = medians([seconds(pystack, dict(os.environ)) for _ in range(args.repeat)])
                 for which, root in roots.items():
                     timed = {}
                     for rev in revisions:
@@ -93,7 +105,7 @@ def main() -> int:
                         env = dict(rev.env, COREANALYZE_CACHE_DIR=str(cache))
                         out = rev.work / f"report-{version}-{len(rows)}.json"
                         argv = rev.tool(str(case.core), "--sysroot", str(root), "--format", "json", "-o", str(out))
-                        timed[rev.label] = {"env": env, "argv": argv, "out": out, "cache": cache, "cold": seconds(argv, env, rev.work), "warm": []}
+                        timed[rev.label] = {"env": env, "argv": argv, "out": out, "cache": cache, "cold": seconds(argv, env, rev.work)[0], "warm": []}
                         wait_for_later_work(cache)
                     for _ in range(args.repeat):  # interleaved: each round runs every revision once
                         for rev in revisions:
@@ -104,15 +116,18 @@ def main() -> int:
                     if len(revisions) > 1:
                         same = stable(timed["before"]["out"]) == stable(timed["now"]["out"])
                     for label, t in timed.items():
-                        rows.append((version, which, label, t["cold"], statistics.median(t["warm"]), theirs, same))
+                        rows.append((version, which, label, t["cold"], medians(t["warm"]), theirs, same))
     finally:
         crashes.close()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{'Python':7} {'root':8} {'rev':7} {'cold':>7} {'warm':>7} {'pystack':>8} {'warm/pystack':>13}  {'same report':>11}")
-    for version, which, label, cold, warm, theirs, same in rows:
+    print(f"{'Python':7} {'root':8} {'rev':7} {'cold':>7} {'warm':>7} {'CPU':>6} {'pystack':>8} {'CPU':>6} {'warm/pystack':>13} {'CPU ratio':>9}  {'same report':>11}")
+    for version, which, label, cold, (warm, warm_cpu), (theirs, theirs_cpu), same in rows:
         met = "ok" if warm <= TARGET * theirs else f"> {TARGET:g}x"
         verdict = "" if same is None else ("yes" if same else "NO")
-        print(f"{version:7} {which:8} {label:7} {cold:6.2f}s {warm:6.2f}s {theirs:7.2f}s {warm / theirs:8.2f}x {met:>4}  {verdict:>11}")
+        print(
+            f"{version:7} {which:8} {label:7} {cold:6.2f}s {warm:6.2f}s {warm_cpu:5.2f}s {theirs:7.2f}s {theirs_cpu:5.2f}s"
+            f" {warm / theirs:8.2f}x {met:>4} {warm_cpu / theirs_cpu:8.2f}x  {verdict:>11}"
+        )
     return 0
 
 
