@@ -48,7 +48,8 @@ class KnownFrames:
     """What gdb said, with the program's debug file, of the program's pcs (one build-id)."""
 
     build_id: str
-    frames: dict[str, list[list[Any]]] = field(default_factory=dict)  # "offset:exact" -> [[function, file, line, library]]
+    # ProgramFrames.frame_key -> [[function, file, line, library], ...] ([]: a library's frame)
+    frames: dict[str, list[list[Any]]] = field(default_factory=dict)
     instructions: dict[str, list[Any]] = field(default_factory=dict)  # "start:pc:length" -> [text, function, offset]
     changed: bool = False
 
@@ -58,7 +59,7 @@ class KnownFrames:
         try:
             data = json.loads(_path(build_id).read_text())
             known.frames = {k: v for k, v in data["frames"].items() if _is_group(v)}
-            known.instructions = {k: v for k, v in data["instructions"].items() if isinstance(v, list) and len(v) == 3}
+            known.instructions = {k: v for k, v in data["instructions"].items() if _is_instruction(v)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # none kept yet, or unreadable: the plain way fills it
         return known
@@ -72,6 +73,8 @@ class KnownFrames:
             write_atomically(path, json.dumps({"frames": self.frames, "instructions": self.instructions}))
         except OSError:
             pass  # a cache that cannot be written costs the next analysis the plain way
+        # Two analyses saving at once: the file is one of theirs, whole; the other's new pcs
+        # cost a later analysis the plain way once more.
 
     def add(self, table: dict, key: str, value: list) -> None:
         if key not in table and len(table) < MAX_ENTRIES:
@@ -85,6 +88,14 @@ def _is_group(value: Any) -> bool:
         isinstance(e, list) and len(e) == 4 and all(x is None or isinstance(x, str) for x in (e[0], e[1], e[3]))
         and (e[2] is None or isinstance(e[2], int))
         for e in value
+    )  # fmt: skip
+
+
+def _is_instruction(value: Any) -> bool:
+    """[text, function, offset] as kept ([None, None, None]: gdb could not disassemble there)."""
+    return (
+        isinstance(value, list) and len(value) == 3
+        and all(x is None or isinstance(x, str) for x in value[:2]) and (value[2] is None or isinstance(value[2], int))
     )  # fmt: skip
 
 

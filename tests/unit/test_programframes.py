@@ -60,7 +60,12 @@ def test_the_cache_file_round_trips_and_a_damaged_one_is_ignored(tmp_path, monke
     again = KnownFrames.load("cd" * 20)
     assert (again.frames, again.instructions) == (known.frames, known.instructions)
     path = tmp_path / CACHE_PART / f"{'cd' * 20}.json"
-    path.write_text(json.dumps({"frames": {"good": [["f", None, None, None]], "bad": [["f", 3]], "worse": "x"}, "instructions": {}}))
-    assert KnownFrames.load("cd" * 20).frames == {"good": [["f", None, None, None]]}
+    damaged = {
+        "frames": {"good": [["f", None, None, None]], "bad": [["f", 3]], "worse": "x"},
+        "instructions": {"good": ["nop", None, None], "bad": [1, 2, 3]},
+    }
+    path.write_text(json.dumps(damaged))
+    again = KnownFrames.load("cd" * 20)
+    assert (again.frames, again.instructions) == ({"good": [["f", None, None, None]]}, {"good": ["nop", None, None]})
     path.write_text("{not json")
     assert KnownFrames.load("cd" * 20).frames == {}
