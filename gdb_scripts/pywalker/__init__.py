@@ -24,9 +24,9 @@ frames read so far and a warning.
 
 The modules, each on what the one before gives it: target (what a host gives), memory (checked
 reads), tables (the layouts' data), version, debugoffsets, layout (the layout a process is read
-with), linetable, objects (Python objects in memory), walker (interpreters, threads, frames),
-lwps, imports (sys.modules), document (walk(): the entry point), command (the gdb command's
-arguments).
+with), linetable, objects (Python objects in memory), localvars (a frame's locals), walker
+(interpreters, threads, frames), lwps, imports (sys.modules), document (walk(): the entry point),
+command (the gdb command's arguments).
 
 This package is imported both as `coreanalyze.gdb_scripts.pywalker` and, inside gdb (whose own
 Python may be another version, with gdb_scripts/ put on its sys.path by pystacks.py), as the

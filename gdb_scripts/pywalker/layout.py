@@ -9,6 +9,11 @@ from .tables import BUILD_TABLES, SHAPES, TABLES, dwarf_spec
 from .target import ReadError, Target
 from .version import dotted, hex_version, version_from_names
 
+# A _PyStackRef (3.14+) is a pointer with its low two bits as tags, or, with both bits set, a
+# small int shifted left by two (Include/internal/pycore_stackref.h).
+STACKREF_TAG_BITS = 3
+STACKREF_INT_TAG = 3
+
 
 class Layout:
     """The offsets ("struct.field" -> bytes) and shape one interpreter is read with, and where
@@ -30,6 +35,10 @@ class Layout:
 
     def has(self, key: str) -> bool:
         return key in self.off
+
+    def reference(self, word: int) -> int:
+        """The object a frame's reference word points at (3.14+ tags a _PyStackRef's low bits)."""
+        return word & ~STACKREF_TAG_BITS if self.shape["refs"] == "stackref" else word
 
 
 def dwarf_layout(

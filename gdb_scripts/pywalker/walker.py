@@ -11,28 +11,21 @@ import struct
 
 from .layout import Layout
 from .linetable import line_from_locations, line_from_pep626
+from .localvars import Locals
 from .memory import BudgetExceeded, Memory
-from .objects import Objects, clip
+from .objects import Objects
 from .target import ReadError
 
 # Limits: a corrupt core may make any count or length absurd.
 MAX_INTERPRETERS = 64
 MAX_THREADS = 4096
 MAX_FRAMES = 1024
-MAX_LOCALS = 256  # locals shown per frame
 
 # _PyInterpreterFrame.owner: from this value up, a frame is the interpreter's own and runs no
 # code object (3.12-3.13: FRAME_OWNED_BY_CSTACK = 3, the shim of an evaluation-loop activation;
 # 3.14+: FRAME_OWNED_BY_INTERPRETER = 3, the shim and the thread's base frame, and
 # FRAME_OWNED_BY_CSTACK = 4).
 FIRST_SHIM_OWNER = 3
-# A _PyStackRef (3.14+) is a pointer with its low two bits as tags, or, with both bits set, a
-# small int shifted left by two (Include/internal/pycore_stackref.h).
-STACKREF_TAG_BITS = 3
-STACKREF_INT_TAG = 3
-# co_localspluskinds bits (Include/internal/pycore_code.h, 3.11+).
-CO_FAST_CELL = 0x40
-CO_FAST_FREE = 0x80
 
 # Stands in for the code object of a frame whose code object cannot be read.
 UNREADABLE_CODE = {"name": "???", "qualname": "???", "filename": None, "firstlineno": None, "linetable": None}
@@ -44,6 +37,7 @@ class Walker:
         self.L = layout
         self.runtime = runtime
         self.obj = Objects(mem, layout)
+        self.locals = Locals(mem, layout, self.obj)
         self.warnings: list[str] = []
         self._problems: list[str] = []  # what went wrong in the thread being walked
 
@@ -202,7 +196,7 @@ class Walker:
                 line = line_from_pep626(info["linetable"], info["firstlineno"], lasti * 2)
             entry = self._frame_dict(info, frame, line, group=len(out), entry=True)
             if len(out) < locals_frames:
-                entry["locals"] = self._locals_310(frame, code)
+                entry["locals"] = self.locals.of_310(frame, code)
             out.append(entry)
             frame = self.mem.ptr(frame + L["pyframe.back"])
 
@@ -226,7 +220,7 @@ class Walker:
                     group += 1
                 frame = previous
                 continue
-            code = self._reference(self.mem.ptr(frame + L["iframe.code"]))
+            code = self.L.reference(self.mem.ptr(frame + L["iframe.code"]))
             is_entry = False
             if entry_kind == "is_entry":
                 is_entry = bool(self.mem.u8(frame + L["iframe.is_entry"]))
@@ -243,15 +237,11 @@ class Walker:
                 line = line_from_locations(info["linetable"], info["firstlineno"], unit)
             entry = self._frame_dict(info, frame, line, group=group, entry=is_entry)
             if len(out) < locals_frames:
-                entry["locals"] = self._locals_311(frame, code)
+                entry["locals"] = self.locals.of_311(frame, code)
             out.append(entry)
             if is_entry:
                 group += 1
             frame = previous
-
-    def _reference(self, word: int) -> int:
-        """The object a frame's reference word points at (3.14+ tags a _PyStackRef's low bits)."""
-        return word & ~STACKREF_TAG_BITS if self.L.shape["refs"] == "stackref" else word
 
     def _bytecode(self, frame: int, code: int) -> int:
         """Where the bytecode the frame runs starts: the code object's own, or in a
@@ -277,59 +267,3 @@ class Walker:
             "group": group,
             "entry": entry,
         }
-
-    # ---------------------------------------------------------------- locals
-
-    def _locals_310(self, frame: int, code: int) -> dict[str, str]:
-        L = self.L
-        out: dict[str, str] = {}
-        try:
-            n = self.mem.i32(code + L["code.nlocals"])
-            names = self.mem.ptr(code + L["code.varnames"])
-            n = max(0, min(n, self.obj.var_size(names), MAX_LOCALS))
-            for i in range(n):
-                self._one_local(out, names, i, self.mem.ptr(frame + L["pyframe.localsplus"] + 8 * i), 0)
-        except ReadError as e:
-            out["<error>"] = clip(str(e))
-        return out
-
-    def _locals_311(self, frame: int, code: int) -> dict[str, str]:
-        L = self.L
-        out: dict[str, str] = {}
-        try:
-            names = self.mem.ptr(code + L["code.localsplusnames"])
-            n = self.obj.var_size(names)
-            if L.has("code.nlocalsplus"):
-                n = min(n, self.mem.i32(code + L["code.nlocalsplus"]))
-            kinds, _ = self.obj.bytes_value(self.mem.ptr(code + L["code.localspluskinds"]), MAX_LOCALS)
-            n = max(0, min(n, len(kinds), MAX_LOCALS))
-            stackrefs = L.shape["refs"] == "stackref"
-            for i in range(n):
-                value = self.mem.ptr(frame + L["iframe.localsplus"] + 8 * i)
-                if stackrefs and value & STACKREF_TAG_BITS == STACKREF_INT_TAG:
-                    # A small int held in the reference itself, no object behind it.
-                    out[self._local_name(names, i)] = str(struct.unpack("<q", struct.pack("<Q", value))[0] >> 2)
-                    continue
-                self._one_local(out, names, i, self._reference(value), kinds[i])
-        except ReadError as e:
-            out["<error>"] = clip(str(e))
-        return out
-
-    def _local_name(self, names: int, i: int) -> str:
-        try:
-            return self.obj.unicode(self.obj.tuple_item(names, i), 64)
-        except ReadError:
-            return f"<local {i}>"
-
-    def _one_local(self, out: dict[str, str], names: int, i: int, value: int, kind: int) -> None:
-        name = self._local_name(names, i)
-        if not value:
-            return  # unbound
-        try:
-            if kind & (CO_FAST_CELL | CO_FAST_FREE) and self.obj.type_name(value) == "cell":
-                value = self.mem.ptr(value + self.L["cell.ref"])
-                if not value:
-                    return
-            out[name] = self.obj.safe_repr(value)
-        except ReadError:
-            out[name] = f"<unreadable at 0x{value:x}>"
