@@ -350,17 +350,10 @@ later_work: dict[str, list[float]] = {}
 def wait_for_later_work(cache: Path) -> float:
     """Wait until no process the command left behind works on its cache; the seconds waited.
     Waited for between runs so that one run's leftovers never load the next."""
-    import fcntl
+    from coreanalyze.base.later import wait_for_detached
 
     started = time.monotonic()
-    try:
-        fd = os.open(cache / ".later.lock", os.O_RDONLY)
-    except OSError:
-        return 0.0
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    finally:
-        os.close(fd)
+    wait_for_detached(str(cache))
     return time.monotonic() - started
 
 
