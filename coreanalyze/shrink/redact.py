@@ -3,33 +3,44 @@ arguments after the program's name — in the notes and in the pages kept.
 
 Where they are: the strings at the top of the initial stack (the kernel copies argv and the
 environment there at exec), `NAME=value` copies elsewhere in kept memory (setenv's), and the
-command line in NT_PRPSINFO's pr_psargs. The names of the variables stay (they are not
+command line in NT_PRPSINFO's pr_psargs. The memory is blanked in the written file, so that
+what the file holds is what was searched. The names of the variables stay (they are not
 secrets, and say what the process was configured with).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import mmap
+import os
+from dataclasses import dataclass
 
 from coreanalyze.corefile import elfcore
 from coreanalyze.corefile.tables import NT_PRPSINFO, PRPSINFO, PSARGS_LEN
 from coreanalyze.process.process import Process
-from coreanalyze.shrink.pages import PageSet
+from coreanalyze.shrink.writer import WrittenRun
 
 DROPPED = (
     "environment values",
     "arguments after the program name",
     "memory not needed for the stacks (the abort message, packages, op instance and the like are gone)",
 )
-PAGE = 4096  # the smallest unit a core's segments hold bytes in
 MIN_ARGUMENT = 2  # shorter arguments are too common to blank without blanking other bytes
 
 
-def blanks(process: Process, kept: PageSet) -> dict[int, bytes]:
-    """address -> zeros over each environment value and argument found in the kept pages.
+@dataclass(frozen=True)
+class Needles:
+    """What `--redact` blanks: each needle with where its blanked part starts in it."""
+
+    environment: list[tuple[bytes, int]]  # `NAME=value`: the value after the `=`
+    arguments: list[tuple[bytes, int]]  # `\0argument\0`: the argument between the NULs
+    initial_stack: tuple[int, int] | None  # the only memory arguments are blanked in
+
+
+def needles(process: Process) -> Needles:
+    """The environment values and arguments of the process that dumped the core.
 
     Arguments are blanked only in the initial stack (the same path is also a Python string the
-    frames name); `NAME=value` strings wherever they are kept."""
+    frames name); `NAME=value` strings wherever they are."""
     # The values it started with and those it set later (setenv's strings on the heap, read by
     # the job's identity through Process.current_environment).
     pairs = {*process.environ.items(), *process.current_environment.items()}
@@ -40,29 +51,34 @@ def blanks(process: Process, kept: PageSet) -> dict[int, bytes]:
     arguments = [(b"\0" + a.encode() + b"\0", 1) for a in process.notes.argv[1:] if len(a) >= MIN_ARGUMENT]
     anchor = process.notes.auxv_pointers.get("AT_EXECFN")
     initial = process.memory.segment_containing(anchor) if isinstance(anchor, int) else None
-    patches: dict[int, bytes] = {}
-    for lo, hi in kept.runs_within(0, 1 << 64):
-        for address, data in _present(process, lo, hi):
-            on_initial_stack = initial is not None and initial.start <= address < initial.end
-            for needle, start in environment + (arguments if on_initial_stack else []):
-                at = data.find(needle)
-                while at >= 0:
-                    patches[address + at + start] = b"\0" * (len(needle) - start - (needle[-1] == 0))
-                    at = data.find(needle, at + 1)
-    return patches
+    return Needles(environment, arguments, (initial.start, initial.end) if initial is not None else None)
 
 
-def _present(process: Process, lo: int, hi: int) -> Iterator[tuple[int, bytes]]:
-    """(address, bytes) for all of [lo, hi) the core holds. One read stops where a segment's
-    bytes end, and a kept run may go on into the next mapping: every byte written is searched."""
-    cursor = lo
-    while cursor < hi:
-        data = process.memory.read_available(cursor, hi - cursor)
-        if data:
-            yield cursor, data
-            cursor += len(data)
-        else:
-            cursor += PAGE - cursor % PAGE
+def blank_written(path: str, runs: list[WrittenRun], found: Needles) -> None:
+    """Blank the needles in the shrunk core at `path` itself, after it is written.
+
+    The search is over the file's bytes, not the process's memory: what must not be left is
+    what the file holds, and a string can cross from one run of kept memory into the next
+    (two mappings that meet, a grain kept beside a grain of another reason) where no search of
+    one mapping's bytes finds it."""
+    stack = [r for r in runs if found.initial_stack and found.initial_stack[0] <= r.address < found.initial_stack[1]]
+    with open(path, "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        if not size:
+            return
+        with mmap.mmap(f.fileno(), size) as data:
+            _blank_within(data, found.environment, 0, size)
+            if stack:
+                _blank_within(data, found.arguments, stack[0].offset, stack[-1].offset + stack[-1].size)
+
+
+def _blank_within(data: mmap.mmap, needles_: list[tuple[bytes, int]], lo: int, hi: int) -> None:
+    for needle, start in needles_:
+        end = len(needle) - (needle[-1] == 0)  # a needle's closing NUL stays
+        at = data.find(needle, lo, hi)
+        while at >= 0:
+            data[at + start : at + end] = bytes(end - start)
+            at = data.find(needle, at + 1, hi)
 
 
 def redact_notes(endian: str, data: bytes) -> bytes:

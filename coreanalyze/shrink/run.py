@@ -21,7 +21,7 @@ from coreanalyze.shrink import keep, scans
 from coreanalyze.shrink import redact as redact_
 from coreanalyze.shrink.pages import PageSet
 from coreanalyze.shrink.recorder import recorder
-from coreanalyze.shrink.writer import write_core
+from coreanalyze.shrink.writer import WrittenRun, write_core
 
 # gdb's own reads of the core's memory while it loads it and unwinds every thread, as
 # `set debug target 1` logs them: (object, annex, readbuf, writebuf, address, length); objects
@@ -91,6 +91,11 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     _keep_gdb_reads(plain, kept, result.report, options)
     dropped = list(redact_.DROPPED) if redact else (earlier.redacted if earlier else [])
     note = marker.marker_note(layout.endian, model.ShrunkCore(original_size=original_size, redacted=dropped))
+    found = _needles(plain, result.report.modules) if redact else None
+
+    def blank(path: str, runs: list[WrittenRun]) -> None:
+        if found is not None:
+            redact_.blank_written(path, runs, found)
 
     def rewrite_notes(data: bytes) -> bytes:
         data = marker.without_marker(layout.endian, data)
@@ -103,8 +108,7 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     try:
 
         def write() -> int:
-            patches = _blanks(plain, kept) if redact else None
-            return write_core(plain, layout, kept, note, draft, rewrite_notes, patches)
+            return write_core(plain, layout, kept, note, draft, rewrite_notes, blank)
 
         missing: list[str] = []
         for _round in range(GDB_ROUNDS):
@@ -130,9 +134,11 @@ def _shrink_plain(plain: str, output: str, options, compress: bool, stack_bytes:
     )  # fmt: skip
 
 
-def _blanks(plain: str, kept: PageSet) -> dict[int, bytes]:
-    with Process.open(plain) as process:
-        return redact_.blanks(process, kept)
+def _needles(plain: str, modules: list[model.Module]) -> redact_.Needles:
+    # With the analysis's modules: the environment the process set itself is read through the
+    # `environ` symbol, which a Process with no modules cannot find.
+    with Process.open(plain, modules) as process:
+        return redact_.needles(process)
 
 
 def _walk_python(plain: str, report: model.Report, observe: Callable[[int, int], None], imports: bool = True) -> None:

@@ -31,6 +31,15 @@ class _Entry:
     offset: int = 0  # where they go in the shrunk core
 
 
+@dataclass(frozen=True)
+class WrittenRun:
+    """A run of memory as the shrunk core holds it: its bytes at `offset` in the file."""
+
+    offset: int
+    address: int
+    size: int
+
+
 def _pieces(h: ProgramHeader, kept: PageSet, file_size: int) -> Iterator[tuple[int, int, bool]]:
     """(start, end, has bytes) covering the segment [vaddr, vaddr + memsz) in order."""
     present_end = h.vaddr + max(0, min(h.filesz, file_size - h.offset))
@@ -87,12 +96,12 @@ def _plan(
 
 def write_core(
     source: str, layout: CoreLayout, kept: PageSet, marker: bytes, target: str, rewrite_notes: Callable[[bytes], bytes] | None = None,
-    patches: dict[int, bytes] | None = None,
+    finish: Callable[[str, list[WrittenRun]], None] | None = None,
 ) -> int:  # fmt: skip
     """Write the shrunk copy of `source` to `target`; returns its size in bytes.
 
-    rewrite_notes: what becomes of each note segment's bytes; patches: address -> bytes written
-    over the kept memory there (redaction)."""
+    rewrite_notes: what becomes of each note segment's bytes; finish: called with the written
+    file and where its runs of memory are in it, before it is used (redaction)."""
     entries = _plan(source, layout, kept, marker, rewrite_notes)
     grain = kept.grain
     while len(entries) > MAX_HEADERS and grain < MAX_GRAIN:
@@ -121,14 +130,9 @@ def write_core(
                     raise OSError(f"{source} ended while its kept memory was copied")
                 out.write(chunk)
                 remaining -= len(chunk)
-        for address, data in (patches or {}).items():
-            for e in entries:
-                lo, hi = e.header.vaddr, e.header.vaddr + e.size
-                if e.source_offset >= 0 and lo < address + len(data) and address < hi:
-                    first = max(lo, address)
-                    out.seek(e.offset + first - lo)
-                    out.write(data[first - address : min(hi, address + len(data)) - address])
         if shoff:
             out.seek(shoff)
             out.write(elfcore.extended_count_section(layout, phnum))
+    if finish is not None:
+        finish(target, [WrittenRun(e.offset, e.header.vaddr, e.size) for e in entries if e.source_offset >= 0])
     return os.path.getsize(target)

@@ -57,3 +57,22 @@ def test_marker_from_hostile_json_is_none_or_bounded():
 def test_a_shrunk_core_reads_back_from_json_as_the_model():
     report = model.report_from_dict({"core": {"path": "small.core", "shrunk": {"original_size": 5, "redacted": ["x"]}}})
     assert report.core.shrunk == model.ShrunkCore(original_size=5, redacted=["x"])
+
+
+def test_redaction_blanks_what_the_written_file_holds_even_across_runs(tmp_path):
+    """A `NAME=value` that crosses from one run of kept memory into the next (two mappings that
+    meet) is blanked: the search is over the file's bytes, as a reader of it would find them."""
+    from coreanalyze.shrink.redact import Needles, blank_written
+    from coreanalyze.shrink.writer import WrittenRun
+
+    first = b"\x11" * 20 + b"MASTER_AD"
+    second = b"DR=10.0.0.9\0" + b"\0prog\0--secret\0" + b"\x22" * 8
+    path = tmp_path / "written.core"
+    path.write_bytes(b"HDR" + first + second + b"\0--secret\0")
+    runs = [WrittenRun(3, 0x1000, len(first)), WrittenRun(3 + len(first), 0x1000 + len(first), len(second))]
+    found = Needles([(b"MASTER_ADDR=10.0.0.9", 12)], [(b"\0--secret\0", 1)], (0x1000, 0x1000 + len(first) + len(second)))
+    blank_written(str(path), runs, found)
+    data = path.read_bytes()
+    assert b"10.0.0.9" not in data and b"MASTER_ADDR=\0\0\0\0\0\0\0\0\0" in data  # the name stays
+    # Arguments only in the initial stack's runs: the same text elsewhere is not theirs.
+    assert data.count(b"--secret") == 1 and data.endswith(b"\0--secret\0")
