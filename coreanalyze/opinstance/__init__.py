@@ -3,11 +3,14 @@ core's memory (no DWARF), with layouts of the framework's objects kept as data p
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from coreanalyze.base.model import Frame, OpInput, OpInstance, Report
 from coreanalyze.opinstance.layouts import layouts_for
 from coreanalyze.process.process import Process
+
+if TYPE_CHECKING:
+    from coreanalyze.symbols import Symbolizer
 
 __all__ = ["add_op_instance", "describe_inputs", "node_sentence"]
 
@@ -30,7 +33,7 @@ def node_sentence(instance: OpInstance) -> str:
     return f"In node `{instance.node}` ({what}, inputs {describe_inputs(instance)})."
 
 
-def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[str] = (), sysroot: str | None = None, kernel: Frame | None = None,
+def add_op_instance(report: Report, process: Process, symbolizer: Symbolizer, *, sysroot: str | None = None, kernel: Frame | None = None,
                     kernel_at: int | None = None) -> None:
     """Read the op instance of the crashing thread's kernel frame into report.classification.
     kernel, kernel_at: the op's frame read from the stack (classify.beyond) where the frames
@@ -42,12 +45,10 @@ def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[st
     from coreanalyze.opinstance.tensorflow import read_tensorflow_op
     from coreanalyze.opinstance.tflite import read_tflite_node
     from coreanalyze.process.filebacked import data_files
-    from coreanalyze.symbols import Symbolizer
 
     thread = report.crashed_thread
     if thread is None or process is None:
         return
-    symbolizer = Symbolizer(debug_dirs, sysroot)
     try:
         CodeNames(report.modules, process, symbolizer)  # the process names code through it
         version = report.environment.get("tensorflow_version")
@@ -59,7 +60,7 @@ def add_op_instance(report: Report, process: Process, *, debug_dirs: Sequence[st
         report.warnings.append(f"the op instance could not be read: {type(e).__name__}: {e}")
         return
     finally:
-        symbolizer.close()
+        symbolizer.close()  # the core's one symbolizer, its indexes let go: they are large
     if reading is None:
         return
     classification = report.classification

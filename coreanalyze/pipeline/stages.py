@@ -594,7 +594,7 @@ def classification(ctx: Context) -> None:
     report.launched_from = host_launched_from(report) or report.launched_from
     if hang is None:  # a running kernel's node, for crashes (a snapshot has no faulting kernel)
         beyond = op_beyond(ctx)
-        add_op_instance(report, ctx.process, debug_dirs=options.debug_dirs, sysroot=options.sysroot,
+        add_op_instance(report, ctx.process, ctx.symbolizer, sysroot=options.sysroot,
                         kernel=beyond.kernel_frame() if beyond else None, kernel_at=beyond.kernel.at if beyond else None)
 
 
@@ -602,17 +602,17 @@ def op_beyond(ctx: Context):
     """The op read from the crashing thread's stack where its frames name none (classify.beyond)."""
     from coreanalyze.classify.beyond import apply, find_op_beyond, may_find
     from coreanalyze.opinstance.codenames import CodeNames
-    from coreanalyze.symbols import Symbolizer
 
     report = ctx.report
     if not may_find(report, ctx.rules.get(), ctx.jit):
         return None
-    with Symbolizer(ctx.options.debug_dirs, ctx.options.sysroot) as symbolizer:
-        try:
-            found = find_op_beyond(report, ctx.process, CodeNames(report.modules, ctx.process, symbolizer), ctx.rules.get(), ctx.jit)
-        except (OSError, ValueError, KeyError, IndexError) as e:  # a broken core: the report stands as classified
-            report.warnings.append(f"the op beyond the crashing frames could not be read: {type(e).__name__}: {e}")
-            return None
+    try:
+        found = find_op_beyond(report, ctx.process, CodeNames(report.modules, ctx.process, ctx.symbolizer), ctx.rules.get(), ctx.jit)
+    except (OSError, ValueError, KeyError, IndexError) as e:  # a broken core: the report stands as classified
+        report.warnings.append(f"the op beyond the crashing frames could not be read: {type(e).__name__}: {e}")
+        return None
+    finally:
+        ctx.symbolizer.close()  # the indexes it read: the op instance's reading opens what it needs
     if found is not None:
         apply(report, found)
     return found
