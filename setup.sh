@@ -142,6 +142,22 @@ older_wheels="$(mktemp -d)"
 "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check -r tests/older_tensorflow.txt -d "$older_wheels"
 rm -rf "$older_wheels"
 
+# The security-advisory tests run TensorFlow 2.10 (older than the advisories' fixes), which has
+# wheels for CPython 3.10 only: its wheels are kept in a folder of their own, outside the
+# repository, and the tests install them from there with --no-index into a virtual environment of
+# pyenv's 3.10 (the one the interpreter tests use).
+ADVISORY_WHEELS=${COREANALYZE_ADVISORY_WHEELS:-/var/cache/coreanalyze/wheels/advisory-tensorflow}
+if [ "$(uname -m)" = x86_64 ]; then
+    say "downloading $(grep -v '^#' tests/advisory_tensorflow.txt | xargs) (CPython 3.10 wheels) into $ADVISORY_WHEELS"
+    as_root mkdir -p "$ADVISORY_WHEELS"
+    as_root chown "$(id -u):$(id -g)" "$ADVISORY_WHEELS"
+    "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+        --implementation cp --python-version 3.10 --abi cp310 \
+        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux2010_x86_64 \
+        --platform manylinux1_x86_64 --platform linux_x86_64 --platform any \
+        -r tests/advisory_tensorflow.txt -d "$ADVISORY_WHEELS"
+fi
+
 # --- 4. the newer Pythons: 3.14 and 3.15 from Debian unstable --------------------------------
 # The tests run crashers (and the tool itself) under CPython 3.14 and 3.15, which this machine's
 # distribution does not have: Debian unstable's are installed into a root of their own, kept

@@ -128,7 +128,8 @@ KNOWN_CRASHES = FileKind(
                         "id": STR,
                         "title": STR,
                         "url": STR,
-                        "fixed_in": map_of(STR),  # package -> the release that fixed it
+                        # package -> the release that fixed it, or the releases (one per release line)
+                        "fixed_in": map_of(AnyOf((STR, STRINGS))),
                         "advice": STR,
                         "match": Table(
                             {
@@ -138,12 +139,26 @@ KNOWN_CRASHES = FileKind(
                                 "gpu_exception": STR,
                                 "frames": SOME_STRINGS,
                                 "fault_kind": SOME_STRINGS,
+                                "ops": SOME_STRINGS,
+                                "before_fix": BOOL,
                             }
                         ),
                     },
                     required=("id", "title", "match"),
                 )
-            )
+            ),
+            # A generated file's record of where its entries came from (known/tfsagen.py).
+            "provenance": Table(
+                {
+                    "source": STR,
+                    "commit": STR,
+                    "path": STR,
+                    "inputs_sha256": STR,
+                    "op_registry": STR,
+                    "read": STRINGS,
+                    "without_entry": STRINGS,
+                }
+            ),
         }
     ),
 )
@@ -369,6 +384,7 @@ SHIPPED: dict[str, FileKind] = {
     "classify/gpu_errors.toml": GPU_ERRORS,
     "classify/beyond.toml": BEYOND_RULES,
     "known/crashes.toml": KNOWN_CRASHES,
+    "known/tfsa.toml": KNOWN_CRASHES,
     "distributions.toml": DISTRIBUTIONS,
     "classify/reraise.toml": RERAISE,
     "opinstance/layouts/*.toml": OP_LAYOUT,

@@ -108,4 +108,4 @@ def test_a_bad_known_file_through_the_cli_is_one_line_exit_2(tmp_path):
     known.write_text("[[crash]]\nid = 'ours'\ntitle = 'ours'\n[crash.match]\nframes = 'store_result'\nfault_kinds = ['null-deref']\n")
     run = run_cli("triage", str(text), "--known", str(known))
     assert run.code == 2 and run.stdout == ""
-    assert run.stderr == f"coreanalyze: error: --known {known}: crash[1] ('ours').match: unknown key 'fault_kinds' (expected one of: signature, abort_message, summary, gpu_exception, frames, fault_kind)\n"
+    assert run.stderr == f"coreanalyze: error: --known {known}: crash[1] ('ours').match: unknown key 'fault_kinds' (expected one of: signature, abort_message, summary, gpu_exception, frames, fault_kind, ops, before_fix)\n"

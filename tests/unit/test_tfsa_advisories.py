@@ -1,0 +1,163 @@
+"""TensorFlow's security advisories as known crashes: the generator's reading of real advisory
+texts (tests/data/tfsa/, from tensorflow/security/advisory), the committed tfsa.toml against its
+recorded inputs, and the rule that a process on a patched release is not told it matched.
+The same entries on real cores of TensorFlow 2.10.0: tests/integration/test_tfsa_cores.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coreanalyze.base import tomlfile
+from coreanalyze.classify import layoutgen
+from coreanalyze.known import ADVISORIES, CrashFacts, load_known, parse_file, release_fix, tfsagen
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "tfsa"
+REGISTRY = frozenset(layoutgen.load_inputs()["ops"])
+
+
+def parsed(name: str) -> dict:
+    return tfsagen.parse_advisory(name, (DATA / name).read_text(), REGISTRY)
+
+
+def test_a_check_failure_advisory():
+    adv = parsed("tfsa-2022-155.md")
+    assert adv["id"] == "TFSA-2022-155"
+    assert adv["cves"] == ["CVE-2022-41893"]
+    assert adv["title"] == "`CHECK_EQ` fail in `tf.raw_ops.TensorListResize`"
+    assert adv["ops"] == ["TensorListResize"]
+    assert adv["fault_kinds"][0] == "check-failure"
+    assert adv["patched"] == ["2.8.4", "2.9.3", "2.10.1", "2.11.0"]  # "included in TensorFlow 2.11" is 2.11.0
+    assert adv["commits"] == ["888e34b49009a4e734c27ab0c43b0b5102682c56"]
+    assert not adv["xla"]
+
+
+def test_a_null_pointer_advisory_names_its_op_in_the_title():
+    adv = parsed("tfsa-2023-006.md")
+    assert adv["ops"] == ["SparseSparseMaximum"]
+    assert set(adv["fault_kinds"]) == {"null-deref", "invalid-access"}
+    assert adv["patched"] == ["2.11.1", "2.12.0"]
+
+
+def test_the_op_of_a_raw_op_link_and_a_segfault_in_prose():
+    adv = parsed("tfsa-2022-145.md")
+    assert adv["ops"] == ["DynamicStitch"]
+    assert set(adv["fault_kinds"]) == {"null-deref", "invalid-access"}
+    assert adv["patched"] == ["2.10.1", "2.11.0"]
+
+
+def test_a_release_the_advisory_says_it_will_not_patch_is_not_patched():
+    adv = parsed("tfsa-2022-150.md")
+    assert adv["patched"] == ["2.9.3", "2.10.1", "2.11.0"]  # "will not cherrypick ... into TensorFlow 2.8.x"
+    assert adv["ops"] == []  # tf.keras.losses.poisson: a Python API, no op to match
+    assert tfsagen.entry_of(adv) is None
+
+
+def test_fault_words():
+    assert tfsagen.fault_kinds("FPE in AvgPoolGrad with XLA", "") == ["divide-by-zero"]
+    assert tfsagen.fault_kinds("Double free in Fractional(Max/Avg)Pool", "")[0] == "heap-corruption"
+    assert tfsagen.fault_kinds("Memory leak in decode_png", "") == []
+
+
+def test_a_folder_builds_a_file_the_known_crashes_read(tmp_path, monkeypatch):
+    files = tfsagen.read_dir(DATA)
+    inputs = {
+        "provenance": {"source": "tests/data/tfsa", "commit": None, "path": tfsagen.ADVISORY_PATH, "files": len(files),
+                       "sha256": tfsagen.digest(files), "op_registry": {"distribution": "tensorflow", "version": "x"}},
+        "ops": sorted(REGISTRY),
+        "files": files,
+    }  # fmt: skip
+    out = tmp_path / "tfsa.toml"
+    out.write_text(tfsagen.build(inputs))
+    data = tomlfile.loads(out.read_text())
+    assert data["provenance"]["read"] == ["TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006"]
+    assert data["provenance"]["without_entry"] == ["TFSA-2022-150"]
+    assert data["provenance"]["inputs_sha256"] == tfsagen.digest(files)
+    entries = {e.id: e for e in parse_file(out)}
+    assert set(entries) == {"TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006"}
+    resize = entries["TFSA-2022-155"]
+    assert resize.before_fix and resize.fixed_in == {"tensorflow": ("2.8.4", "2.9.3", "2.10.1", "2.11.0")}
+    assert resize.title.startswith("TFSA-2022-155 (CVE-2022-41893): ")
+    assert resize.url == "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/security/advisory/tfsa-2022-155.md"
+
+
+def test_the_committed_file_is_what_its_recorded_inputs_make():
+    inputs = tfsagen.load_inputs()
+    assert tfsagen.build(inputs) == ADVISORIES.read_text(encoding="utf-8"), "run python -m coreanalyze.known.tfsagen --build-only"
+    assert inputs["provenance"]["sha256"] == tfsagen.digest(inputs["files"])
+    assert inputs["provenance"]["files"] == len(inputs["files"])
+
+
+def test_the_committed_file_has_the_advisories_of_the_real_cores():
+    ids = {e.id for e in parse_file(ADVISORIES)}
+    assert {"TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006"} <= ids
+
+
+@pytest.mark.parametrize(
+    ("ran", "patched", "expected"),
+    [
+        ("2.10.0", ["2.8.4", "2.9.3", "2.10.1", "2.11.0"], ("2.10.1", False)),  # its line's patch
+        ("2.10.1", ["2.8.4", "2.9.3", "2.10.1", "2.11.0"], ("2.10.1", True)),
+        ("2.9.5", ["2.8.4", "2.9.3", "2.10.1", "2.11.0"], ("2.9.3", True)),
+        ("2.10.0", ["2.11.1", "2.12.0"], ("2.11.1", False)),  # its line never got the fix
+        ("2.7.0", ["2.8.4", "2.9.3"], ("2.8.4", False)),
+        ("2.16.2", ["2.11.1", "2.12.0"], ("2.12.0", True)),  # a line made after the fix
+        (None, ["2.11.1", "2.12.0"], (None, False)),
+    ],
+)
+def test_the_fix_for_a_release_line(ran, patched, expected):
+    assert release_fix(ran, patched) == expected
+
+
+RESIZE_FRAMES = (
+    "__pthread_kill_implementation",
+    "tensorflow::internal::LogMessageFatal::~LogMessageFatal()",
+    "tensorflow::Tensor::CheckIsAlignedAndSingleElement() const [clone .cold]",
+    "tensorflow::TensorListResize::Compute(tensorflow::OpKernelContext*)",
+    "tensorflow::ThreadPoolDevice::Compute(tensorflow::OpKernel*, tensorflow::OpKernelContext*)",
+)
+
+
+def test_an_older_release_is_told_its_fix_and_what_it_ran():
+    facts = CrashFacts(fault_kind="check-failure", frames=RESIZE_FRAMES, versions={"tensorflow": "2.9.1"})
+    entry = load_known().match(facts)
+    assert entry.id == "TFSA-2022-155"
+    verdict = entry.verdict(facts)
+    assert verdict["note"] == "TFSA-2022-155, fixed in 2.9.3; this process ran 2.9.1"
+    assert verdict["fixed_in"] == {"tensorflow": "2.9.3"} and verdict["ran"] == {"tensorflow": "2.9.1"}
+
+
+def test_a_patched_release_is_not_told():
+    for version in ("2.9.3", "2.10.1", "2.11.0", "2.21.0"):
+        assert (
+            load_known().match(CrashFacts(fault_kind="check-failure", frames=RESIZE_FRAMES, versions={"tensorflow": version}))
+            is None
+        )
+
+
+def test_an_unknown_version_is_told_every_fix():
+    facts = CrashFacts(fault_kind="check-failure", frames=RESIZE_FRAMES)
+    verdict = load_known().match(facts).verdict(facts)
+    assert verdict["note"] == "TFSA-2022-155, fixed in 2.8.4, 2.9.3, 2.10.1, 2.11.0"
+
+
+def test_another_fault_or_op_is_not_the_advisory():
+    frames = (*RESIZE_FRAMES[:3], "tensorflow::TensorListLength::Compute(tensorflow::OpKernelContext*)")
+    assert load_known().match(CrashFacts(fault_kind="check-failure", frames=frames, versions={"tensorflow": "2.10.0"})) is None
+    assert (
+        load_known().match(CrashFacts(fault_kind="divide-by-zero", frames=RESIZE_FRAMES, versions={"tensorflow": "2.10.0"}))
+        is None
+    )
+
+
+def test_the_ops_of_the_crashing_thread():
+    frames = (
+        "void tensorflow::(anonymous namespace)::UnionSparseIndicesAndValues<float>(Eigen::TensorMap<...>)",
+        "tensorflow::SparseSparseBinaryOpShared<Eigen::ThreadPoolDevice, float, tensorflow::functor::maximum<float> >::Compute(tensorflow::OpKernelContext*)",
+        "tensorflow::DynamicStitchOpCPU<float, false>::Compute(tensorflow::OpKernelContext*)",
+        "sparse_sparse_maximum",
+        "<module>",
+    )
+    assert CrashFacts(frames=frames).ops == {"sparsesparsebinaryopshared", "dynamicstitch", "sparsesparsemaximum"}
