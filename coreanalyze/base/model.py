@@ -297,6 +297,7 @@ class JobWait:
     python_function: str | None = None
     peer: int | None = None  # the rank it waited for, where the text says or the job has two ranks
     message: str | None = None  # what the rank said of its peers (a timeout, a closed connection)
+    serving: bool = False  # it served the others' requests (a parameter server, a PSS worker): no peer of its own to wait for
 
 
 @dataclass

@@ -230,6 +230,8 @@ def job_fields(d: dict[str, Any]) -> dict[str, Any]:
     job = _plain(d, _JOB_TEXT, _JOB_INTS)
     waited = d.get("waited")
     job["waited"] = _plain(waited, _WAIT_TEXT, _WAIT_INTS) if isinstance(waited, dict) else None
+    if job["waited"] is not None:
+        job["waited"]["serving"] = waited.get("serving") is True
     return job
 
 

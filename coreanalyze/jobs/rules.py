@@ -21,6 +21,12 @@ class CollectiveRule:
     native: re.Pattern[str] | None = None
     fallback: bool = False  # a transport-level wait: names the wait only where nothing above it does
     with_native: re.Pattern[str] | None = None  # a native frame some thread must also be in
+    serving: bool = False  # the task serves whoever calls it: it waits for no peer of its own
+
+    def names(self, collective: str) -> bool:
+        """Whether `collective` is a name this rule gives ("{function}" standing for any)."""
+        head, marker, tail = self.name.partition("{function}")
+        return collective == self.name if not marker else collective.startswith(head) and collective.endswith(tail)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,10 @@ class JobRules:
     memory_needles: tuple[bytes, ...] = ()
     logged_waits: tuple[LoggedWaitRule, ...] = ()
 
+    def serves(self, collective: str | None) -> bool:
+        """Whether the wait a collective rule named is a task's serving of the others."""
+        return collective is not None and any(r.serving and r.names(collective) for r in self.collectives)
+
 
 def _pattern(text: str | None) -> re.Pattern[str] | None:
     return re.compile(text) if text else None
@@ -62,7 +72,7 @@ def job_rules(path: Path = RULES_FILE) -> JobRules:
     data = rulesdata.shipped(path, JOB_RULES)
     collectives = tuple(
         CollectiveRule(name=c["name"], python=_pattern(c.get("python")), file=_pattern(c.get("file")), native=_pattern(c.get("native")),
-                       fallback=bool(c.get("fallback", False)), with_native=_pattern(c.get("with")))
+                       fallback=bool(c.get("fallback", False)), with_native=_pattern(c.get("with")), serving=bool(c.get("serving", False)))
         for c in data.get("collective", [])
     )
     peer = tuple(re.compile(p, re.IGNORECASE) for p in data.get("peer_failure", {}).get("patterns", []))

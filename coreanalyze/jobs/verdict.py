@@ -96,6 +96,9 @@ def job_verdict(ranks: list[RankVerdict], world_size: int | None = None, launche
     if missing:
         text += f"; {_ranks_word(missing)} of {world_size} left nothing to read (a lost host, or a rank that ended without a core)"
     waited = [r for r in waiting if r.rank not in verdict.root_cause]
+    # A task that serves whoever calls it (a parameter server) waited for no one: it kept serving.
+    serving = [r for r in waited if r.waited is not None and r.waited.serving]
+    waited = [r for r in waited if r not in serving]
     if verdict.single and waited:
         # A rank known to wait for another that is no root cause (its memory or its log names
         # that one) waited for that rank, not for the root cause: in a job of more than two, a
@@ -106,6 +109,8 @@ def job_verdict(ranks: list[RankVerdict], world_size: int | None = None, launche
             text += f"; {_ranks_word([r.rank for r in direct])} waited for {'them' if len(verdict.root_cause) > 1 else 'it'}"
         for rank in other:
             text += f"; rank {rank.rank} waited for rank {rank.waited.peer}"
+    if verdict.single and serving:
+        text += f"; {_ranks_word([r.rank for r in serving])} kept serving the job's other tasks"
     killed = [r for r in ranks if r.state == "killed"]
     if killed:
         text += f"; {_ranks_word([r.rank for r in killed])} {'were' if len(killed) > 1 else 'was'} ended while running"
@@ -125,7 +130,9 @@ def evidence_of(rank: RankVerdict, verdict: JobVerdict) -> list[str]:
         lines.append(f"crashed too, for another reason: {_what(rank)}")
     elif rank.state in ("waiting", "stuck"):
         what = wait_text(rank.waited)
-        if rank.state == "waiting":
+        if rank.state == "waiting" and rank.waited is not None and rank.waited.serving:
+            lines.append(f"kept serving the job's other tasks {what}".rstrip())
+        elif rank.state == "waiting":
             lines.append(f"waited {waiting_for(rank.waited)}")
         else:
             lines.append("was blocked outside any collective" + (f" {what}" if what else ""))

@@ -101,13 +101,13 @@ def rank_state(report: Report, rules: JobRules | None = None) -> tuple[str, JobW
         waiting = report.thread(hang.thread) if hang is not None and hang.thread is not None else None
         waiting = _main_thread(report) if waiting is None else waiting
         name, thread = collective_in(report.threads, waiting, rules)
-        wait = _wait(name, thread or waiting, report)
+        wait = _wait(name, thread or waiting, report, rules)
         return ("waiting" if name else "stuck"), wait
     message = peer_failure_message([cls.abort_message, cls.summary, cls.detail], rules)
     if message is not None:
         thread = report.crashed_thread
         name, found = collective_in(report.threads, thread, rules)
-        wait = _wait(name, found or thread, report)
+        wait = _wait(name, found or thread, report, rules)
         wait.message = message
         return "waiting", wait
     if cls.fault_kind == FaultKind.SENT_SIGNAL:
@@ -115,8 +115,8 @@ def rank_state(report: Report, rules: JobRules | None = None) -> tuple[str, JobW
     return "crashed", None
 
 
-def _wait(collective: str | None, thread: Thread | None, report: Report) -> JobWait:
-    wait = JobWait(collective=collective)
+def _wait(collective: str | None, thread: Thread | None, report: Report, rules: JobRules) -> JobWait:
+    wait = JobWait(collective=collective, serving=rules.serves(collective))
     hang = report.classification.hang
     if hang is not None and thread is not None:
         state = next((t for t in hang.threads if t.tid == thread.tid), None)

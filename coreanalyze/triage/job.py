@@ -260,7 +260,7 @@ def _verdict_of(rank: _Rank, rules, triage) -> RankVerdict:
     verdict = RankVerdict(rank=rank.rank, state="unknown", signal=rank.signal, pid=rank.pid, host=rank.host)
     if rank.message is not None:
         verdict.state = "waiting"
-        verdict.waited = JobWait(collective=rank.collective, message=rank.message, peer=rank.peer)
+        verdict.waited = JobWait(collective=rank.collective, message=rank.message, peer=rank.peer, serving=job_rules().serves(rank.collective))
         if rank.step is not None:
             verdict.waited.file, verdict.waited.line, verdict.waited.python_function = rank.step.file, rank.step.line, rank.step.function
         return verdict

@@ -302,7 +302,9 @@ def test_ps_batch_names_the_failed_worker_and_what_each_other_task_waited_in(ps_
     run = runs[PS_JOB]
     job = _job_of(summary, run)
     assert job["root_cause"] == [PS_FAILED] and job["world_size"] == 4 and job["cores"] == 4 and job["single"]
-    assert job["summary"].startswith(f"rank {PS_FAILED} crashed on its own (SIGSEGV null-deref") and "ranks 0, 1 and 3 waited for it" in job["summary"]
+    assert job["summary"].startswith(f"rank {PS_FAILED} crashed on its own (SIGSEGV null-deref") and "rank 0 waited for it" in job["summary"]
+    # The other worker and the parameter server waited for no one: they served whoever called.
+    assert job["summary"].endswith("; ranks 1 and 3 kept serving the job's other tasks")
     ranks = {r["rank"]: r for r in job["ranks"]}
     assert {r: ranks[r]["pid"] for r in ranks} == run.pids and run.waiting == [0, 1, 3]
     failed = ranks[PS_FAILED]
@@ -320,8 +322,8 @@ def test_ps_batch_names_the_failed_worker_and_what_each_other_task_waited_in(ps_
     assert ranks[0]["evidence"][0] == f"waited for rank {PS_FAILED} in {chief['collective']} at tf_ps_task.py:{chief['line']}"
     # The other worker and the parameter server serve whoever calls: no peer of their own.
     for rank in (1, 3):
-        assert ranks[rank]["waited"]["collective"] == SERVING and ranks[rank]["waited"]["peer"] is None
-        assert ranks[rank]["evidence"][0].startswith(f"waited for its peers in {SERVING}")
+        assert ranks[rank]["waited"]["collective"] == SERVING and ranks[rank]["waited"]["peer"] is None and ranks[rank]["waited"]["serving"]
+        assert ranks[rank]["evidence"][0].startswith(f"kept serving the job's other tasks in {SERVING}")
     groups = summary["groups"]
     assert summary["totals"]["analyzed"] == 4 and len(groups) == 1
     assert groups[0]["fault_kind"] == "null-deref" and groups[0]["count"] == 1 and groups[0]["job_cores"] == 4

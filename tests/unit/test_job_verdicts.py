@@ -241,7 +241,7 @@ def test_batch_events_fold_a_job_and_name_the_senders():
 def test_records_keep_old_fields_and_check_the_new_ones():
     record = _record("/c/0", 0, "waiting", 1.0, ppid=3, sender_pid=4, waited={"collective": 5, "line": "x", "extra": 1})
     back = record_from_dict(json.loads(json.dumps(record.to_dict())))
-    assert back.job["waited"] == {"collective": None, "function": None, "file": None, "python_function": None, "message": None, "line": None, "peer": None}
+    assert back.job["waited"] == {"collective": None, "function": None, "file": None, "python_function": None, "message": None, "line": None, "peer": None, "serving": False}
     assert (back.ppid, back.sender_pid) == (3, 4)
     old = record.to_dict()
     for name in ("job", "ppid", "sender_pid"):
@@ -297,7 +297,19 @@ def test_a_tensorflow_step_waits_for_its_peers_only_in_a_task_of_a_job():
 def test_a_parameter_server_strategy_task_serving_in_server_join_waits_for_the_coordinator():
     # The main thread of a real PSS worker's core, ended by a watchdog while it served.
     serving = _native("__pthread_clockjoin_ex", "tsl::(anonymous namespace)::PThread::~PThread()", "tensorflow::GrpcServer::Join()", "TF_ServerJoin")
-    assert collective_in([serving], serving, job_rules())[0] == "TensorFlow server (Server.join: serving the coordinator's steps)"
+    name = collective_in([serving], serving, job_rules())[0]
+    assert name == "TensorFlow server (Server.join: serving the coordinator's steps)" and job_rules().serves(name)
+    assert not job_rules().serves("TensorFlow all-reduce (RingReducer)") and not job_rules().serves("gloo (allreduce)") and not job_rules().serves(None)
+
+
+def test_tasks_that_served_are_said_to_have_kept_serving_not_to_have_waited():
+    crashed = RankVerdict(rank=2, state="crashed", fault_kind="null-deref", signal="SIGSEGV", summary="SIGSEGV null-deref in f")
+    chief = RankVerdict(rank=0, state="waiting", signal="SIGABRT", waited=JobWait(collective="coordinator", peer=2))
+    served = [RankVerdict(rank=r, state="waiting", signal="SIGABRT", waited=JobWait(collective="server", serving=True)) for r in (1, 3)]
+    v = job_verdict([crashed, chief, *served], world_size=4)
+    assert v.root_cause == [2]
+    assert v.summary == "rank 2 crashed on its own (SIGSEGV null-deref in f); rank 0 waited for it; ranks 1 and 3 kept serving the job's other tasks"
+    assert served[0].evidence[0] == "kept serving the job's other tasks in server"
 
 
 def test_batch_shrink_takes_every_rank_of_a_job_its_example_stands_for():
