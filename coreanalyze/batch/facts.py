@@ -39,6 +39,7 @@ def crash_facts(record: CoreRecord) -> CrashFacts:
         packages=record.packages,
         versions=record.versions,
         frames=record.frames,
+        ops=record.ops,
         abort_message=record.abort_message,
         gpu_exception=record.gpu_exception,
     )

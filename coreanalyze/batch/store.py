@@ -88,6 +88,7 @@ class CoreRecord:
     abort_message: str | None = None
     gpu_exception: str | None = None
     frames: list[str] = field(default_factory=list)  # crashing thread's functions, innermost first
+    ops: list[str] = field(default_factory=list)  # ops its Python called (TensorFlow's generated op wrappers)
     known: dict[str, Any] | None = None  # classification.known of its report
     # batch --shrink, for a group's example: the shrunk core (relative path) and its bytes
     shrunk: str | None = None
@@ -154,6 +155,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "abort_message": (str, type(None)),
     "gpu_exception": (str, type(None)),
     "frames": (list,),
+    "ops": (list,),
     "known": (dict, type(None)),
     "shrunk": (str, type(None)),
     "shrunk_size": (int, type(None)),
@@ -205,6 +207,7 @@ def record_from_dict(d: Any) -> CoreRecord:
     if kwargs.get("job") is not None:
         kwargs["job"] = job_fields(kwargs["job"])
     kwargs["frames"] = [f[:_TEXT_CHARS] for f in kwargs.get("frames", [])[:_MAX_FRAMES] if isinstance(f, str)]
+    kwargs["ops"] = [f[:_TEXT_CHARS] for f in kwargs.get("ops", [])[:_MAX_FRAMES] if isinstance(f, str)]
     return CoreRecord(**kwargs)
 
 

@@ -252,9 +252,20 @@ def declared(name: str) -> str | None:
     return None
 
 
+# Windows names the same libraries otherwise: a Python extension `X.pyd` is `X.so`, a shared
+# library `X.dll` is `libX.so` (with or without its version).
+_WINDOWS_LIBRARY = re.compile(r"^(?P<stem>[\w.+-]+?)\.(?P<ext>pyd|dll)$", re.IGNORECASE)
+
+
 def library(basename: str) -> Place | None:
-    """A library of the wheels by its file name (`_pywrap_tensorflow_interpreter_wrapper.so`)."""
-    d = index()["libraries"].get(basename)
+    """A library of the wheels by its file name (`_pywrap_tensorflow_interpreter_wrapper.so`, or
+    its Windows name `_pywrap_tensorflow_interpreter_wrapper.pyd`)."""
+    libraries = index()["libraries"]
+    d = libraries.get(basename)
+    if d is None and (m := _WINDOWS_LIBRARY.match(basename)) is not None:
+        stem = m.group("stem")
+        names = (f"{stem}.so",) if m.group("ext").lower() == "pyd" else (f"lib{stem}.so", f"lib{stem}.so.2", f"{stem}.so")
+        d = next((libraries[n] for n in names if n in libraries), None)
     if d is None:
         return None
     category = category_of_path(_dirs()[d] + "/")

@@ -32,8 +32,6 @@ _KERNEL_METHOD = re.compile(r"(\w+)::Compute(?:Async)?\b")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 # A kernel class's name beyond its op's: DynamicStitchOpCPU is op DynamicStitch.
 _KERNEL_SUFFIX = re.compile(r"op(cpu|gpu|impl|base|v\d)?$")
-# A Python function as TensorFlow's generated op wrappers name it (gen_*_ops.py: dynamic_stitch).
-_PY_OP_WRAPPER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -46,17 +44,16 @@ class CrashFacts:
     gpu_exception: str | None = None
     fault_kind: str | None = None
     frames: tuple[str, ...] = ()  # functions of the crashing thread, innermost first
+    # ops its Python called through TensorFlow's generated wrappers (gen_*_ops.py: dynamic_stitch)
+    op_wrappers: tuple[str, ...] = ()
     versions: dict[str, str] = field(default_factory=dict)  # package (normalized) -> version
 
     @cached_property
     def ops(self) -> frozenset[str]:
         """The ops the crashing thread ran, as op_key()s: an op kernel's Compute in a native frame
         (its class's name), TensorFlow's generated Python wrapper of an op (dynamic_stitch)."""
-        found = set()
+        found = {op_key(name) for name in self.op_wrappers}
         for function in self.frames:
-            if _PY_OP_WRAPPER.match(function):
-                found.add(op_key(function))
-                continue
             text = function
             for _ in range(8):
                 stripped = _TEMPLATE_ARGS.sub("", text)

@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any
 
-from coreanalyze.base.model import Report
+from coreanalyze.base.model import FrameKind, Report
 from coreanalyze.known import CrashFacts, normalize_package
 
 MAX_FRAMES = 64
@@ -87,11 +87,37 @@ def _driver_from_frames(report: Report) -> str | None:
     return None
 
 
-def crashing_frames(report: Report) -> list[str]:
+# TensorFlow's generated Python wrapper of an op (tensorflow/python/ops/gen_array_ops.py's
+# dynamic_stitch, or its dynamic_stitch_eager_fallback): the op it runs, by the op's snake_case name.
+OP_WRAPPER_FILE = re.compile(r"(^|/)gen_\w+\.py$")
+OP_WRAPPER_SUFFIX = re.compile(r"_eager_fallback$")
+MAX_OPS = 8
+
+
+def _crashing_thread(report: Report):
     for thread in report.threads:
         if thread.crashed or thread.tid == report.crashing_thread:
-            return [f.function[:MAX_CHARS] for f in thread.frames[:MAX_FRAMES] if f.function]
-    return []
+            return thread
+    return None
+
+
+def crashing_frames(report: Report) -> list[str]:
+    thread = _crashing_thread(report)
+    return [f.function[:MAX_CHARS] for f in thread.frames[:MAX_FRAMES] if f.function] if thread else []
+
+
+def op_wrappers(report: Report) -> list[str]:
+    """The ops the crashing thread's Python called through TensorFlow's generated wrappers,
+    innermost first (`dynamic_stitch`): the op of a crash that came before its kernel ran (in
+    the eager runtime's kernel lookup), or in a kernel class that serves many ops."""
+    thread = _crashing_thread(report)
+    found: list[str] = []
+    for f in thread.frames[:MAX_FRAMES] if thread else ():
+        if f.kind == FrameKind.PYTHON and f.function and OP_WRAPPER_FILE.search(f.file or ""):
+            name = OP_WRAPPER_SUFFIX.sub("", f.function[:MAX_CHARS])
+            if name not in found:
+                found.append(name)
+    return found[:MAX_OPS]
 
 
 def kept_facts(report: Report) -> dict[str, Any]:
@@ -103,6 +129,7 @@ def kept_facts(report: Report) -> dict[str, Any]:
         "packages": packages,
         "versions": versions_of(report, packages),
         "frames": crashing_frames(report),
+        "ops": op_wrappers(report),
         "abort_message": clip(cls.abort_message),
         "gpu_exception": clip(cls.gpu.exception) if cls.gpu is not None else None,
     }
@@ -114,7 +141,7 @@ def report_facts(report: Report) -> CrashFacts:
     return facts_of(signature=clip(cls.signature), summary=clip(cls.summary), fault_kind=cls.fault_kind, **kept_facts(report))
 
 
-def facts_of(*, signature, summary, fault_kind, packages, versions, frames, abort_message, gpu_exception) -> CrashFacts:
+def facts_of(*, signature, summary, fault_kind, packages, versions, frames, abort_message, gpu_exception, ops=()) -> CrashFacts:
     versions = {**packages, **{k: v for k, v in versions.items() if k in ("python", "tensorflow", "tflite")}}
     return CrashFacts(
         signature=signature,
@@ -123,5 +150,6 @@ def facts_of(*, signature, summary, fault_kind, packages, versions, frames, abor
         gpu_exception=gpu_exception,
         fault_kind=fault_kind,
         frames=tuple(frames),
+        op_wrappers=tuple(ops),
         versions=versions,
     )

@@ -13,7 +13,7 @@ and writes known/tfsa.toml from them; --build-only rebuilds tfsa.toml from the r
 
 Each advisory that names an op and a way to crash becomes a [[crash]] of the known-crash format
 (coreanalyze/known/crashes.toml): `match.ops` the op(s) it names (`tf.raw_ops.DynamicStitch` is
-op DynamicStitch), `match.fault_kind` the fault kinds its words allow (a segfault or a null
+op DynamicStitch; TensorFlow Lite's advisories are left out: its kernels are not these ops), `match.fault_kind` the fault kinds its words allow (a segfault or a null
 pointer: null-deref or invalid-access; a CHECK fail: check-failure; an FPE: divide-by-zero; a
 heap overflow or a double free: heap-corruption or invalid-access), `fixed_in` the releases
 patched (one per release line) and `match.before_fix`: a process that ran a patched release for
@@ -49,6 +49,9 @@ _RAW_OP = re.compile(r"\btf\.raw_ops\.([A-Z][A-Za-z0-9_]*)")
 _CAMEL = re.compile(r"\b_?[A-Z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z]+[A-Z0-9]\w*\b")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _VERSION = re.compile(r"(?<![\w.])(\d+\.\d+(?:\.\d+)?)(?![\w.]*\w)")
+# TensorFlow Lite's and TFLite Micro's advisories: their kernels are not TensorFlow's ops of the
+# same name (TFLite Micro's GatherNd is not tf.raw_ops.GatherNd), and a model file is their input.
+_TFLITE = re.compile(r"\bTF ?Lite\b|\bTensorFlow Lite\b|\btflite\b", re.IGNORECASE)
 
 # What an advisory's words say about how the process died, as fault kinds (docs/json-contract.md).
 # The first rule that matches the title wins; the impact's text is read when the title says none.
@@ -140,6 +143,7 @@ def parse_advisory(name: str, text: str, registry: frozenset[str]) -> dict:
         "ops": op_names(title, impact, registry),
         "fault_kinds": fault_kinds(title, impact),
         "xla": bool(re.search(r"\bXLA\b|jit_compile", title + impact)),
+        "tflite": bool(_TFLITE.search(title)),
         "patched": patched_versions(patches),
         "commits": list(dict.fromkeys(_COMMIT.findall(patches))),
     }
@@ -217,8 +221,9 @@ def _op_pattern(ops: list[str]) -> list[str]:
 
 
 def entry_of(adv: dict) -> dict | None:
-    """The [[crash]] of one parsed advisory; None when it names no op, no crash or no release."""
-    if not adv["ops"] or not adv["fault_kinds"] or not adv["patched"]:
+    """The [[crash]] of one parsed advisory; None when it names no op, no crash or no release, or
+    is TensorFlow Lite's."""
+    if not adv["ops"] or not adv["fault_kinds"] or not adv["patched"] or adv.get("tflite"):
         return None
     cve = f" ({', '.join(adv['cves'])})" if adv["cves"] else ""
     commits = ", ".join(c[:12] for c in adv["commits"][:4])

@@ -338,6 +338,29 @@ TRIAGE_EVIDENCE = FileKind(
     ),
 )
 
+# triage/device_faults.toml: what device and OS fault handlers write, as signals and fault kinds.
+TRIAGE_DEVICE_FAULTS = FileKind(
+    "device fault rules",
+    "rules file",
+    Table(
+        {
+            "verdict": Tables(
+                Table(
+                    {"name": STR, "family": STR, "pattern": STR, "signal": STR, "code": STR, "fault_kind": STR, "category": STR, "address": STR,
+                     "description": STR},
+                    required=("name", "family", "pattern"),
+                )
+            ),
+            "fault_bit": Tables(
+                Table(
+                    {"register": STR, "bit": INT, "name": STR, "signal": STR, "code": STR, "fault_kind": STR, "address": STR, "priority": INT, "description": STR},
+                    required=("register", "bit", "name"),
+                )
+            ),
+        }
+    ),
+)
+
 JOB_RULES = FileKind(
     "job rules",
     "rules file",
@@ -395,6 +418,7 @@ SHIPPED: dict[str, FileKind] = {
     "gpu/exception.toml": GPU_EXCEPTIONS,
     "hang/rules.toml": HANG_RULES,
     "triage/evidence.toml": TRIAGE_EVIDENCE,
+    "triage/device_faults.toml": TRIAGE_DEVICE_FAULTS,
     "jobs/rules.toml": JOB_RULES,
     "watch/containers.toml": WATCH_CONTAINERS,
 }

@@ -32,7 +32,8 @@ _ALLOCATOR_ANCHORS = (*dict.fromkeys(required_literal(p) for p in _HEAP_MESSAGES
 # Assertion macros other than glibc's: WebKit/Blink's ASSERT, BSD / macOS / MSVC assert(), V8's
 # CSA_ASSERT ("abort: CSA_ASSERT failed: ...").
 _ASSERTION = re.compile(r"^(?:ASSERTION FAILED: |Assertion failed: |abort: \w*ASSERT\w* failed: )\S")
-_TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']{1,300})'|without an active exception|recursively)")
+# A retyped report may read "throwing and instance": the message is kept in libstdc++'s words.
+_TERMINATE = re.compile(r"terminate called (?:after throwing an?d? instance of '([^']{1,300})'|without an active exception|recursively)")
 _WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
 # What a shell / IDE / job runner prints when the child died by a signal.
 # Markdown emphasis around it ("*Illegal instruction: 4*") and macOS's signal number after it
@@ -130,7 +131,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         if "terminate called" in s:
             m = _TERMINATE.search(s)
             if m:
-                pending_terminate = m.group(0)
+                pending_terminate = f"terminate called after throwing an instance of '{m.group(1)}'" if m.group(1) else m.group(0)
                 pending_line = i
                 hit = True
         else:

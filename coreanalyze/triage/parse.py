@@ -22,8 +22,10 @@ from coreanalyze.triage import (
     chromium_log,
     context,
     coredumpctl,
+    cortex_m,
     crash_lines,
     cuda_gdb,
+    esp_panic,
     evidence,
     faulthandler,
     findings,
@@ -45,7 +47,9 @@ from coreanalyze.triage import (
     snapshot,
     source_lines,
     tflog,
+    thread_create,
     valgrind,
+    windows_error,
 )
 from coreanalyze.triage.merge import merge
 from coreanalyze.triage.text import clean
@@ -61,6 +65,11 @@ PARSERS = (
     c10_frames.parse,
     asan.parse,
     android_tombstone.parse,
+    # What a device's or an OS's fault handler wrote (before gdb_bt: PlatformIO's decoded
+    # "#0  0x400d19c4:0x3ffb5fc0 in inflate at ..." has a gdb frame's shape).
+    esp_panic.parse,
+    cortex_m.parse,
+    windows_error.parse,
     valgrind.parse,
     hs_err.parse,
     coredumpctl.parse,
@@ -81,6 +90,7 @@ PARSERS = (
     # Any line with a frame's shape, in a format no parser above knows.
     frame_shapes.parse,
     abort_messages.parse,
+    thread_create.parse,
     crash_lines.parse,
     # What the text says without frames (rules data); reads every line.
     evidence.parse,

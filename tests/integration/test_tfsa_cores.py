@@ -26,6 +26,7 @@ from support.clirun import analyze_json, crashed_thread, run_cli
 from support.pastes import gdb_backtrace_text
 
 from coreanalyze.known import CrashFacts, load_known, release_fix
+from coreanalyze.known.facts import OP_WRAPPER_FILE
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
@@ -82,8 +83,10 @@ def test_a_process_on_the_patched_release_is_not_told(advisory_cores):
     known = load_known()
     for scenario, (advisory, fixed, _kind) in CASES.items():
         _case, report = advisory_cores[scenario]
-        frames = tuple(f["function"] for f in crashed_thread(report)["frames"] if f["function"])
-        facts = dict(fault_kind=report["classification"]["fault_kind"], frames=frames)
+        thread = crashed_thread(report)["frames"]
+        frames = tuple(f["function"] for f in thread if f["function"])
+        wrappers = tuple(f["function"] for f in thread if f["kind"] == "python" and OP_WRAPPER_FILE.search(f["file"] or ""))
+        facts = dict(fault_kind=report["classification"]["fault_kind"], frames=frames, op_wrappers=wrappers)
         assert known.match(CrashFacts(**facts, versions={"tensorflow": TF_VERSION})).id == advisory
         for patched in (fixed, "2.12.0", "2.16.2"):
             entry = known.match(CrashFacts(**facts, versions={"tensorflow": patched}))

@@ -6,13 +6,18 @@ The same entries on real cores of TensorFlow 2.10.0: tests/integration/test_tfsa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from coreanalyze.base import tomlfile
+from coreanalyze.base.model import Frame, FrameKind, Report, Thread
+from coreanalyze.batch.facts import crash_facts, fill_facts
+from coreanalyze.batch.store import CoreRecord, record_from_dict
 from coreanalyze.classify import layoutgen
 from coreanalyze.known import ADVISORIES, CrashFacts, load_known, parse_file, release_fix, tfsagen
+from coreanalyze.known.facts import report_facts
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "tfsa"
 REGISTRY = frozenset(layoutgen.load_inputs()["ops"])
@@ -160,4 +165,48 @@ def test_the_ops_of_the_crashing_thread():
         "sparse_sparse_maximum",
         "<module>",
     )
-    assert CrashFacts(frames=frames).ops == {"sparsesparsebinaryopshared", "dynamicstitch", "sparsesparsemaximum"}
+    # A Python function is an op only as TensorFlow's generated wrapper (a frame of gen_*_ops.py):
+    # a script's own save() is not op Save.
+    assert CrashFacts(frames=frames).ops == {"sparsesparsebinaryopshared", "dynamicstitch"}
+    assert "sparsesparsemaximum" in CrashFacts(frames=frames, op_wrappers=("sparse_sparse_maximum",)).ops
+
+
+def test_a_tflite_advisory_is_not_a_tensorflow_op():
+    text = (DATA / "tfsa-2022-155.md").read_text().replace("`CHECK_EQ` fail in `tf.raw_ops.TensorListResize`", "OOB read in `TensorListResize` in TF Lite Micro")
+    adv = tfsagen.parse_advisory("tfsa-2022-155.md", text, REGISTRY)
+    assert adv["ops"] == ["TensorListResize"] and adv["tflite"]
+    assert tfsagen.entry_of(adv) is None
+
+
+def _report(version: str | None) -> Report:
+    """DynamicStitch's crash as TFSA-2022-145's reproducer leaves it: the fault is in the eager
+    runtime's kernel lookup, and only the generated Python wrapper names the op."""
+    frames = [
+        Frame(0, function="tensorflow::(anonymous namespace)::GetOrCreateKernelAndDevice(tensorflow::EagerOperation*)"),
+        Frame(1, function="TFE_Py_FastPathExecute_C(_object*)"),
+        Frame(2, kind=FrameKind.PYTHON, function="dynamic_stitch", file="/venv/lib/python3.10/site-packages/tensorflow/python/ops/gen_data_flow_ops.py"),
+        Frame(3, kind=FrameKind.PYTHON, function="save", file="/srv/train/train.py"),
+    ]
+    report = Report(crashing_thread=7, threads=[Thread(7, crashed=True, frames=frames)])
+    report.classification.fault_kind = "null-deref"
+    if version:
+        report.environment["tensorflow_version"] = version
+    return report
+
+
+def test_an_op_before_its_kernel_ran_is_named_by_its_python_wrapper():
+    facts = report_facts(_report("2.10.0"))
+    assert facts.op_wrappers == ("dynamic_stitch",)  # train.py's save() is no op wrapper
+    verdict = load_known().match(facts).verdict(facts)
+    assert verdict["id"] == "TFSA-2022-145"
+    assert verdict["note"] == "TFSA-2022-145, fixed in 2.10.1; this process ran 2.10.0"
+
+
+def test_a_batch_record_keeps_the_op_wrappers():
+    record = CoreRecord(identity="a" * 64, file_identity="b" * 64, path="/cores/core.1", status="ok")
+    fill_facts(record, _report("2.9.0"))
+    record.fault_kind = "null-deref"  # the worker's, from the classification
+    again = record_from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again.ops == ["dynamic_stitch"]
+    facts = crash_facts(again)
+    assert load_known().match(facts).verdict(facts)["note"] == "TFSA-2022-145, fixed in 2.10.1; this process ran 2.9.0"
