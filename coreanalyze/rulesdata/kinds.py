@@ -366,7 +366,7 @@ JOB_RULES = FileKind(
     "rules file",
     Table(
         {
-            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR, "fallback": BOOL, "with": STR},
+            "collective": Tables(Table({"name": STR, "python": STR, "file": STR, "native": STR, "fallback": BOOL, "with": STR, "serving": BOOL},
                                        required=("name",))),
             "peer_failure": Table({"patterns": STRINGS}),
             "failed_task": Tables(Table({"pattern": STR, "says": STR, "leader": BOOL}, required=("pattern", "says"))),
