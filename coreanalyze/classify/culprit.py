@@ -76,7 +76,10 @@ def pick_culprit(views: Sequence[FrameView], rules: RuleSet, window: int | None 
     start, handler = _handler_end(views)
     pick.start, pick.handler_frames = start, handler
     native = [v for v in views[start:] if not v.python]
-    if len(native) > 1 and is_bad_jump(native[0]):
+    # Outside every library tells only where the stack maps code to libraries (a firmware's
+    # backtrace of bare addresses names none); the null page tells always.
+    mapped = any(v.frame.module or v.module_path for v in native)
+    if len(native) > 1 and is_bad_jump(native[0]) and (mapped or native[0].frame.pc < NULL_PAGE_LIMIT):
         pick.bad_jump = native[0]
         pick.skipped.append(native[0])
         native = native[1:]

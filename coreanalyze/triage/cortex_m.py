@@ -137,7 +137,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             said.append((_BIT, bit.as_verdict(), f"{bit.register}.{bit.name} set"))
     if said:
         weight, verdict, line = max(said, key=lambda t: (t[0], _bit_priority(rules, t[1])))
-        device_rules.apply(finding, verdict, line, _address(verdict, rules, registers, cfsr))
+        device_rules.apply(finding, verdict, line, _address(verdict, rules, registers, cfsr), detail=f"{line.removesuffix(' set')} (Cortex-M)")
         for _, other, other_line in said:
             if other.fault_kind is not None and other is not verdict:
                 device_rules.apply(finding, other, other_line)

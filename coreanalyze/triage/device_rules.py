@@ -132,10 +132,15 @@ def rules_of(data: dict) -> DeviceRules:
     return DeviceRules(tuple(verdicts), tuple(bits))
 
 
-def apply(finding: fd.Finding, verdict: Verdict, line: str, address: int | None = None, category: str | None = None) -> None:
+def apply(
+    finding: fd.Finding, verdict: Verdict, line: str, address: int | None = None, category: str | None = None, detail: str | None = None
+) -> None:
     """Put what a verdict says into a finding: its signal (with the fault address and the si_code
-    name), the fault kind a signal does not say as strong evidence, and a subsystem the caller
-    found applies as weak evidence."""
+    name), the fault kind a signal does not say as strong evidence, a subsystem the caller found
+    applies as weak evidence, and the handler's own words for the fault as the report's class."""
+    if detail and finding.detail is None:
+        # A kind the handler names leads its class, as a sanitizer's does ("stack-overflow (...)").
+        finding.detail = (f"{verdict.fault_kind} ({detail})" if verdict.fault_kind else detail)[:200]
     if verdict.signal is not None:
         strength = fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_NAMED
         finding.set_signal(normalize_name(verdict.signal), strength, address=address, code_name=verdict.code)

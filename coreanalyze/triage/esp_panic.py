@@ -57,6 +57,10 @@ _PIO = re.compile(r"^#\d{1,4}\s+(0x[0-9a-fA-F]{8}):0x[0-9a-fA-F]{8} in (.{1,2000
 _RUNNING = re.compile(r"task_wdt: CPU (\d): (\S{1,32})$")
 _PRINT_CPU = re.compile(r"task_wdt: Print CPU (\d)\b")
 _NEEDLES = ("Guru Meditation", *_MESSAGE_NEEDLES)
+# An interrupt's entry vector (Xtensa's level 1-6 and NMI vectors, RISC-V's handler), within the
+# first frames of a watchdog's backtrace.
+_INTERRUPT_ENTRY = re.compile(r"^(?:_xt_lowint1|_xt_medint\d|_xt_highint\d|_xt_nmi|_interrupt_handler)$")
+INTERRUPT_DEPTH = 4
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -66,6 +70,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     finding: fd.Finding | None = None
     verdict: device_rules.Verdict | None = None
     verdict_line = ""
+    reason = ""
     registers: dict[str, int] = {}
     running: dict[str, str] = {}
     pending: dict[int, fd.model.Frame] = {}
@@ -81,13 +86,14 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         if m is not None:
             finding = finding or fd.Finding(FORMAT, i)
             verdict, verdict_line = rules.match("esp", m.group(2).strip()), s
+            reason = m.group(2).strip()
             finding.add_message(fd.MESSAGE_TERMINATE, s)
             claimed[i] = 1
             continue
         m = _DEBUG_REASON.match(s)
         if m is not None and finding is not None:
             verdict = rules.match("esp", m.group(1)) or verdict
-            verdict_line = s
+            verdict_line, reason = s, m.group(1)
             finding.add_message(fd.MESSAGE_TERMINATE, s)
             claimed[i] = 1
             continue
@@ -103,7 +109,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             said = rules.match("esp", m.group(1))
             # A stack overflow or a watchdog says more than the abort() that follows it.
             if said is not None and (verdict is None or verdict.fault_kind is None):
-                verdict, verdict_line = said, s
+                verdict, verdict_line, reason = said, s, m.group(1)
             finding.add_message(fd.MESSAGE_TERMINATE, m.group(1))
             aborted = aborted or m.group(2) is not None
             if (m := _PRINT_CPU.search(s)) is not None:
@@ -157,9 +163,11 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         return []
     if verdict is not None:
         address = _address(verdict, registers)
-        device_rules.apply(finding, verdict, verdict_line, address)
+        device_rules.apply(finding, verdict, verdict_line, address, detail=f"{reason.rstrip('.: ')} (ESP-IDF)")
     if threads:
         threads[0].crashed = True
+        if verdict is not None and verdict.fault_kind == "hang":
+            _drop_interrupt(threads[0])
         if threads[0].name is None and running:
             threads[0].name = next(iter(running.values()))
     for t in threads:
@@ -191,3 +199,13 @@ def _name(thread: fd.TextThread, frame: fd.model.Frame) -> bool:
 def _decoded_run(thread: fd.TextThread) -> bool:
     """The thread is made of decoded lines alone (no Backtrace line): more of them extend it."""
     return all(f.function is not None for f in thread.frames)
+
+
+def _drop_interrupt(thread: fd.TextThread) -> None:
+    """A watchdog's backtrace starts in its interrupt handler (task_wdt_isr, then the interrupt's
+    entry vector): the stuck code is the one the interrupt came into, below the entry."""
+    entry = next((k for k, f in enumerate(thread.frames[:INTERRUPT_DEPTH]) if f.function and _INTERRUPT_ENTRY.match(f.function)), None)
+    if entry is not None and entry + 1 < len(thread.frames):
+        thread.frames = thread.frames[entry + 1 :]
+        for k, f in enumerate(thread.frames):
+            f.index = k

@@ -21,12 +21,12 @@ from coreanalyze.triage.signals import number_of as signal_number
 # Which format's native stack to prefer for one thread, best first.
 NATIVE_PREFERENCE = (
     "gdb", "lldb", "coredumpctl", "macos-crash", "asan", "pystack", "backtrace-symbols", "absl-signal", "tf-log",
-    "faulthandler", "kernel-log",
+    "faulthandler", "kernel-log", "esp-idf-panic", "cortex-m-fault", "windows-error-report",
 )  # fmt: skip
 # Which format says best which thread crashed, best first.
 CRASH_AUTHORITY = (
     "gdb", "lldb", "asan", "coredumpctl", "macos-crash", "kernel-log", "tf-log", "faulthandler", "gdb-py-bt",
-    "pystack", "absl-signal", "backtrace-symbols",
+    "pystack", "absl-signal", "backtrace-symbols", "esp-idf-panic", "cortex-m-fault", "windows-error-report",
 )  # fmt: skip
 
 

@@ -79,7 +79,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     if code is not None:
         name = signals.from_ntstatus(code)
         finding.set_signal(name, fd.SIGNAL_NAMED)
-        finding.detail = signals.ntstatus_detail(code)
+        finding.detail = signals.ntstatus_detail(code) or f"{event or 'Application Error'}: exception code 0x{code:08x}"
     verdict = device_rules.default_rules().match("windows", event) if event else None
     if verdict is not None:
         device_rules.apply(finding, verdict, f"Problem Event Name: {event}")
