@@ -49,7 +49,8 @@ _SUB_REGISTERS = {"MMFSR": (0, 0xFF), "BFSR": (8, 0xFF), "UFSR": (16, 0xFFFF)}
 _MMARVALID, _BFARVALID = 1 << 7, 1 << 15
 # How much a kind of evidence counts when several say different things (highest wins).
 _WORD, _DETAIL, _BIT = 1, 2, 3
-_ANCHORS = ("MbedOS", "FAULT", "Fault", "FATAL ERROR", "CFSR", "HFSR", "Page fault at address")
+_PAGE_FAULT = "Page fault at address"
+_ANCHORS = ("MbedOS", "FAULT", "Fault", "FATAL ERROR", "CFSR", "HFSR", _PAGE_FAULT)
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -102,8 +103,9 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             finding.add_message(fd.MESSAGE_TERMINATE, s)
             claimed[i] = 1
             continue
-        v = rules.match("cortex-m", s)
-        if v is not None and (finding is not None or v.pattern.groupindex):
+        # A handler's detail line counts inside its report; a page fault's line names its address.
+        v = rules.match("cortex-m", s) if finding is not None or _PAGE_FAULT in s else None
+        if v is not None:
             finding = finding or fd.Finding(FORMAT, i)
             said.append((_DETAIL, v, s))
             if "address" in v.pattern.groupindex and (a := v.pattern.search(s).group("address")):
