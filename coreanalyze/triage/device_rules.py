@@ -139,8 +139,10 @@ def apply(
     name), the fault kind a signal does not say as strong evidence, a subsystem the caller found
     applies as weak evidence, and the handler's own words for the fault as the report's class."""
     if detail and finding.detail is None:
-        # A kind the handler names leads its class, as a sanitizer's does ("stack-overflow (...)").
-        finding.detail = (f"{verdict.fault_kind} ({detail})" if verdict.fault_kind else detail)[:200]
+        # A kind the handler names beside a signal leads its class, as a sanitizer's does
+        # ("stack-overflow (...)"): the class, not the signal, is then what the summary says.
+        named = verdict.fault_kind is not None and verdict.signal is not None
+        finding.detail = (f"{verdict.fault_kind} ({detail})" if named else detail)[:200]
     if verdict.signal is not None:
         strength = fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_NAMED
         finding.set_signal(normalize_name(verdict.signal), strength, address=address, code_name=verdict.code)
