@@ -6,7 +6,8 @@
 TensorFlow's tree keeps one Markdown file per advisory, `tensorflow/security/advisory/tfsa-*.md`
 (`## TFSA-2022-145: <title>`, `### CVE Number`, `### Impact`, `### Patches` with the fixing
 commits and "The fix will be included in TensorFlow 2.11. We will also cherrypick this commit
-on TensorFlow 2.10.1, ..."). The first form reads DIR's tfsa-*.md files into
+on TensorFlow 2.10.1, ..."; 2020's "We recommend users to upgrade to TensorFlow 1.15.4, 2.0.3, ...";
+2018's and 2019's have a `### Mitigation` instead: "integrated into TensorFlow 1.7.0 and newer"). The first form reads DIR's tfsa-*.md files into
 known/tfsa_inputs.json.gz (the recorded inputs: every text, where they came from, their digest)
 and writes known/tfsa.toml from them; --build-only rebuilds tfsa.toml from the recorded inputs
 (what the tests check: the committed file is what its inputs make).
@@ -57,9 +58,10 @@ _TFLITE = re.compile(r"\bTF ?Lite\b|\bTensorFlow Lite\b|\btflite\b", re.IGNORECA
 # The first rule that matches the title wins; the impact's text is read when the title says none.
 SEGV = ("null-deref", "invalid-access")
 FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
-    (re.compile(r"\bCHECK\b|CHECK_[A-Z]+|check[- ]fail|\bDCHECK", re.IGNORECASE), ("check-failure", "abort")),
+    # CHECK as the macro's capitals: "explicitly check `context->status()`" is no CHECK failure.
+    (re.compile(r"\bCHECK\b|CHECK_[A-Z]+|\b[Cc]heck[- ]fail|\bDCHECK"), ("check-failure", "abort")),
     (
-        re.compile(r"\bFPE\b|floating[- ]point exception|divi(de|sion)[- ]by[- ]zero|\bSIGFPE\b", re.IGNORECASE),
+        re.compile(r"\bFPE\b|floating[- ]point exception|divi(de|sion)[- ]by[- ](zero|0\b)|\bSIGFPE\b", re.IGNORECASE),
         ("divide-by-zero",),
     ),
     (
@@ -103,13 +105,26 @@ def fault_kinds(title: str, impact: str) -> list[str]:
 
 def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
     """The ops an advisory is about: registry names its title spells, else `tf.raw_ops.X` of its
-    impact (prose and reproducer), else registry names of the impact's prose."""
-    found = [w for w in re.findall(r"`(\w+)`", title) + _CAMEL.findall(title) if w in registry]
+    impact's prose, else of its reproducer (a reproducer pasted from another advisory is not read
+    when the prose names the op: TFSA-2021-005's Conv3D), else the registry names of the first
+    sentence of the impact's prose that names any (TFSA-2020-020's "The check exists for
+    `DenseCountSparseOutput`" is the op that is not vulnerable). A title's family `MatrixDiag*`
+    is the impact's raw ops of that family (MatrixDiagV2, MatrixDiagV3), else its own name."""
+    prose = _CODE_BLOCK.sub(" ", impact)
+    families = re.findall(r"`([A-Z]\w*)\*`", title)
+    if families:
+        members = [op for op in _RAW_OP.findall(impact) if op.startswith(tuple(families)) and op not in families]
+        if members:
+            return list(dict.fromkeys(members))
+    found = [w for w in re.findall(r"`(\w+)\*?`", title) + _CAMEL.findall(title) if w in registry]
     found += _RAW_OP.findall(title)
     if not found:
-        found = _RAW_OP.findall(impact)
+        found = _RAW_OP.findall(prose) or _RAW_OP.findall(impact)
     if not found:
-        found = [w for w in _CAMEL.findall(_CODE_BLOCK.sub(" ", impact)) if w in registry]
+        for sentence in re.split(r"(?<=[.!?:])\s+", prose):
+            found = [w for w in _CAMEL.findall(sentence) if w in registry]
+            if found:
+                break
     return list(dict.fromkeys(found))
 
 
@@ -133,8 +148,11 @@ def parse_advisory(name: str, text: str, registry: frozenset[str]) -> dict:
     header = _HEADER.search(text)
     sections = _sections(text)
     impact = sections.get("impact", "")
-    patches = sections.get("patches", "")
-    title = re.sub(r"\s+", " ", header.group(2)).strip() if header else ""
+    # 2018's and 2019's advisories say what carries the fix under "### Mitigation" ("integrated into
+    # TensorFlow 1.7.0 and newer", "switch to TensorFlow 1.15 or 2.0"); later ones, "### Patches".
+    patches = sections.get("patches") or sections.get("mitigation", "")
+    # 2018's titles end in a full stop ("BMP File Parser Out-of-bounds Read.").
+    title = re.sub(r"\s+", " ", header.group(2)).strip().rstrip(".") if header else ""
     return {
         "id": header.group(1) if header else name.removesuffix(".md").upper(),
         "file": name,

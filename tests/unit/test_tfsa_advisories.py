@@ -66,6 +66,75 @@ def test_fault_words():
     assert tfsagen.fault_kinds("Memory leak in decode_png", "") == []
 
 
+def test_an_old_advisory_says_its_fix_under_mitigation():
+    # 2018's and 2019's advisories have no "### Patches": "### Mitigation" names the commit and the
+    # releases ("switch to TensorFlow 1.15 or 2.0 as these versions contain the fix"); the
+    # "### Vulnerable Versions" list is not a fix.
+    adv = parsed("tfsa-2019-002.md")
+    assert adv["title"] == "Heap buffer overflow in `UnsortedSegmentSum`"
+    assert adv["cves"] == ["CVE-2019-16778"]
+    assert adv["ops"] == ["UnsortedSegmentSum"]
+    assert adv["fault_kinds"][0] == "heap-corruption"
+    assert adv["patched"] == ["1.15.0", "2.0.0"]
+    assert adv["commits"] == ["db4f9717c41bccc3ce10099ab61996b246099892"]  # the link's, not its short text
+    assert tfsagen.entry_of(adv)["fixed_in"] == ["1.15.0", "2.0.0"]
+
+
+def test_a_2018_title_loses_its_full_stop_and_a_file_parser_is_no_op():
+    adv = parsed("tfsa-2018-001.md")
+    assert adv["title"] == "BMP File Parser Out-of-bounds Read"
+    assert adv["patched"] == ["1.7.0"]  # "integrated into TensorFlow 1.7.0 and newer"
+    assert adv["commits"] == ["49f73c55d56edffebde4bca4a407ad69c1cae433"]
+    assert adv["ops"] == [] and tfsagen.entry_of(adv) is None
+
+
+def test_a_range_of_release_lines_is_no_release():
+    # "will release TensorFlow 2.4.0 containing the patch ... we will patch all releases between
+    # 1.15 and 2.3 inclusive": 2.4.0 is a release; "between 1.15 and 2.3" names no patch release.
+    adv = parsed("tfsa-2020-030.md")
+    assert adv["patched"] == ["2.4.0"]
+    assert adv["ops"] == ["DataFormatVecPermute", "DataFormatDimMap"]  # raw ops of the prose
+    assert adv["commits"] == ["ebc70b7a592420d3d2f359e4b1694c236b82c7ae"]
+
+
+def test_the_ops_of_the_first_sentence_that_names_any():
+    # "The `SparseCountSparseOutput` and `RaggedCountSparseOutput` implementations don't validate
+    # ... The check exists for `DenseCountSparseOutput`": the third op is the one that is safe.
+    adv = parsed("tfsa-2020-020.md")
+    assert adv["ops"] == ["SparseCountSparseOutput", "RaggedCountSparseOutput"]
+    assert adv["patched"] == ["2.3.1"]  # "We recommend users to upgrade to TensorFlow 2.3.1."
+
+
+def test_a_family_of_ops_in_the_title_is_its_raw_ops():
+    adv = parsed("tfsa-2021-004.md")  # "Reference binding to null pointer in `MatrixDiag*` ops"
+    assert adv["ops"] == ["MatrixDiagV2", "MatrixDiagV3"]
+    assert adv["patched"] == ["2.1.4", "2.2.3", "2.3.3", "2.4.2", "2.5.0"]
+
+
+def test_division_by_0_and_a_family_of_raw_ops():
+    adv = parsed("tfsa-2021-011.md")  # "Division by 0 in `Conv3DBackprop*`"
+    assert adv["fault_kinds"] == ["divide-by-zero"]
+    # "The `tf.raw_ops.Conv3DBackprop*` operations": the family's name is no op of its own.
+    assert adv["ops"] == ["Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"]
+
+
+def test_the_word_check_is_no_check_failure():
+    # "The fix is to either explicitly check `context->status()`": the impact's crash is its
+    # "null pointer dereference", not a CHECK.
+    adv = parsed("tfsa-2021-018.md")
+    assert adv["ops"] == ["SparseMatrixSparseCholesky"]
+    assert set(adv["fault_kinds"]) == {"null-deref", "invalid-access"}
+    assert tfsagen.fault_kinds("`CHECK`-fail in `SparseCross` due to type confusion", "")[0] == "check-failure"
+
+
+def test_a_reproducer_of_another_op_is_not_the_advisory_op():
+    # TFSA-2021-005's prose calls tf.raw_ops.RaggedTensorToVariant; its reproducers are Conv3D's
+    # (TFSA-2021-006's): a Conv3D crash is not this advisory.
+    adv = parsed("tfsa-2021-005.md")
+    assert adv["ops"] == ["RaggedTensorToVariant"]
+    assert set(adv["fault_kinds"]) == {"null-deref", "invalid-access"}
+
+
 def test_a_folder_builds_a_file_the_known_crashes_read(tmp_path, monkeypatch):
     files = tfsagen.read_dir(DATA)
     inputs = {
@@ -77,11 +146,18 @@ def test_a_folder_builds_a_file_the_known_crashes_read(tmp_path, monkeypatch):
     out = tmp_path / "tfsa.toml"
     out.write_text(tfsagen.build(inputs))
     data = tomlfile.loads(out.read_text())
-    assert data["provenance"]["read"] == ["TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006"]
-    assert data["provenance"]["without_entry"] == ["TFSA-2022-150"]
+    assert data["provenance"]["read"] == [
+        "TFSA-2018-001", "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
+        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006",
+    ]  # fmt: skip
+    assert data["provenance"]["without_entry"] == ["TFSA-2018-001", "TFSA-2022-150"]
     assert data["provenance"]["inputs_sha256"] == tfsagen.digest(files)
     entries = {e.id: e for e in parse_file(out)}
-    assert set(entries) == {"TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006"}
+    assert set(entries) == {
+        "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
+        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
+    }  # fmt: skip
+    assert entries["TFSA-2019-002"].fixed_in == {"tensorflow": ("1.15.0", "2.0.0")}
     resize = entries["TFSA-2022-155"]
     assert resize.before_fix and resize.fixed_in == {"tensorflow": ("2.8.4", "2.9.3", "2.10.1", "2.11.0")}
     assert resize.title.startswith("TFSA-2022-155 (CVE-2022-41893): ")
