@@ -66,7 +66,8 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     ),
     (
         re.compile(
-            r"double[- ]free|use[- ]after[- ]free|\bUAF\b|heap[- ]buffer[- ]overflow|heap[- ]overflow|heap (OOB|out[- ]of[- ](bounds?|buffer))",
+            r"double[- ]free|use[- ]after[- ]free|\bUAF\b|heap[- ]buffer[- ]overflow|heap[- ]overflow|heap (OOB|out[- ]of[- ](bounds?|buffer))"
+            r"|memory corruption",
             re.IGNORECASE,
         ),
         ("heap-corruption", "invalid-access", "null-deref", "abort"),
@@ -77,7 +78,7 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     ),
     (re.compile(r"stack[- ]overflow|infinite recursion|stack exhaustion", re.IGNORECASE), ("stack-overflow",)),
     (
-        re.compile(r"\bOOB\b|out[- ]of[- ]bounds?|out[- ]of[- ]buffer|buffer overflow|overflow", re.IGNORECASE),
+        re.compile(r"\bOOB\b|out[- ]of[- ]bounds?|out[- ]of[- ]buffer|outside\s+of\s+bounds|buffer overflow|overflow", re.IGNORECASE),
         (*SEGV, "heap-corruption", "check-failure"),
     ),
     (re.compile(r"memory exhaustion|\bOOM\b|out of memory", re.IGNORECASE), ("out-of-memory",)),

@@ -64,6 +64,9 @@ def test_fault_words():
     assert tfsagen.fault_kinds("FPE in AvgPoolGrad with XLA", "") == ["divide-by-zero"]
     assert tfsagen.fault_kinds("Double free in Fractional(Max/Avg)Pool", "")[0] == "heap-corruption"
     assert tfsagen.fault_kinds("Memory leak in decode_png", "") == []
+    assert tfsagen.fault_kinds("Memory corruption in `DrawBoundingBoxesV2`", "")[0] == "heap-corruption"  # TFSA-2021-059
+    assert tfsagen.fault_kinds("Division by 0 in `Conv2D`", "") == ["divide-by-zero"]  # TFSA-2021-015
+    assert tfsagen.fault_kinds("", "can cause reads outside\nof bounds of heap allocated data")[0] == "null-deref"
 
 
 def test_an_old_advisory_says_its_fix_under_mitigation():
