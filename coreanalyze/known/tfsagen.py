@@ -66,7 +66,7 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     ),
     (
         re.compile(
-            r"double[- ]free|use[- ]after[- ]free|\bUAF\b|heap[- ]buffer[- ]overflow|heap[- ]overflow|heap (OOB|out[- ]of[- ](bounds?|buffer))"
+            r"double[- ]free|use[- ]after[- ]free|\bUAF\b|heap[- ]buffer[- ]overflow|heap[- ]overflow|heap[- ]underflow|heap (OOB|out[- ]of[- ](bounds?|buffer))"
             r"|memory corruption",
             re.IGNORECASE,
         ),
