@@ -72,6 +72,8 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
         ),
         ("heap-corruption", "invalid-access", "null-deref", "abort"),
     ),
+    # std::bad_alloc out of an op's Compute: the exception ends the process (std::terminate).
+    (re.compile(r"\bbad[_ ]alloc\b", re.IGNORECASE), ("uncaught-exception", "out-of-memory", "abort")),
     (
         re.compile(r"seg(mentation)?[- ]?fault|\bNPE\b|null[- ]?(pointer|ptr|dereference)|nullptr|\bSIGSEGV\b", re.IGNORECASE),
         SEGV,
@@ -106,8 +108,8 @@ def fault_kinds(title: str, impact: str) -> list[str]:
 
 def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
     """The ops an advisory is about: registry names its title spells, else `tf.raw_ops.X` of its
-    impact's prose, else of its reproducer (a reproducer pasted from another advisory is not read
-    when the prose names the op: TFSA-2021-005's Conv3D), else the registry names of the first
+    impact (prose and reproducer; a reproducer that calls none of the raw ops the prose names was
+    pasted from another advisory: TFSA-2021-005's Conv3D), else the registry names of the first
     sentence of the impact's prose that names any (TFSA-2020-020's "The check exists for
     `DenseCountSparseOutput`" is the op that is not vulnerable). A title's family `MatrixDiag*`
     is the impact's raw ops of that family (MatrixDiagV2, MatrixDiagV3), else its own name."""
@@ -117,10 +119,17 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
         members = [op for op in _RAW_OP.findall(impact) if op.startswith(tuple(families)) and op not in families]
         if members:
             return list(dict.fromkeys(members))
+    # "`{Experimental,}DatasetToTFRecord`" is ExperimentalDatasetToTFRecord and DatasetToTFRecord.
+    title = re.sub(r"\{(\w*),(\w*)\}(\w+)", r"\1\3 \2\3", title)
     found = [w for w in re.findall(r"`(\w+)\*?`", title) + _CAMEL.findall(title) if w in registry]
     found += _RAW_OP.findall(title)
     if not found:
-        found = _RAW_OP.findall(prose) or _RAW_OP.findall(impact)
+        named, called = _RAW_OP.findall(prose), _RAW_OP.findall("".join(_CODE_BLOCK.findall(impact)))
+        # A reproducer that calls none of the raw ops the prose names is another advisory's.
+        named_ops = [op for op in named if op in registry]
+        found = named_ops if named_ops and not set(named_ops) & set(called) else _RAW_OP.findall(impact)
+        # "`tf.raw_ops.MatrixDiagPartOp`" names the kernel class: its op is MatrixDiagPart.
+        found = [op[:-2] if op not in registry and op.endswith("Op") and op[:-2] in registry else op for op in found]
     if not found:
         for sentence in re.split(r"(?<=[.!?:])\s+", prose):
             found = [w for w in _CAMEL.findall(sentence) if w in registry]

@@ -66,6 +66,7 @@ def test_fault_words():
     assert tfsagen.fault_kinds("Memory leak in decode_png", "") == []
     assert tfsagen.fault_kinds("Memory corruption in `DrawBoundingBoxesV2`", "")[0] == "heap-corruption"  # TFSA-2021-059
     assert tfsagen.fault_kinds("Division by 0 in `Conv2D`", "") == ["divide-by-zero"]  # TFSA-2021-015
+    assert tfsagen.fault_kinds("Bad alloc in `StringNGrams` caused by integer conversion", "")[0] == "uncaught-exception"
     assert tfsagen.fault_kinds("", "this value of `axis_` results in heap underflow")[0] == "heap-corruption"  # TFSA-2021-099
     assert tfsagen.fault_kinds("", "can cause reads outside\nof bounds of heap allocated data")[0] == "null-deref"
 
@@ -115,6 +116,27 @@ def test_a_family_of_ops_in_the_title_is_its_raw_ops():
     assert adv["patched"] == ["2.1.4", "2.2.3", "2.3.3", "2.4.2", "2.5.0"]
 
 
+def test_a_reproducer_that_calls_the_prose_op_is_read_whole():
+    # "The same undefined behavior can be triggered by `tf.raw_ops.RestoreSlice`": the prose names
+    # the second op only; the reproducers call both, so both are the advisory's.
+    adv = parsed("tfsa-2021-113.md")
+    assert adv["ops"] == ["Restore", "RestoreSlice"]
+    assert adv["patched"] == ["2.3.4", "2.4.3", "2.5.1", "2.6.0"]
+
+
+def test_a_kernel_class_named_as_a_raw_op_is_its_op():
+    # "`tf.raw_ops.MatrixDiagPartOp`" is no op; MatrixDiagPart is (its kernel class is
+    # MatrixDiagPartOp), and the reproducer calls MatrixDiagPartV2.
+    adv = parsed("tfsa-2021-118.md")
+    assert adv["ops"] == ["MatrixDiagPart", "MatrixDiagPartV2"]
+
+
+def test_a_title_with_alternatives_names_each_op():
+    adv = parsed("tfsa-2021-124.md")  # "... in `{Experimental,}DatasetToTFRecord`"
+    assert adv["ops"] == ["ExperimentalDatasetToTFRecord", "DatasetToTFRecord"]
+    assert adv["fault_kinds"][0] == "heap-corruption"
+
+
 def test_division_by_0_and_a_family_of_raw_ops():
     adv = parsed("tfsa-2021-011.md")  # "Division by 0 in `Conv3DBackprop*`"
     assert adv["fault_kinds"] == ["divide-by-zero"]
@@ -152,14 +174,14 @@ def test_a_folder_builds_a_file_the_known_crashes_read(tmp_path, monkeypatch):
     data = tomlfile.loads(out.read_text())
     assert data["provenance"]["read"] == [
         "TFSA-2018-001", "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
-        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006",
+        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006",
     ]  # fmt: skip
     assert data["provenance"]["without_entry"] == ["TFSA-2018-001", "TFSA-2022-150"]
     assert data["provenance"]["inputs_sha256"] == tfsagen.digest(files)
     entries = {e.id: e for e in parse_file(out)}
     assert set(entries) == {
         "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
-        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
+        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
     }  # fmt: skip
     assert entries["TFSA-2019-002"].fixed_in == {"tensorflow": ("1.15.0", "2.0.0")}
     resize = entries["TFSA-2022-155"]
