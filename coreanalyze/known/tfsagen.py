@@ -112,11 +112,14 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
     pasted from another advisory: TFSA-2021-005's Conv3D), else the registry names of the first
     sentence of the impact's prose that names any (TFSA-2020-020's "The check exists for
     `DenseCountSparseOutput`" is the op that is not vulnerable). A title's family `MatrixDiag*`
-    is the impact's raw ops of that family (MatrixDiagV2, MatrixDiagV3), else its own name."""
+    is the impact's raw ops of that family (MatrixDiagV2, MatrixDiagV3), and `MatrixDiagV*` every
+    version of MatrixDiag the registry has."""
     prose = _CODE_BLOCK.sub(" ", impact)
     families = re.findall(r"`([A-Z]\w*)\*`", title)
     if families:
         members = [op for op in _RAW_OP.findall(impact) if op.startswith(tuple(families)) and op not in families]
+        # "all operations of type `tf.raw_ops.MatrixDiagV*`": every version the registry has.
+        members += sorted(op for op in registry for f in families if f.endswith("V") and re.fullmatch(re.escape(f) + r"\d+", op))
         if members:
             return list(dict.fromkeys(members))
     # "`{Experimental,}DatasetToTFRecord`" is ExperimentalDatasetToTFRecord and DatasetToTFRecord.
