@@ -133,6 +133,9 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
         found = named_ops if named_ops and not set(named_ops) & set(called) else _RAW_OP.findall(impact)
         # "`tf.raw_ops.MatrixDiagPartOp`" names the kernel class: its op is MatrixDiagPart.
         found = [op[:-2] if op not in registry and op.endswith("Op") and op[:-2] in registry else op for op in found]
+        # "`tf.raw_ops.Map*` and `tf.raw_ops.OrderedMap*` operations": a family's stem is no op, and
+        # every op it begins is too many (MapDataset is no map staging op); the reproducer's are read.
+        found = [op for op in found if op in registry] if registry else found
     if not found:
         for sentence in re.split(r"(?<=[.!?:])\s+", prose):
             found = [w for w in _CAMEL.findall(sentence) if w in registry]
