@@ -126,6 +126,9 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
     title = re.sub(r"\{(\w*),(\w*)\}(\w+)", r"\1\3 \2\3", title)
     found = [w for w in re.findall(r"`(\w+)\*?`", title) + _CAMEL.findall(title) if w in registry]
     found += _RAW_OP.findall(title)
+    # "Heap OOB in `FusedBatchNorm` kernels" whose reproducer calls FusedBatchNormGrad: the
+    # title's op names the kernel family, and the reproducer's member of it is the one that crashed.
+    found += [op for op in _RAW_OP.findall(impact) if op in registry and op not in found and op.startswith(tuple(found))]
     if not found:
         named, called = _RAW_OP.findall(prose), _RAW_OP.findall("".join(_CODE_BLOCK.findall(impact)))
         # A reproducer that calls none of the raw ops the prose names is another advisory's.
