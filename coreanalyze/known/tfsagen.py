@@ -89,6 +89,13 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
 )
 
 
+# Ops too generic to name a crash: the frame markers of every graph-mode while loop, which an
+# advisory names as graph structure (TFSA-2021-175: "`Exit` node is not preceded by `Enter` op",
+# a crash while the executor lays out the graph, in no kernel of theirs). An advisory left with no
+# other op gets no entry.
+GENERIC_OPS = frozenset({"Enter", "Exit", "RefEnter", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"})
+
+
 def _sections(text: str) -> dict[str, str]:
     """'### Name' -> its text, names lowercased."""
     marks = list(_SECTION.finditer(text))
@@ -115,7 +122,7 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
     is the impact's raw ops of that family (MatrixDiagV2, MatrixDiagV3), and `MatrixDiagV*` every
     version of MatrixDiag the registry has."""
     prose = _CODE_BLOCK.sub(" ", impact)
-    families = re.findall(r"`([A-Z]\w*)\*`", title)
+    families = re.findall(r"`(?:tf\.raw_ops\.)?([A-Z]\w*)\*`", title)
     if families:
         members = [op for op in _RAW_OP.findall(impact) if op.startswith(tuple(families)) and op not in families]
         # "all operations of type `tf.raw_ops.MatrixDiagV*`": every version the registry has.
@@ -125,7 +132,7 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
     # "`{Experimental,}DatasetToTFRecord`" is ExperimentalDatasetToTFRecord and DatasetToTFRecord.
     title = re.sub(r"\{(\w*),(\w*)\}(\w+)", r"\1\3 \2\3", title)
     found = [w for w in re.findall(r"`(\w+)\*?`", title) + _CAMEL.findall(title) if w in registry]
-    found += _RAW_OP.findall(title)
+    found += [op for op in _RAW_OP.findall(title) if op in registry or not registry]
     # "Heap OOB in `FusedBatchNorm` kernels" whose reproducer calls FusedBatchNormGrad: the
     # title's op names the kernel family, and the reproducer's member of it is the one that crashed.
     found += [op for op in _RAW_OP.findall(impact) if op in registry and op not in found and op.startswith(tuple(found))]
@@ -144,7 +151,7 @@ def op_names(title: str, impact: str, registry: frozenset[str]) -> list[str]:
             found = [w for w in _CAMEL.findall(sentence) if w in registry]
             if found:
                 break
-    return list(dict.fromkeys(found))
+    return [op for op in dict.fromkeys(found) if op not in GENERIC_OPS]
 
 
 def patched_versions(patches: str) -> list[str]:

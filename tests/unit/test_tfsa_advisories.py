@@ -145,6 +145,23 @@ def test_the_reproducers_member_of_the_titles_op_family():
     assert adv["patched"] == ["2.4.4", "2.5.2", "2.6.1", "2.7.0"]
 
 
+def test_an_advisory_whose_ops_are_too_generic_gets_no_entry():
+    # "Null pointer exception when `Exit` node is not preceded by `Enter` op": the executor crashes
+    # laying out the graph, in no Exit or Enter kernel, and every graph-mode while loop runs both.
+    adv = parsed("tfsa-2021-175.md")
+    assert adv["ops"] == []
+    assert adv["fault_kinds"] and adv["patched"] == ["2.4.4", "2.5.2", "2.6.1", "2.7.0"]
+    assert tfsagen.entry_of(adv) is None
+
+
+def test_a_raw_op_family_in_the_title():
+    # "Heap OOB read in all `tf.raw_ops.QuantizeAndDequantizeV*` ops": QuantizeAndDequantizeV is no op.
+    adv = parsed("tfsa-2021-185.md")
+    assert adv["ops"] == [
+        "QuantizeAndDequantizeV4Grad", "QuantizeAndDequantizeV4", "QuantizeAndDequantizeV3", "QuantizeAndDequantizeV2",
+    ]  # fmt: skip
+
+
 def test_a_kernel_class_named_as_a_raw_op_is_its_op():
     # "`tf.raw_ops.MatrixDiagPartOp`" is no op; MatrixDiagPart is (its kernel class is
     # MatrixDiagPartOp), and the reproducer calls MatrixDiagPartV2.
@@ -196,15 +213,15 @@ def test_a_folder_builds_a_file_the_known_crashes_read(tmp_path, monkeypatch):
     assert data["provenance"]["read"] == [
         "TFSA-2018-001", "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
         "TFSA-2021-011", "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2021-131",
-        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006",
+        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2021-175", "TFSA-2021-185", "TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006",
     ]  # fmt: skip
-    assert data["provenance"]["without_entry"] == ["TFSA-2018-001", "TFSA-2022-150"]
+    assert data["provenance"]["without_entry"] == ["TFSA-2018-001", "TFSA-2021-175", "TFSA-2022-150"]
     assert data["provenance"]["inputs_sha256"] == tfsagen.digest(files)
     entries = {e.id: e for e in parse_file(out)}
     assert set(entries) == {
         "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
         "TFSA-2021-011", "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2021-131",
-        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
+        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2021-185", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
     }  # fmt: skip
     assert entries["TFSA-2019-002"].fixed_in == {"tensorflow": ("1.15.0", "2.0.0")}
     resize = entries["TFSA-2022-155"]
