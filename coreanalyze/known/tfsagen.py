@@ -79,11 +79,12 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
         SEGV,
     ),
     (re.compile(r"stack[- ]overflow|infinite recursion|stack exhaustion", re.IGNORECASE), ("stack-overflow",)),
+    # "OOM due to integer overflow in `StringNGrams`": the overflow is the cause, the OOM the crash.
+    (re.compile(r"memory exhaustion|\bOOM\b|out of memory", re.IGNORECASE), ("out-of-memory",)),
     (
         re.compile(r"\bOOB\b|out[- ]of[- ]bounds?|out[- ]of[- ]buffer|outside\s+of\s+bounds|buffer overflow|overflow", re.IGNORECASE),
         (*SEGV, "heap-corruption", "check-failure"),
     ),
-    (re.compile(r"memory exhaustion|\bOOM\b|out of memory", re.IGNORECASE), ("out-of-memory",)),
     (re.compile(r"deadlock|infinite loop", re.IGNORECASE), ("hang",)),
     (re.compile(r"\bcrash(es|ed)?\b|denial of service|abort", re.IGNORECASE), ("check-failure", "abort", *SEGV)),
 )

@@ -67,6 +67,7 @@ def test_fault_words():
     assert tfsagen.fault_kinds("Memory corruption in `DrawBoundingBoxesV2`", "")[0] == "heap-corruption"  # TFSA-2021-059
     assert tfsagen.fault_kinds("Division by 0 in `Conv2D`", "") == ["divide-by-zero"]  # TFSA-2021-015
     assert tfsagen.fault_kinds("Bad alloc in `StringNGrams` caused by integer conversion", "")[0] == "uncaught-exception"
+    assert tfsagen.fault_kinds("OOM due to integer overflow in `StringNGrams`", "") == ["out-of-memory"]  # TFSA-2022-009
     assert tfsagen.fault_kinds("", "this value of `axis_` results in heap underflow")[0] == "heap-corruption"  # TFSA-2021-099
     assert tfsagen.fault_kinds("", "can cause reads outside\nof bounds of heap allocated data")[0] == "null-deref"
 
