@@ -31,6 +31,14 @@ _EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.){0,8}[A-Za-z_]\w*(?:Error|Exc
 # Lines PyTorch and JAX print under the exception line that belong to it.
 _CONTINUATION = re.compile(r"^(?:CUDA kernel errors might|For debugging consider|Compile with `TORCH_USE_CUDA_DSA`|Search for `cudaError|BufferAssignment OOM|If you want to disable|Device-side assertion tracking)")
 TRACEBACK_LINES = 4000
+# TensorFlow's exception for a step that failed in the graph names no error itself:
+# "InternalError: 2 root error(s) found." with each error on its own line below it,
+# "  (0) Internal: Failed to complete all kernels launched on stream ...: CUDA_ERROR_...".
+_ROOT_ERRORS = re.compile(r"\broot error\(s\) found\.?\s*$")
+_ROOT_ERROR = re.compile(r"^\s*\(\d{1,4}\)\s+[A-Z]\w{0,40}:\s+(\S.{0,16383})$")
+# The node the error came from, on the line under it: "[[{{node cluster_0_1/xla_run}}]]".
+_NODE = re.compile(r"^\s*\[\[\{\{node [^}]{1,500}\}\}\]\]")
+ROOT_ERROR_LINES = 12
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -42,17 +50,33 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             continue
         end, frames = _traceback(lines, i) if _START.match(lines[i]) else (i, [])
         m = _EXCEPTION.match(lines[end]) if end < n and not claimed[end] else None
-        if m is None or not _names_gpu_error(m.group(0)):
+        exception = _with_root_error(m, lines, end) if m is not None else ""
+        if m is None or not _names_gpu_error(exception):
             i += 1
             continue
         for k in range(i, end + 1):
             claimed[k] = 1
         if found:
-            found[0].warnings.append(f"a later GPU error was left out: {m.group(0).strip()[:200]}")
+            found[0].warnings.append(f"a later GPU error was left out: {exception[:200]}")
         else:
-            found.append(_finding(i, frames, m.group(0).strip(), lines[end + 1 : end + 6]))
+            found.append(_finding(i, frames, exception, lines[end + 1 : end + 6]))
         i = end + 1
     return found[: limits.MAX_BLOCKS_PER_FORMAT]
+
+
+def _with_root_error(m: re.Match, lines: list[str], end: int) -> str:
+    """The exception line, or for TensorFlow's "N root error(s) found." the exception's type with
+    its first root error (the line below that says what failed)."""
+    exception = m.group(0).strip()
+    if not _ROOT_ERRORS.search(m.group(2)):
+        return exception
+    below = lines[end + 1 : end + 1 + ROOT_ERROR_LINES]
+    for k, line in enumerate(below):
+        root = _ROOT_ERROR.match(line)
+        if root:
+            node = _NODE.match(below[k + 1]) if k + 1 < len(below) else None
+            return f"{m.group(1)}: {root.group(1).strip()}" + (f" {node.group(0).strip()}" if node else "")
+    return exception
 
 
 def _names_gpu_error(line: str) -> bool:

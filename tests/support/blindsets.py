@@ -23,6 +23,12 @@ def half(source: str) -> str:
     return "tune" if int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 0 else "held-out"
 
 
+def halves(name: str) -> tuple[list[dict], list[dict]]:
+    """(tune, held-out) reports of the blind set `name`, split by `half`."""
+    reports = load(name)
+    return [r for r in reports if half(r["source"]) == "tune"], [r for r in reports if half(r["source"]) == "held-out"]
+
+
 def score(reports: list[dict]) -> tuple[int, int, int]:
     """(category right, fault kind right, refused) over reports."""
     from coreanalyze.base.errors import BadInput
