@@ -6,10 +6,11 @@
 TensorFlow's tree keeps one Markdown file per advisory, `tensorflow/security/advisory/tfsa-*.md`
 (`## TFSA-2022-145: <title>`, `### CVE Number`, `### Impact`, `### Patches` with the fixing
 commits and "The fix will be included in TensorFlow 2.11. We will also cherrypick this commit
-on TensorFlow 2.10.1, ..."; 2020's "We recommend users to upgrade to TensorFlow 1.15.4, 2.0.3, ...";
-2018's and 2019's have a `### Mitigation` instead: "integrated into TensorFlow 1.7.0 and newer"). The first form reads DIR's tfsa-*.md files into
-known/tfsa_inputs.json.gz (the recorded inputs: every text, where they came from, their digest)
-and writes known/tfsa.toml from them; --build-only rebuilds tfsa.toml from the recorded inputs
+on TensorFlow 2.10.1, ..."; 2020's "We recommend users to upgrade to TensorFlow 1.15.4, 2.0.3,
+..."; 2018's and 2019's have a `### Mitigation` instead: "integrated into TensorFlow 1.7.0 and
+newer"). The first form reads DIR's tfsa-*.md files into known/tfsa_inputs.json.gz (the
+recorded inputs: every text, where they came from, their digest) and writes known/tfsa.toml
+from them; --build-only rebuilds tfsa.toml from the recorded inputs
 (what the tests check: the committed file is what its inputs make).
 
 Each advisory that names an op and a way to crash becomes a [[crash]] of the known-crash format
@@ -19,7 +20,8 @@ pointer: null-deref or invalid-access; a CHECK fail: check-failure; an FPE: divi
 heap overflow or a double free: heap-corruption or invalid-access), `fixed_in` the releases
 patched (one per release line) and `match.before_fix`: a process that ran a patched release for
 its line is not this crash. Advisories without an op (TFLite model files, tools) or without a
-crash (leaks, wrong results) are recorded as read, and left out of the entries.
+crash (leaks, wrong results), and those naming only ops too generic to be safe (GENERIC_OPS, the
+while-loop frame ops), are recorded as read, and left out of the entries.
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ FAULT_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     # "OOM due to integer overflow in `StringNGrams`": the overflow is the cause, the OOM the crash.
     (re.compile(r"memory exhaustion|\bOOM\b|out of memory", re.IGNORECASE), ("out-of-memory",)),
     (
-        re.compile(r"\bOOB\b|out[- ]of[- ]bounds?|out[- ]of[- ]buffer|outside\s+of\s+bounds|buffer overflow|overflow", re.IGNORECASE),
+        re.compile(
+            r"\bOOB\b|out[- ]of[- ]bounds?|out[- ]of[- ]buffer|outside\s+of\s+bounds|buffer overflow|overflow", re.IGNORECASE
+        ),
         (*SEGV, "heap-corruption", "check-failure"),
     ),
     (re.compile(r"deadlock|infinite loop", re.IGNORECASE), ("hang",)),
