@@ -44,7 +44,7 @@ REPOSITORY = "tensorflow/tensorflow"
 FILE_URL = f"https://github.com/{REPOSITORY}/blob/master/{ADVISORY_PATH}/{{name}}"
 
 _FILE = re.compile(r"^tfsa-(\d{4})-(\d{3})\.md$")
-_HEADER = re.compile(r"^##\s*(TFSA-\d{4}-\d{3})\s*:\s*(.+?)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^##?\s*(TFSA-\d{4}-\d{3})\s*:\s*(.+?)\s*$", re.MULTILINE)
 _SECTION = re.compile(r"^###\s*(.+?)\s*$", re.MULTILINE)
 _CVE = re.compile(r"\bCVE-\d{4}-\d{4,7}\b")
 _COMMIT = re.compile(r"\b[0-9a-f]{40}\b")

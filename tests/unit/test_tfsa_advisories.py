@@ -94,6 +94,12 @@ def test_a_2018_title_loses_its_full_stop_and_a_file_parser_is_no_op():
     assert adv["ops"] == [] and tfsagen.entry_of(adv) is None
 
 
+def test_a_title_under_a_single_hash():
+    adv = parsed("tfsa-2022-166.md")  # "# TFSA-2022-166: ..." where the others have "## "
+    assert adv["id"] == "TFSA-2022-166"
+    assert adv["title"] == "Invalid char to bool conversion when printing a tensor"
+
+
 def test_a_range_of_release_lines_is_no_release():
     # "will release TensorFlow 2.4.0 containing the patch ... we will patch all releases between
     # 1.15 and 2.3 inclusive": 2.4.0 is a release; "between 1.15 and 2.3" names no patch release.
@@ -214,15 +220,16 @@ def test_a_folder_builds_a_file_the_known_crashes_read(tmp_path, monkeypatch):
     assert data["provenance"]["read"] == [
         "TFSA-2018-001", "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
         "TFSA-2021-011", "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2021-131",
-        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2021-175", "TFSA-2021-185", "TFSA-2022-145", "TFSA-2022-150", "TFSA-2022-155", "TFSA-2023-006",
+        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2021-175", "TFSA-2021-185", "TFSA-2022-145", "TFSA-2022-150",
+        "TFSA-2022-155", "TFSA-2022-166", "TFSA-2023-006",
     ]  # fmt: skip
-    assert data["provenance"]["without_entry"] == ["TFSA-2018-001", "TFSA-2021-175", "TFSA-2022-150"]
+    assert data["provenance"]["without_entry"] == ["TFSA-2018-001", "TFSA-2021-175", "TFSA-2022-150", "TFSA-2022-166"]
     assert data["provenance"]["inputs_sha256"] == tfsagen.digest(files)
     entries = {e.id: e for e in parse_file(out)}
     assert set(entries) == {
-        "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005",
-        "TFSA-2021-011", "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2021-131",
-        "TFSA-2021-145", "TFSA-2021-169", "TFSA-2021-185", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
+        "TFSA-2019-002", "TFSA-2020-020", "TFSA-2020-030", "TFSA-2021-004", "TFSA-2021-005", "TFSA-2021-011",
+        "TFSA-2021-018", "TFSA-2021-113", "TFSA-2021-118", "TFSA-2021-124", "TFSA-2021-131", "TFSA-2021-145",
+        "TFSA-2021-169", "TFSA-2021-185", "TFSA-2022-145", "TFSA-2022-155", "TFSA-2023-006",
     }  # fmt: skip
     assert entries["TFSA-2019-002"].fixed_in == {"tensorflow": ("1.15.0", "2.0.0")}
     resize = entries["TFSA-2022-155"]
