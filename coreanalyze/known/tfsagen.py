@@ -51,6 +51,9 @@ _COMMIT = re.compile(r"\b[0-9a-f]{40}\b")
 _RAW_OP = re.compile(r"\btf\.raw_ops\.([A-Z][A-Za-z0-9_]*)")
 _CAMEL = re.compile(r"\b_?[A-Z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z]+[A-Z0-9]\w*\b")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+# "we will patch all releases between 1.15 and 2.3 inclusive": release lines patched in releases
+# the advisory does not name (2020's last advisories).
+_UNNAMED_PATCHES = re.compile(r"patch all releases\s+between\s+\d+\.\d+\s+and\s+\d+\.\d+")
 _VERSION = re.compile(r"(?<![\w.])(\d+\.\d+(?:\.\d+)?)(?![\w.]*\w)")
 # TensorFlow Lite's and TFLite Micro's advisories: their kernels are not TensorFlow's ops of the
 # same name (TFLite Micro's GatherNd is not tf.raw_ops.GatherNd), and a model file is their input.
@@ -194,6 +197,7 @@ def parse_advisory(name: str, text: str, registry: frozenset[str]) -> dict:
         "xla": bool(re.search(r"\bXLA\b|jit_compile", title + impact)),
         "tflite": bool(_TFLITE.search(title)),
         "patched": patched_versions(patches),
+        "unnamed_patches": bool(_UNNAMED_PATCHES.search(re.sub(r"\s+", " ", patches))),
         "commits": list(dict.fromkeys(_COMMIT.findall(patches))),
     }
 
@@ -271,8 +275,9 @@ def _op_pattern(ops: list[str]) -> list[str]:
 
 def entry_of(adv: dict) -> dict | None:
     """The [[crash]] of one parsed advisory; None when it names no op, no crash or no release, or
-    is TensorFlow Lite's."""
-    if not adv["ops"] or not adv["fault_kinds"] or not adv["patched"] or adv.get("tflite"):
+    is TensorFlow Lite's, or some release lines got the fix in releases it does not name: a
+    process on such a line could not be told whether it has the fix."""
+    if not adv["ops"] or not adv["fault_kinds"] or not adv["patched"] or adv.get("tflite") or adv.get("unnamed_patches"):
         return None
     cve = f" ({', '.join(adv['cves'])})" if adv["cves"] else ""
     commits = ", ".join(c[:12] for c in adv["commits"][:4])
