@@ -195,7 +195,7 @@ def _caught(report: Report, process: Process, names, rules: RuleSet, beyond: Bey
     upto = chain.index(kernel)
     machinery = [i for i in range(upto) if _is_machinery(chain[i], beyond, rules)]
     thrower = next((w for w in chain[(machinery[-1] + 1 if machinery else 0) : upto]), kernel)
-    thrown = find_handled_exception(process.memory, process.thread_pointer(), process.read_mapped_file)
+    thrown = find_handled_exception(process, process.thread_pointer(), process.read_mapped_file)
     what = f"a C++ exception {thrown.type or 'of unknown type'}" if thrown else "a C++ exception"
     if thrown and thrown.what:
         what += f' ("{thrown.what}")'
@@ -225,8 +225,8 @@ def _caught(report: Report, process: Process, names, rules: RuleSet, beyond: Bey
 
 def _outermost(report: Report, process: Process, names, rules: RuleSet, beyond: BeyondRules) -> OpBeyond | None:
     thread = report.crashed_thread
-    start = stack_start(process.memory, stack_pointer(thread.registers)) if thread else None
-    end = stack_end(process.memory, start) if start is not None else None
+    start = stack_start(process, stack_pointer(thread.registers)) if thread else None
+    end = stack_end(process, start) if start is not None else None
     if start is None or end is None:
         return None
     # From the far end inwards, a window at a time: the first op met is the one that started

@@ -51,7 +51,9 @@ def libraries_of(process: Any) -> list[LoadedLibrary]:
     out: list[LoadedLibrary] = []
     for entry in entries:
         if entry.name_address:
-            raw = process.memory.read_cstring(entry.name_address, MAX_NAME)
+            # The core alone: the list is read once, and must not depend on whether the module
+            # table (the mapped files' tier) was set when it was first asked for.
+            raw = process.read_cstring(entry.name_address, MAX_NAME, core_only=True)
             if raw:
                 name = raw.decode("utf-8", errors="surrogateescape")
                 if name.startswith("/") and "\0" not in name:

@@ -20,7 +20,8 @@ def first_page_in_core(process: Process, path: str) -> bytes | None:
     first = next((m for m in process.mappings if m.path == path and m.file_offset == 0), None)
     if first is None:
         return None
-    data = process.memory.read(first.start, min(PAGE, first.end - first.start))
+    # The core's page alone: a file's own page would verify itself.
+    data = process.read_core(first.start, min(PAGE, first.end - first.start))
     return data if data and data.startswith(b"\x7fELF") else None
 
 

@@ -38,7 +38,7 @@ class LibraryChoice:
     """The libraries of one core gdb reads; kept across the core's reopenings."""
 
     reached: list[int]  # sorted code addresses the threads hold (registers, stack words)
-    memory: Any  # the core's memory (coreanalyze.corefile.memory.CoreMemory): where its code lies
+    process: Any  # the Process (coreanalyze.process.process): its core's segments say where its code lies
     wanted: set[str] = field(default_factory=set)  # libraries frames were found in, by gdb's name
     read: set[str] = field(default_factory=set)  # read in the current session
     extents: list[tuple[int, int, str]] = field(default_factory=list)  # each library's code, sorted
@@ -48,7 +48,7 @@ class LibraryChoice:
 
     @classmethod
     def for_process(cls, process: Process, reached: list[int] | None = None) -> LibraryChoice:
-        return cls(process.code_addresses_on_stacks() if reached is None else reached, process.memory)
+        return cls(process.code_addresses_on_stacks() if reached is None else reached, process)
 
     def load(self, session: GdbSession) -> None:
         """After `target core` with `auto-solib-add off`: read the libraries chosen."""
@@ -74,7 +74,7 @@ class LibraryChoice:
     def _extent(self, low: int, high: int) -> tuple[int, int]:
         """A library's code: the executable segment holding its .text (gdb lists only .text;
         the PLT and init code lie beside it), else the .text itself."""
-        segment = self.memory.segment_containing(low)
+        segment = self.process.segment_containing(low)
         return (segment.start, segment.end) if segment is not None and segment.executable else (low, high)
 
     def _library_at(self, address: int | None) -> str | None:

@@ -112,7 +112,7 @@ def thread_wait(
     registers: dict[str, int],
     rules: HangRules,
     arch: str | None,
-    memory,
+    process,  # the Process whose memory holds the mutexes (None for a pasted text)
     gil_holder: int | None,
     gil_range: tuple[int, int] | None = None,
 ) -> ThreadWait:
@@ -165,7 +165,7 @@ def thread_wait(
                 # system calls stop older debuggers' unwinding there).
                 wait.state, wait.object_kind = "gil", "GIL"
     if wait.state == "mutex" and wait.object_kind == "mutex":
-        wait.owner = mutex_owner(memory, wait.object)
+        wait.owner = mutex_owner(process, wait.object)
     elif wait.state == "gil" and not thread.holds_gil:
         wait.owner = gil_holder
     return wait
@@ -174,12 +174,11 @@ def thread_wait(
 def thread_waits(threads: list[Thread], process: Process | None, rules: HangRules) -> list[ThreadWait]:
     """Every thread's wait state; the process (None for a pasted text) gives registers and memory."""
     arch = process.arch if process is not None else None
-    memory = process.memory if process is not None else None
     gil_holder = next((t.tid for t in threads if t.holds_gil), None)
     gil_range = process.gil_range if process is not None else None
     out = []
     for thread in threads:
         noted = process.thread(thread.tid) if process is not None else None
         registers = dict(noted.registers) if noted is not None else dict(thread.registers)
-        out.append(thread_wait(thread, registers, rules, arch, memory, gil_holder, gil_range))
+        out.append(thread_wait(thread, registers, rules, arch, process, gil_holder, gil_range))
     return out

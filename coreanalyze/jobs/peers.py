@@ -66,14 +66,13 @@ def peer_in_memory(process: Process, environ: Mapping[str, str], own_rank: int |
 
 
 def _strings(process: Process, needles: tuple[bytes, ...]) -> list[str]:
-    memory = process.memory
     hits: list[int] = []
     with searching():  # a search: a shrunk core keeps what it found (read below), not all it looked through
         for needle in needles:
-            hits.extend(islice(find_in_writable(memory, needle, MAX_SCANNED), MAX_HITS - len(hits)))
+            hits.extend(islice(find_in_writable(process, needle, MAX_SCANNED), MAX_HITS - len(hits)))
     texts = []
     for at in hits:
-        raw = memory.read_cstring(at, MAX_TEXT)
+        raw = process.read_cstring(at, MAX_TEXT)
         if raw:
             texts.append(printable_text(raw))
     return texts

@@ -7,7 +7,7 @@ import struct
 
 from coreanalyze.arch import stack_pointer
 from coreanalyze.base.model import Thread
-from coreanalyze.corefile.memory import CoreMemory
+from coreanalyze.process.process import Process
 from coreanalyze.process.stackscan import stack_start
 
 # How far above the stack pointer the crashing thread's stack is searched: the objects sit in
@@ -16,14 +16,14 @@ STACK_WINDOW = 512 * 1024
 LOWEST_POINTER = 0x10000
 
 
-def pointer_words(memory: CoreMemory, thread: Thread) -> list[int]:
+def pointer_words(process: Process, thread: Thread) -> list[int]:
     words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
-    sp = stack_start(memory, stack_pointer(thread.registers))
+    sp = stack_start(process, stack_pointer(thread.registers))
     if sp:
-        stack = memory.read_available(sp, STACK_WINDOW)
+        stack = process.read_available(sp, STACK_WINDOW)
         for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):
             words[value] = None
-    return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and memory.is_present(w)]
+    return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and process.is_present(w)]
 
 
 # Words either side of a frame read from the stack's memory (classify.beyond): the kernel's
@@ -31,13 +31,13 @@ def pointer_words(memory: CoreMemory, thread: Thread) -> list[int]:
 NEAR_WINDOW = 64 * 1024
 
 
-def words_near(memory: CoreMemory, at: int, thread: Thread) -> list[int]:
+def words_near(process: Process, at: int, thread: Thread) -> list[int]:
     words: dict[int, None] = {v: None for v in thread.registers.values() if isinstance(v, int)}
-    segment = memory.segment_containing(at)
+    segment = process.segment_containing(at)
     if segment is None:
         return []
     start = max(segment.start, at - NEAR_WINDOW)
-    stack = memory.read_available(start, at + NEAR_WINDOW - start)
+    stack = process.read_available(start, at + NEAR_WINDOW - start)
     for (value,) in struct.iter_unpack("<Q", stack[: len(stack) // 8 * 8]):
         words[value] = None
-    return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and memory.is_present(w)]
+    return [w for w in words if w > LOWEST_POINTER and w % 8 == 0 and process.is_present(w)]

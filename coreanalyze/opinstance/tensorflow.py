@@ -24,7 +24,6 @@ import struct
 from dataclasses import dataclass
 
 from coreanalyze.base.model import Frame, OpInput, OpInstance, Thread
-from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import DType, Layout, dtypes
 from coreanalyze.opinstance.nodedef import NodeDefReader, Unreadable
@@ -80,18 +79,18 @@ def kernel_frame(thread: Thread) -> KernelFrame | None:
 
 
 class _Reader:
-    def __init__(self, memory: CoreMemory, layout: Layout):
-        self.memory = memory
+    def __init__(self, process: Process, layout: Layout):
+        self.process = process
         self.layout = layout
 
     def u64(self, address: int) -> int:
-        value = self.memory.read_u64(address)
+        value = self.process.read_u64(address)
         if value is None:
             raise NotValid(f"0x{address:x} is not in the core")
         return value
 
     def bytes(self, address: int, size: int) -> bytes:
-        data = self.memory.read(address, size)
+        data = self.process.read(address, size)
         if data is None:
             raise NotValid(f"{size} bytes at 0x{address:x} are not in the core")
         return data
@@ -131,18 +130,18 @@ def _find_kernel(reader: _Reader, found: KernelFrame, names: CodeNames, candidat
     lay = reader.layout
     slot = lay.offset("op_kernel", "compute_async_slot" if found.async_kernel else "compute_slot")
     params_at, kernel_at = lay.offset("op_kernel_context", "params"), lay.offset("params", "op_kernel")
-    memory = reader.memory
+    process = reader.process
     checked: dict[int, bool] = {}
     pairs: dict[int, list[int]] = {}
     for context in candidates:
-        params = memory.read_u64(context + params_at)
-        if not params or params % 8 or not memory.is_present(params):
+        params = process.read_u64(context + params_at)
+        if not params or params % 8 or not process.is_present(params):
             continue
-        kernel = memory.read_u64(params + kernel_at)
+        kernel = process.read_u64(params + kernel_at)
         if not kernel or kernel % 8:
             continue
         if kernel not in checked:
-            checked[kernel] = _runs_frame_function(memory, kernel, slot, found.frame, names)
+            checked[kernel] = _runs_frame_function(process, kernel, slot, found.frame, names)
         if checked[kernel] and params not in pairs.setdefault(kernel, []):
             pairs[kernel].append(params)
     if not pairs:
@@ -169,12 +168,13 @@ def _params_inputs(reader: _Reader, candidates: list[int]) -> tuple[int, list[Op
     return next(iter(readable.items()))
 
 
-def _runs_frame_function(memory: CoreMemory, kernel: int, slot: int, frame: Frame, names: CodeNames) -> bool:
+def _runs_frame_function(process: Process, kernel: int, slot: int, frame: Frame, names: CodeNames) -> bool:
     """True when the object's vtable slot holds the frame's own function."""
-    vtable = memory.read_u64(kernel)
+    vtable = process.read_u64(kernel)
     if not vtable or vtable % 8:
         return False
-    function = memory.read_u64(vtable + 8 * slot)
+    # From the core alone: the loader relocates a vtable's slots, the file's bytes are not the process's.
+    function = process.read_u64(vtable + 8 * slot, core_only=True)
     if not function or frame.pc is None or function > frame.pc:
         return False
     if frame.offset is not None:
@@ -291,7 +291,7 @@ def _tensor(reader: _Reader, tensor: int) -> OpInput:
         data = reader.u64(buffer + lay.offset("tensor_buffer", "data"))
         needed = num_elements * dtype.size
         # The buffer must hold the bytes the dtype and shape need: its last byte is in the core.
-        if not data or reader.memory.read(data + needed - 1, 1) is None:
+        if not data or reader.process.read(data + needed - 1, 1) is None:
             raise NotValid(f"the {dtype.name}{dims} tensor's {needed} bytes are not in the core")
         if dtype.struct and num_elements <= VALUE_ELEMENTS:
             value = _values(reader.bytes(data, needed), dtype, num_elements)
@@ -311,12 +311,12 @@ def _inputs(reader: _Reader, params: int) -> list[OpInput]:
     return inputs
 
 
-def read_instance(memory: CoreMemory, reader_layout: Layout, found: KernelFrame, thread: Thread, names: CodeNames,
+def read_instance(process: Process, reader_layout: Layout, found: KernelFrame, thread: Thread, names: CodeNames,
                   candidates: list[int] | None = None) -> OpInstance:
     """The op instance under one layout; raises NotValid when anything does not hold together."""
-    reader = _Reader(memory, reader_layout)
+    reader = _Reader(process, reader_layout)
     if candidates is None:
-        candidates = pointer_words(memory, thread)
+        candidates = pointer_words(process, thread)
     kernel, params_candidates = _find_kernel(reader, found, names, candidates)
     params, inputs = _params_inputs(reader, params_candidates)
     lay = reader_layout
@@ -356,7 +356,7 @@ def read_tensorflow_op(process: Process, thread: Thread, layouts: list[Layout], 
     kernel, kernel_at: the op's frame read from the stack's memory, and where its return address
     lies (its OpKernelContext is looked for in the words around it), when the thread's frames
     hold no kernel frame."""
-    memory, names = process.memory, CodeNames(process.modules, process)
+    names = CodeNames(process.modules, process)
     found = kernel_frame(thread)
     near = None
     if found is None and kernel is not None:
@@ -366,11 +366,11 @@ def read_tensorflow_op(process: Process, thread: Thread, layouts: list[Layout], 
         return None
     if not layouts:
         return Reading(None, "no layout data for this TensorFlow version")
-    candidates = pointer_words(memory, thread) if near is None or kernel_at is None else words_near(memory, kernel_at, thread)
+    candidates = pointer_words(process, thread) if near is None or kernel_at is None else words_near(process, kernel_at, thread)
     problems, readings = [], []
     for layout in layouts:
         try:
-            readings.append(read_instance(memory, layout, found, thread, names, candidates))
+            readings.append(read_instance(process, layout, found, thread, names, candidates))
         except NotValid as e:
             problems.append(f"{layout.name}: {e}")
     # Without the version's own layout every layout is tried: they must agree on what they read.

@@ -22,7 +22,6 @@ from __future__ import annotations
 import struct
 
 from coreanalyze.base.model import OpInput, OpInstance, Thread
-from coreanalyze.corefile.memory import CoreMemory
 from coreanalyze.opinstance.codenames import CodeNames
 from coreanalyze.opinstance.layouts import Layout, tflite_builtin_ops
 from coreanalyze.opinstance.stackwords import pointer_words
@@ -60,8 +59,8 @@ def _kernel_functions(thread: Thread, names: CodeNames) -> set[int]:
 
 
 class _Reader:
-    def __init__(self, memory: CoreMemory, layout: Layout, names: CodeNames, files: FileBackedMemory | None = None):
-        self.memory = memory
+    def __init__(self, process: Process, layout: Layout, names: CodeNames, files: FileBackedMemory | None = None):
+        self.process = process
         self.layout = layout
         self.names = names
         self.files = files  # file-backed memory the core left out (a model loaded from a file)
@@ -72,14 +71,14 @@ class _Reader:
         return self.layout.offset(group, name)
 
     def bytes(self, address: int, size: int) -> bytes:
-        data = self.memory.read(address, size)
+        data = self.process.read(address, size)
         if data is None:
             raise NotValid(f"{size} bytes at 0x{address:x} are not in the core")
         return data
 
     def mapped(self, address: int, size: int) -> bytes | None:
         """Bytes the core holds, else those of the file mapped there (when it checks out)."""
-        data = self.memory.read(address, size)
+        data = self.process.read(address, size)
         if data is None and self.files is not None:
             data = self.files.read(address, size)
             if data is not None:
@@ -115,7 +114,7 @@ class _Reader:
     def cstring(self, address: int, what: str) -> str | None:
         if not address:
             return None
-        raw = self.memory.read_cstring(address, 1024)
+        raw = self.process.read_cstring(address, 1024)
         if raw is None:
             raw = self.names.file_cstring(address)  # a string literal of a library
         if raw is None and self.files is not None:
@@ -131,7 +130,9 @@ class _Reader:
 
 
 def _registration(reader: _Reader, candidate: int, kernels: set[int]) -> bool:
-    r = reader.memory.read(candidate, reader.at("registration", "size"))
+    # From the core alone: a registration's function pointers are relocated at load (a builtin
+    # op's is static data of the library), the file's bytes are not the process's.
+    r = reader.process.read_core(candidate, reader.at("registration", "size"))
     if r is None:
         return False
     invoke = struct.unpack_from("<Q", r, reader.at("registration", "invoke"))[0]
@@ -146,7 +147,7 @@ def _registration(reader: _Reader, candidate: int, kernels: set[int]) -> bool:
 def _node_index(reader: _Reader, subgraph: int, node: int) -> int | None:
     """The node's index in the Subgraph's vector of (node, registration) pairs, else None."""
     pair = reader.at("node_and_registration", "size")
-    words = reader.memory.read_available(subgraph, SUBGRAPH_SCAN)
+    words = reader.process.read_available(subgraph, SUBGRAPH_SCAN)
     values = [v for (v,) in struct.iter_unpack("<Q", words[: len(words) // 8 * 8])]
     for i in range(len(values) - 2):
         begin, end, capacity = values[i:i + 3]
@@ -158,7 +159,7 @@ def _node_index(reader: _Reader, subgraph: int, node: int) -> int | None:
 def _owns_tensors(reader: _Reader, subgraph: int, tensors: int, count: int) -> bool:
     """Whether the Subgraph's own tensor vector is `count` tensors at `tensors`: the context it
     embeds points there, while a stale copy of a context points at a buffer since reallocated."""
-    words = reader.memory.read_available(subgraph, SUBGRAPH_SCAN)
+    words = reader.process.read_available(subgraph, SUBGRAPH_SCAN)
     values = [v for (v,) in struct.iter_unpack("<Q", words[: len(words) // 8 * 8])]
     end = tensors + count * reader.at("tensor", "size")
     return any(values[i] == tensors and values[i + 1] == end and values[i + 2] >= end for i in range(len(values) - 2))
@@ -169,13 +170,13 @@ def _context(reader: _Reader, candidates: list[int], node: int) -> tuple[int, in
     found = {}
     current = {}
     for candidate in candidates:
-        data = reader.memory.read(candidate, 32)
+        data = reader.process.read(candidate, 32)
         if data is None:
             continue
         size = struct.unpack_from("<Q", data, reader.at("context", "tensors_size"))[0]
         tensors = struct.unpack_from("<Q", data, reader.at("context", "tensors"))[0]
         impl = struct.unpack_from("<Q", data, reader.at("context", "impl"))[0]
-        if not 0 < size <= MAX_TENSORS or not tensors or not impl or not reader.memory.is_present(impl):
+        if not 0 < size <= MAX_TENSORS or not tensors or not impl or not reader.process.is_present(impl):
             continue
         index = _node_index(reader, impl, node)
         if index is not None:
@@ -246,7 +247,7 @@ def _delegate(reader: _Reader, node: int, custom_name: str | None, names: CodeNa
     if not delegate:
         return None
     words = {str(k): str(v) for k, v in reader.layout.tables.get("delegates", {}).items()}
-    prepare = reader.memory.read_u64(delegate + reader.at("delegate", "prepare"))
+    prepare = reader.process.read_u64(delegate + reader.at("delegate", "prepare"))
     named = names.function_at(prepare) if prepare else None
     for text in (custom_name or "", named[0] if named else ""):
         for word, delegate_name in words.items():
@@ -259,17 +260,17 @@ def read_tflite_node(process: Process, thread: Thread, layouts: list[Layout]) ->
     """The TFLite node of the crashing thread; None when no TFLite kernel was running. What the
     core left out of a model loaded from a path is read from the process's data files tier
     (coreanalyze.process.filebacked.data_files), where one is registered."""
-    memory, names = process.memory, CodeNames(process.modules, process)
+    names = CodeNames(process.modules, process)
     files = process.tier(DATA_FILES)
     files = files if isinstance(files, FileBackedMemory) else None
     kernels = _kernel_functions(thread, names)
     if not kernels:
         return None
-    candidates = pointer_words(memory, thread)
+    candidates = pointer_words(process, thread)
     problems = []
     for layout in layouts:
         try:
-            return Reading(_read(_Reader(memory, layout, names, files), candidates, kernels, names))
+            return Reading(_read(_Reader(process, layout, names, files), candidates, kernels, names))
         except NotValid as e:
             problems.append(f"{layout.name}: {e}")
     return Reading(None, "; ".join(problems) or "no TFLite layout data")
@@ -283,7 +284,7 @@ def _read(reader: _Reader, candidates: list[int], kernels: set[int], names: Code
     for candidate in candidates:
         for registration in (candidate, candidate + offset):
             node = registration - offset
-            if _registration(reader, registration, kernels) and reader.memory.is_present(node):
+            if _registration(reader, registration, kernels) and reader.process.is_present(node):
                 nodes[node] = registration
     if not nodes:
         raise NotValid("no TfLiteRegistration on the stack runs the crashing kernel")

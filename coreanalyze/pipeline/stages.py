@@ -517,7 +517,7 @@ def abort_message(ctx: Context) -> None:
         return
     crashed = ctx.report.crashed_thread
     sp = stack_pointer(crashed.registers, ctx.process.arch) if crashed else None
-    ctx.abort_message = ctx.abort_scan.result_for(ctx.process.memory, sp)
+    ctx.abort_message = ctx.abort_scan.result_for(ctx.process, sp)
 
 
 def uncaught_exception(ctx: Context) -> None:
@@ -542,9 +542,9 @@ def uncaught_exception(ctx: Context) -> None:
         return  # a fault of an instruction, not an abort
     terminating = dying_of_terminate([f.function for f in crashed.frames])
     read_mapped = process.read_mapped_file
-    thrown = find_handled_exception(process.memory, process.thread_pointer(), read_mapped)
+    thrown = find_handled_exception(process, process.thread_pointer(), read_mapped)
     if terminating and (thrown is None or not thrown.type):
-        thrown = find_uncaught_exception(process.memory, read_mapped) or thrown
+        thrown = find_uncaught_exception(process, read_mapped) or thrown
     if thrown is None:
         return
     if thrown.type:
@@ -576,7 +576,7 @@ def reraised_signal(ctx: Context) -> None:
     """A handler that re-raised (faulthandler, a crash reporter): the signal frame holds the original."""
     from coreanalyze.classify.reraise import settle_reraised_signal
 
-    settle_reraised_signal(ctx.report, ctx.process.memory, ctx.rules.get(), ctx.interrupted)
+    settle_reraised_signal(ctx.report, ctx.process, ctx.rules.get(), ctx.interrupted)
 
 
 def classification(ctx: Context) -> None:
@@ -694,23 +694,23 @@ class AbortMessageScan:
     def __init__(self, process: Process):
         self.sp = process.stack_pointer()
         self.signal = process.signal
-        self._memory = process.memory
+        self._process = process
         self._job: background.Job | forked.ForkedJob | None = None
 
     def start(self) -> None:
         from coreanalyze.classify.abortmsg import find_abort_message
 
         if self._job is None:
-            self._job = forked.start("abort-message", find_abort_message, self._memory, self.sp, self.signal)
+            self._job = forked.start("abort-message", find_abort_message, self._process, self.sp, self.signal)
 
-    def result_for(self, memory, sp) -> str | None:
+    def result_for(self, process: Process, sp) -> str | None:
         from coreanalyze.classify.abortmsg import find_abort_message
 
         self.wait()
         if sp == self.sp and self._job is not None and self._job.done:
             return self._job.result()
         # Another stack pointer, or the scan failed: scan here, where errors surface.
-        return find_abort_message(memory, sp, self.signal)
+        return find_abort_message(process, sp, self.signal)
 
     def wait(self) -> None:
         if self._job is not None:

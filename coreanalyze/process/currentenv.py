@@ -99,7 +99,7 @@ def _read_array(process: Process, array: int) -> dict[str, str] | None:
     for pointer in _pointers(process, array, fmt):
         if pointer == 0:
             return environ
-        text = process.memory.read_cstring(pointer, MAX_ARG_BYTES)
+        text = process.read_cstring(pointer, MAX_ARG_BYTES)
         if text is None:
             continue
         total += len(text)
@@ -115,7 +115,7 @@ def _read_array(process: Process, array: int) -> dict[str, str] | None:
 def _pointers(process: Process, array: int, fmt: str) -> Iterator[int]:
     """The array's words, read a page at a time: at most MAX_ENVIRON + 1, ending where the core does."""
     for first in range(0, MAX_ENVIRON + 1, CHUNK_WORDS):
-        data = process.memory.read_available(array + 8 * first, 8 * min(CHUNK_WORDS, MAX_ENVIRON + 1 - first))
+        data = process.read_available(array + 8 * first, 8 * min(CHUNK_WORDS, MAX_ENVIRON + 1 - first))
         yield from (word for (word,) in struct.iter_unpack(fmt, data[: len(data) // 8 * 8]))
         if len(data) < 8 * CHUNK_WORDS:
             return
@@ -135,13 +135,12 @@ def removed_values(process: Process, name: str) -> list[str]:
 
     from coreanalyze.corefile.memory import find_in_writable, searching
 
-    memory = process.memory
     with searching():  # a shrunk core keeps what was found, not all that was looked through
-        hits = list(islice(find_in_writable(memory, name.encode() + b"=", MAX_LOST_SCANNED), MAX_LOST_VALUES))
+        hits = list(islice(find_in_writable(process, name.encode() + b"=", MAX_LOST_SCANNED), MAX_LOST_VALUES))
     values: list[str] = []
     for at in hits:
         # The string's own start: the byte before it ends another string or a malloc header.
-        text = memory.read_cstring(at, MAX_ARG_BYTES)
+        text = process.read_cstring(at, MAX_ARG_BYTES)
         if text is not None:
             value = printable_text(text).partition("=")[2]
             if value and value not in values:

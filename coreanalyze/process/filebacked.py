@@ -133,7 +133,7 @@ def _identity(process: Process, mappings, place: str) -> BackingFile:
                 for start in range(m.start, m.end, PAGE):
                     if compared >= CONTENT_PAGES:
                         break
-                    held = process.memory.read(start, min(PAGE, m.end - start))
+                    held = process.read_core(start, min(PAGE, m.end - start))  # a file's own page would match itself
                     if held is None:
                         continue
                     on_disk = os.pread(f.fileno(), len(held), m.file_offset + (start - m.start))

@@ -81,12 +81,17 @@ def start(name: str, work: Callable[..., T], *args: Any) -> ForkedJob[T] | backg
     return job if job is not None else background.start(name, work, *args)
 
 
+def _heard(argument: Any) -> bool:
+    return getattr(argument, "observer", None) is not None or getattr(argument, "recording", False) is True
+
+
 def fork(work: Callable[..., T], *args: Any, before: Callable[[], None] = lower_priority) -> ForkedJob[T] | None:
     """work(*args) in a forked child, None where forking is not safe here (the caller then does
     the work itself). before: run first in the child."""
-    # An argument whose reads are heard (a core's memory that `coreanalyze shrink` records:
-    # coreanalyze.process.process.Process.record) must be read here, where the recorder is.
-    if not hasattr(os, "fork") or threading.active_count() > 1 or any(getattr(a, "observer", None) is not None for a in args):
+    # An argument whose reads are heard (a core's memory, or a Process, that `coreanalyze
+    # shrink` records: coreanalyze.process.process.Process.record) must be read here, where the
+    # recorder is.
+    if not hasattr(os, "fork") or threading.active_count() > 1 or any(_heard(a) for a in args):
         return None
     read_end, write_end = os.pipe()
     try:

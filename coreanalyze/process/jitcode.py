@@ -52,7 +52,7 @@ def is_anonymous_code(process: Process, pc: int | None) -> bool:
     """True when pc lies in executable memory that no file is mapped at."""
     if pc is None or process.notes.mapping_containing(pc) is not None:
         return False
-    segment = process.memory.segment_containing(pc)
+    segment = process.segment_containing(pc)
     return segment is not None and segment.executable
 
 
@@ -116,19 +116,18 @@ def object_size(header: bytes) -> int | None:
 def find_jit_function(process: Process, pc: int) -> JitFunction | None:
     """The JIT-compiled function whose code holds pc, from the objects in the core's writable
     memory; None when no object there holds it."""
-    memory = process.memory
     spent = 0
-    for segment in memory.segments:
+    for segment in process.segments:
         if not segment.writable or spent >= SEARCH_BUDGET:
             continue
         size = segment.present_end - segment.start
         spent += size
-        for i, address in enumerate(memory.find(ELF_REL_HEADER, segment, size)):
+        for i, address in enumerate(process.find(ELF_REL_HEADER, segment, size)):
             if i >= MAX_CANDIDATES:
                 break
-            header = memory.read(address, 64)
+            header = process.read(address, 64)
             total = object_size(header) if header else None
-            blob = memory.read(address, total) if total else None
+            blob = process.read(address, total) if total else None
             found = function_in_object(blob, pc) if blob else None
             if found is not None:
                 return JitFunction(found[0], found[1], found[2], address, total, _registration(process, address, total))
@@ -137,12 +136,11 @@ def find_jit_function(process: Process, pc: int) -> JitFunction | None:
 
 def _registration(process: Process, address: int, size: int) -> int | None:
     """The jit_code_entry {next, prev, symfile_addr, symfile_size} that points at the object."""
-    memory = process.memory
     pair = struct.pack("<QQ", address, size)
-    for segment in memory.segments:
+    for segment in process.segments:
         if not segment.writable:
             continue
-        for at in memory.find(pair, segment, segment.present_end - segment.start):
+        for at in process.find(pair, segment, segment.present_end - segment.start):
             if at % 8 == 0:
                 return at - 16
     return None

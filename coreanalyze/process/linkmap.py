@@ -64,7 +64,7 @@ def needs_link_map(process: Process) -> bool:
     if process.mappings or not process.threads:
         return False
     phdr = process.auxv.get("AT_PHDR")
-    headers = process.memory.read(phdr, 56) if isinstance(phdr, int) else None
+    headers = process.read_core(phdr, 56) if isinstance(phdr, int) else None  # what gdb finds in the core
     return headers is None or not any(headers)
 
 
@@ -95,7 +95,7 @@ def read_link_map(process: Process, executable: str | None, sysroot: str | None)
         result.warnings.append("the dynamic linker's list of libraries is not in the core; frames in libraries stay unnamed")
         return result
     for entry in entries:
-        name = process.memory.read_cstring(entry.name_address, MAX_NAME_BYTES) if entry.name_address else None
+        name = process.read_cstring(entry.name_address, MAX_NAME_BYTES) if entry.name_address else None
         path = name.decode("utf-8", "backslashreplace") if name else ""
         if name is None and entry.base == process.auxv.get("AT_BASE"):
             # The loader's own name points into the program's .interp, a read-only page the
@@ -165,13 +165,13 @@ def _load_segments(path: str) -> tuple[int, bool, list[tuple[int, int, int]], in
 
 def _loads_in_memory(process: Process, base: int, fmt: str) -> list[tuple[int, int, int]]:
     """[(p_vaddr, p_memsz, p_offset)] of PT_LOAD from the ELF headers the core kept at base."""
-    header = process.memory.read(base, 64)
+    header = process.read_core(base, 64)
     if header is None or not header.startswith(b"\x7fELF\x02"):
         return []
     e_phoff, e_phentsize, e_phnum = struct.unpack_from(fmt + "Q", header, 32)[0], *struct.unpack_from(fmt + "HH", header, 54)
     if e_phentsize != 56 or not 0 < e_phnum <= MAX_PROGRAM_HEADERS or e_phoff > PAGE:
         return []
-    table = process.memory.read(base + e_phoff, e_phnum * e_phentsize)
+    table = process.read_core(base + e_phoff, e_phnum * e_phentsize)
     if table is None:
         return []
     loads = []
@@ -194,7 +194,8 @@ def _mappings(path: str, bias: int, loads: list[tuple[int, int, int]]) -> list[M
 def _dynamic_value(process: Process, address: int, tag: int, fmt: str) -> int | None:
     pair = struct.Struct(fmt + "qQ")
     for i in range(MAX_DYNAMIC_ENTRIES):
-        raw = process.memory.read(address + i * pair.size, pair.size)
+        # The core alone: the loader writes DT_DEBUG at start-up, the file's is 0.
+        raw = process.read_core(address + i * pair.size, pair.size)
         if raw is None:
             return None
         d_tag, d_val = pair.unpack(raw)

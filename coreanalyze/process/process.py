@@ -15,7 +15,13 @@ files that stand for the crashed build. It answers:
   background while a debugger loads the core) and kept.
 
 Every reader of the process takes the Process (one per core; a new module table updates it in
-place): the notes' fields it needs are its properties below or `process.notes.X`. Memory is a
+place): the notes' fields it needs are its properties below or `process.notes.X`. Readers read
+memory through it, one way: read, read_u64, read_cstring and read_available go through the
+tiers; read_core (and core_only=True) reads the core alone, for the readers that must see only
+what the kernel dumped (a check of the core against a file, `coreanalyze shrink`, a scan of the
+core's writable data that a file's initial bytes would misrepresent); segments,
+segment_containing, is_present and find answer what the core holds. A Process stands wherever a
+reader takes a memory object. Memory is a
 stack of registered tiers (as drgn's Program.add_memory_segment): the core, the crashed build's
 files, the content-verified data files (coreanalyze.process.filebacked, registered by the readers that
 want them), and a recording wrapper on the core that `coreanalyze shrink` installs (record).
@@ -37,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 from coreanalyze import arch as _arch
 from coreanalyze.base import background
 from coreanalyze.corefile.loader import libraries_of
-from coreanalyze.corefile.memory import BytesMemory, CoreMemory
+from coreanalyze.corefile.memory import MAX_READ, BytesMemory, Segment
 from coreanalyze.corefile.structures import CoreNotes, Mapping, ThreadNotes
 from coreanalyze.process import forked
 from coreanalyze.process.stackscan import stack_start
@@ -75,6 +81,7 @@ class Process:
 
     def __init__(self, notes: CoreNotes, modules: Sequence[Any] = ()) -> None:
         self.notes = notes
+        self._u64 = struct.Struct("<Q" if notes.little_endian else ">Q")
         self.modules: list[Any] = []
         self._tiers: dict[str, MemoryTier] = {}
         self._reads: tuple[Callable[[int, int], bytes | None], ...] = ()
@@ -127,11 +134,6 @@ class Process:
         return process
 
     # -- what the notes say ---------------------------------------------------------------
-
-    @property
-    def memory(self) -> CoreMemory:
-        """The core's own segments only (what the kernel dumped)."""
-        return self.notes.memory
 
     @property
     def arch(self) -> str:
@@ -216,6 +218,59 @@ class Process:
                 return data
         return None
 
+    def read_core(self, address: int, size: int) -> bytes | None:
+        """size bytes at address from the core alone: for readers that must see only what the kernel dumped."""
+        return self.notes.memory.read(address, size)
+
+    def read_u64(self, address: int, *, core_only: bool = False) -> int | None:
+        """The word at address, in the process's byte order (core_only: from the core alone)."""
+        if core_only:
+            return self.notes.memory.read_u64(address)
+        data = self.read(address, 8)
+        return None if data is None else self._u64.unpack(data)[0]
+
+    def read_cstring(self, address: int, max_len: int = 4096, *, core_only: bool = False) -> bytes | None:
+        """The NUL-terminated bytes at address (without the NUL), at most max_len: from the core,
+        else from the crashed build's file mapped there (string literals the kernel did not dump);
+        None where neither has the address (core_only: from the core alone)."""
+        found = self.notes.memory.read_cstring(address, max_len)
+        if found is not None or core_only:
+            return found
+        data = self._build_files.read(address, max(0, min(max_len, MAX_READ)), False)
+        return None if data is None else data.split(b"\0", 1)[0]
+
+    def read_available(self, address: int, size: int, *, core_only: bool = False) -> bytes:
+        """Up to size bytes from address, stopping where the source ends: the core's, else (where
+        the core has no byte at address) the crashed build's file mapped there, to the mapping's
+        end (core_only: from the core alone)."""
+        found = self.notes.memory.read_available(address, size)
+        if found or core_only:
+            return found
+        return self._build_files.read(address, max(0, min(size, MAX_READ)), False) or b""
+
+    # What the core holds: the segments the kernel dumped. The mapped files add bytes inside
+    # them (read, read_cstring, read_available), never segments: a reader that asks where memory
+    # is (a stack's bounds, writable memory to search, whether a word points into dumped memory)
+    # asks the core.
+
+    @property
+    def segments(self) -> list[Segment]:
+        """The core's segments (PT_LOAD), by address."""
+        return self.notes.memory.segments
+
+    def segment_containing(self, address: int) -> Segment | None:
+        """The core's segment holding address, or None."""
+        return self.notes.memory.segment_containing(address)
+
+    def is_present(self, address: int) -> bool:
+        """Whether the core holds the byte at address (what the kernel dumped)."""
+        return self.notes.memory.is_present(address)
+
+    def find(self, needle: bytes, segment: Segment, limit: int) -> Iterator[int]:
+        """Addresses of needle in the first limit bytes the core holds of one of its segments: a
+        search of what the process wrote (heap, stacks, data), never of the mapped files."""
+        return self.notes.memory.find(needle, segment, limit)
+
     def read_mapped_file(self, address: int, size: int, *, whole: bool = False) -> bytes | None:
         """Bytes at address from the file mapped there when it is the crashed build (never from
         the core). whole: all size bytes or None; else up to the mapping's end."""
@@ -242,10 +297,6 @@ class Process:
     def recording(self) -> bool:
         """Whether a recorder hears this core's reads (record)."""
         return self.notes.memory.observer is not None
-
-    def read_u64(self, address: int) -> int | None:
-        data = self.read(address, 8)
-        return None if data is None else struct.unpack(self._fmt + "Q", data)[0]
 
     @property
     def _fmt(self) -> str:

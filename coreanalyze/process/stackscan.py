@@ -84,7 +84,7 @@ def return_addresses(process, names, start: int, end: int, limit: int = MAX_FOUN
     left out); names: a coreanalyze.opinstance.codenames.CodeNames."""
     start = max(start, 0) & ~7
     size = min(max(end - start, 0), MAX_WORDS * 8)
-    data = process.memory.read_available(start, size)
+    data = process.read_available(start, size)
     found: list[StackWord] = []
     code_cache: dict[int, bool] = {}
     demangled: dict[str, str | None] = {}  # a recursion repeats the same few return addresses

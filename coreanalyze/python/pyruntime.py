@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass
+from functools import partial
 
 from coreanalyze.base.resources import gdb_script_module
 from coreanalyze.corefile.memory import Segment
@@ -99,7 +100,7 @@ def writable_data(process: Process, path: str) -> list[Segment]:
     low, high = min(s for s, _ in spans), max(e for _, e in spans)
     mapped_elsewhere = {(m.start, m.end) for m in process.mappings if m.path != path}
     out = []
-    for seg in process.memory.segments:
+    for seg in process.segments:
         if not seg.writable or seg.present_end <= seg.start:
             continue
         inside = low <= seg.start < high
@@ -128,9 +129,15 @@ def locate_runtime(process: Process) -> FoundRuntime | None:
     return None
 
 
+# The search for _PyRuntime reads the core alone: it looks through the writable data the core
+# holds, and follows candidate pointers that may lead anywhere (into code, where a read of the
+# mapped file would cost a system call to find nothing): the file's bytes of writable data are
+# its initial values, never a live runtime.
+
+
 def _segment_bytes(process: Process, seg: Segment) -> bytes:
     size = min(seg.present_end - seg.start, MAX_SCAN_BYTES)
-    return process.memory.read_available(seg.start, size)
+    return process.read_available(seg.start, size, core_only=True)
 
 
 def _by_debug_offsets(process: Process, segments: list[Segment], path: str) -> FoundRuntime | None:
@@ -153,7 +160,7 @@ def _by_cross_pointers(
     table = pywalker.TABLES[version]
     head_at = table["runtime.interpreters_head"]
     main_at = head_at + 8  # interpreters {mutex, head, main, next_id} in every version tabled
-    u64 = process.memory.read_u64
+    u64 = partial(process.read_u64, core_only=True)
 
     def points_back(interp: int, runtime: int) -> bool:
         return interp % 8 == 0 and u64(interp + table["interp.runtime"]) == runtime

@@ -7,8 +7,9 @@
 - the dynamic linker's r_debug and link map, through which gdb finds the shared libraries of a
   core: without them its stacks lose their names.
 
-Every read goes through the core's memory reader, so the recorder (coreanalyze.shrink.recorder)
-keeps the bytes; nothing here trusts a count or a pointer from the core without a bound.
+Every read is of the core alone (Process.read_core, core_only=True), so the recorder
+(coreanalyze.shrink.recorder) keeps the bytes, and what is kept is what the core holds, never a
+mapped file's; nothing here trusts a count or a pointer from the core without a bound.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def keep_thread_descriptors(process: Process, kept: PageSet) -> None:
     libthread_db reads it to name a thread (`Thread 0x7f.. (LWP n)`)."""
     for thread in process.threads:
         pointer = thread.registers.get("fs_base")
-        if isinstance(pointer, int) and process.memory.is_present(pointer):
+        if isinstance(pointer, int) and process.is_present(pointer):
             kept.add(pointer, THREAD_DESCRIPTOR, "thread descriptors")
 
 
@@ -63,7 +64,7 @@ def keep_loader_data(process: Process, kept: PageSet) -> None:
         return
     spans = [(m.start, m.end) for m in process.mappings if m.path == loader]
     last_end = max(end for _start, end in spans)
-    for segment in process.memory.segments:
+    for segment in process.segments:
         ours = any(start <= segment.start < end for start, end in spans) or segment.start == last_end  # + its .bss
         if ours and segment.writable and segment.present_end > segment.start:
             kept.add(segment.start, min(LOADER_DATA_MAX, segment.present_end - segment.start), "dynamic linker's data")
@@ -71,7 +72,7 @@ def keep_loader_data(process: Process, kept: PageSet) -> None:
 
 def keep_stack_from(process: Process, kept: PageSet, sp: int, limit: int, why: str = "stacks") -> None:
     """From just below sp to the top of its mapping (at most `limit` bytes)."""
-    segment = process.memory.segment_containing(sp)
+    segment = process.segment_containing(sp)
     if segment is None:
         return
     start = max(segment.start, sp - BELOW_STACK_POINTER)
@@ -80,24 +81,22 @@ def keep_stack_from(process: Process, kept: PageSet, sp: int, limit: int, why: s
 
 
 def keep_object_headers(process: Process, kept: PageSet) -> None:
-    memory = process.memory
-    for segment in memory.segments:
-        if segment.present_end > segment.start and memory.read(segment.start, 4) == ELF_MAGIC:
+    for segment in process.segments:
+        if segment.present_end > segment.start and process.read_core(segment.start, 4) == ELF_MAGIC:
             kept.add(segment.start, min(PAGE, segment.present_end - segment.start), "object headers")
     vdso = process.auxv.get("AT_SYSINFO_EHDR")
-    segment = memory.segment_containing(vdso) if isinstance(vdso, int) else None
+    segment = process.segment_containing(vdso) if isinstance(vdso, int) else None
     if segment is not None:
         kept.add(segment.start, min(VDSO_MAX, segment.present_end - segment.start), "object headers")
 
 
 def keep_link_map(process: Process, kept: PageSet) -> None:
     """Walk r_debug and the link map as gdb does; the recorder keeps what is read."""
-    memory = process.memory
     fmt = "<" if process.little_endian else ">"
     phdr, phnum = process.auxv.get("AT_PHDR"), process.auxv.get("AT_PHNUM")
     if not isinstance(phdr, int) or not isinstance(phnum, int):
         return
-    raw = memory.read(phdr, 56 * min(phnum, MAX_PHDRS))
+    raw = process.read_core(phdr, 56 * min(phnum, MAX_PHDRS))
     if raw is None:
         return
     headers = [struct.unpack_from(fmt + "IIQQQQQQ", raw, i) for i in range(0, len(raw), 56)]
@@ -110,18 +109,18 @@ def keep_link_map(process: Process, kept: PageSet) -> None:
     seen: set[int] = set()
     while r_debug and namespaces < 16:
         namespaces += 1
-        head = memory.read(r_debug, R_DEBUG_BYTES) or memory.read(r_debug, 40)
+        head = process.read_core(r_debug, R_DEBUG_BYTES) or process.read_core(r_debug, 40)
         if head is None:
             return
         node = struct.unpack_from(fmt + "Q", head, 8)[0]
         while node and node not in seen and len(seen) < MAX_LINK_MAP:
             seen.add(node)
-            entry = memory.read(node, LINK_MAP_BYTES)
+            entry = process.read_core(node, LINK_MAP_BYTES)
             if entry is None:
                 break
             _l_addr, l_name, l_ld, node, _prev = struct.unpack(fmt + "5Q", entry)
             if l_name:
-                memory.read_cstring(l_name, MAX_NAME)
+                process.read_cstring(l_name, MAX_NAME, core_only=True)
             if l_ld:
                 _dynamic_value(process, l_ld, DT_NULL, fmt)
         version = struct.unpack_from(fmt + "i", head, 0)[0]
@@ -131,7 +130,7 @@ def keep_link_map(process: Process, kept: PageSet) -> None:
 def _dynamic_value(process: Process, address: int, tag: int, fmt: str) -> int | None:
     """The value of `tag` in the dynamic section at address (reading it up to DT_NULL)."""
     for i in range(MAX_DYNAMIC):
-        entry = process.memory.read(address + 16 * i, 16)
+        entry = process.read_core(address + 16 * i, 16)
         if entry is None:
             return None
         d_tag, d_val = struct.unpack(fmt + "qQ", entry)

@@ -50,7 +50,7 @@ def needles(process: Process) -> Needles:
     environment = [(f"{n}={v}".encode(), len(n) + 1) for n, v in sorted(pairs) if v]
     arguments = [(b"\0" + a.encode() + b"\0", 1) for a in process.notes.argv[1:] if len(a) >= MIN_ARGUMENT]
     anchor = process.notes.auxv_pointers.get("AT_EXECFN")
-    initial = process.memory.segment_containing(anchor) if isinstance(anchor, int) else None
+    initial = process.segment_containing(anchor) if isinstance(anchor, int) else None
     return Needles(environment, arguments, (initial.start, initial.end) if initial is not None else None)
 
 

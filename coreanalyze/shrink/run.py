@@ -225,7 +225,7 @@ def _keep_missed(plain: str, kept: PageSet, missing: list[str]) -> list[str]:
     """Keep, from the full core, the memory gdb missed; returns the addresses the full core
     has (gdb misses the others in the full core too)."""
     with Process.open(plain) as process:
-        present = [text for text in missing if process.memory.is_present(int(text, 16))]
+        present = [text for text in missing if process.is_present(int(text, 16))]
         for text in present:
             keep.keep_stack_from(process, kept, int(text, 16), MISSED_STACK_BYTES, "gdb: memory it missed")
     return present

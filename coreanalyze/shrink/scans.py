@@ -26,7 +26,7 @@ def keep_abort_messages(process: Process, kept: PageSet) -> None:
     register = SP_REGISTER.get(process.arch)
     crashing = next((t for t in process.threads if t.tid == process.crashing_tid), None)
     sp = crashing.registers.get(register) if crashing and register else None
-    for message in scan_abort_messages(process.memory, sp, far=searches_far_memory(process.signal), far_unless_found_near=True):
+    for message in scan_abort_messages(process, sp, far=searches_far_memory(process.signal), far_unless_found_near=True):
         length = len(message.text.encode("utf-8", "replace"))
         kept.add(message.address - CONTEXT, length + 2 * CONTEXT, "abort messages")
 
@@ -36,5 +36,5 @@ def keep_distribution_names(process: Process, kept: PageSet) -> None:
     """Every `name-version.dist-info` string in writable memory (the packages' versions)."""
     from coreanalyze.process.imported import DIST_INFO, LOOK_BEHIND, dist_info_at
 
-    for _segment, at in dist_info_at(process.memory):
+    for _segment, at in dist_info_at(process):
         kept.add(at - LOOK_BEHIND, LOOK_BEHIND + len(DIST_INFO) + 1, "package names")

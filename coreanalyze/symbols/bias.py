@@ -49,6 +49,8 @@ def loads_from_core(notes: CoreNotes, mappings: Sequence[Mapping]) -> list[tuple
     if first is None:
         return []
     fmt = "<" if notes.little_endian else ">"
+    # The core's own CoreMemory on purpose: the bias is asked for while the Process's tier of
+    # mapped files is being chosen, and a file here answers for itself in loads_from_file.
     header = notes.memory.read(first.start, 64)
     if header is None or not header.startswith(b"\x7fELF") or header[4] != 2:
         return []

@@ -8,7 +8,7 @@ import struct
 
 from coreanalyze.base.model import Frame, Report, SignalInfo, Thread
 from coreanalyze.classify.abortmsg import find_abort_message
-from coreanalyze.corefile.structures import ThreadNotes
+from coreanalyze.corefile.structures import Mapping, ThreadNotes
 from coreanalyze.hang.rules import hang_rules
 from coreanalyze.hang.verdict import hang_classification
 from coreanalyze.opinstance.codenames import CodeNames
@@ -47,9 +47,38 @@ def test_memory_tiers_answer_in_the_order_registered_and_a_recorder_hears_the_co
     with process.record(lambda address, size: heard.append((address, size))):
         assert process.recording
         process.read(HEAP, 4)
-        process.memory.read_cstring(HEAP)
+        process.read_cstring(HEAP)
     process.read(HEAP, 4)
     assert heard[0] == (HEAP, 4) and len(heard) >= 2 and not process.recording
+
+
+def test_a_read_falls_back_to_the_crashed_builds_file_where_the_core_lacks_bytes_and_a_core_only_read_does_not(tmp_path):
+    from types import SimpleNamespace
+
+    # A library mapped at CODE whose first page the core kept and whose read-only data (a
+    # string literal at CODE + 0x1000) it did not: the file of the same build has it.
+    library = tmp_path / "libwork.so"
+    library.write_bytes(b"\x7fELF" + bytes(0x1000 - 4) + b"a literal\0" + bytes(0x1000 - 10))
+    process = Process.in_memory(
+        {CODE: b"\x7fELF" + bytes(0x1000 - 4)},
+        mappings=[Mapping(start=CODE, end=CODE + 0x2000, file_offset=0, path="/lib/libwork.so")],
+    )
+    literal = CODE + 0x1000
+    assert process.read(literal, 9) is None  # no module table yet: the core alone
+    process.set_modules([SimpleNamespace(path="/lib/libwork.so", local_path=str(library), status="ok")])
+    assert process.read(literal, 9) == b"a literal"
+    assert process.read_cstring(literal) == b"a literal"
+    assert process.read_available(literal, 4) == b"a li"
+    assert process.read_u64(literal) == struct.unpack("<Q", b"a litera")[0]
+    assert process.read_core(literal, 9) is None
+    assert process.read_cstring(literal, core_only=True) is None
+    assert process.read_available(literal, 4, core_only=True) == b""
+    assert process.read_u64(literal, core_only=True) is None
+    assert not process.is_present(literal)  # what the core holds: the file adds no segment
+    assert process.read(CODE, 4) == process.read_core(CODE, 4) == b"\x7fELF"  # the core first
+    # A file of another build is never read.
+    process.set_modules([SimpleNamespace(path="/lib/libwork.so", local_path=str(library), status="mismatch")])
+    assert process.read(literal, 9) is None
 
 
 def test_symbols_name_addresses_and_addresses_of_names():
@@ -73,13 +102,13 @@ def test_the_abort_message_is_read_from_the_crashing_threads_stack():
         threads=[ThreadNotes(7, {"rsp": STACK + 0x800, "rip": CODE})],
         signal=SignalInfo(number=6, name="SIGABRT"),
     )
-    message = find_abort_message(process.memory, process.stack_pointer(), process.signal)
+    message = find_abort_message(process, process.stack_pointer(), process.signal)
     assert message is not None and message.startswith("F0000") and "Check failed: d < dims() (1 vs. 1)" in message
 
 
 def test_no_message_in_memory_is_none():
     process = Process.in_memory({STACK: bytes(0x2000)}, threads=[ThreadNotes(7, {"rsp": STACK + 0x800})])
-    assert find_abort_message(process.memory, process.stack_pointer(), SignalInfo(number=6, name="SIGABRT")) is None
+    assert find_abort_message(process, process.stack_pointer(), SignalInfo(number=6, name="SIGABRT")) is None
 
 
 # -- the hang readers -------------------------------------------------------------------------
