@@ -78,6 +78,15 @@ class FaultKind(StrEnum):
     UNKNOWN = "unknown"
 
 
+class Platform(StrEnum):
+    """Where the process ran, as far as the advice is concerned: an operating system's process
+    (files, mappings, ulimits, core dumps), or a microcontroller's firmware under an RTOS
+    (ESP-IDF/FreeRTOS, Mbed OS, Zephyr), whose fault dumps the device parsers read."""
+
+    HOSTED = "hosted"
+    MICROCONTROLLER = "microcontroller"
+
+
 class FrameKind(StrEnum):
     """threads[].frames[].kind."""
 

@@ -1,7 +1,7 @@
 """Concrete next steps, chosen from the [[advice]] entries of the rules by category, fault kind,
 whether a custom op is involved, the frameworks the process loaded, the GPU call the crashing
-thread is in, the signal's code and the process's environment; {placeholders} are filled from
-the crash."""
+thread is in, the signal's code, the process's environment and its platform (a microcontroller's
+fault dump has no mapped files or ulimits); {placeholders} are filled from the crash."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import string
 from dataclasses import dataclass
 from typing import Mapping
 
+from coreanalyze.base.vocabulary import Platform
 from coreanalyze.classify.rules import AdviceEntry, RuleSet
 
 MAX_LINES = 6
@@ -37,12 +38,13 @@ def _fill(line: str, values: Mapping[str, str | None]) -> str | None:
 class ProcessFacts:
     """What the advice may depend on beyond the verdict: the frameworks the process loaded, the
     role of the GPU call the crashing thread is in, the signal's si_code name, the names of the
-environment variables it set."""
+environment variables it set, and whether it ran on an OS or on a microcontroller."""
 
     loaded: frozenset[str] = frozenset()
     host_call: str | None = None
     signal_code: str | None = None
     environment: frozenset[str] | None = None  # the variables the process set; None: not known
+    platform: str = Platform.HOSTED
 
 
 def _applies(entry: AdviceEntry, category: str, fault_kind: str, custom_op: bool, facts: ProcessFacts) -> bool:
@@ -57,6 +59,8 @@ def _applies(entry: AdviceEntry, category: str, fault_kind: str, custom_op: bool
     if entry.host_call is not None and entry.host_call != facts.host_call:
         return False
     if entry.signal_code is not None and entry.signal_code != facts.signal_code:
+        return False
+    if entry.platform is not None and entry.platform != facts.platform:
         return False
     if entry.unset and facts.environment is not None and facts.environment.intersection(entry.unset):
         return False

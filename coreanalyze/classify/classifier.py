@@ -12,7 +12,7 @@ from typing import Sequence
 
 from coreanalyze.base.model import Classification, Culprit, GpuFault, Report, SignalInfo, Thread
 from coreanalyze.base.pyfiles import is_library_file
-from coreanalyze.base.vocabulary import Confidence, FaultKind
+from coreanalyze.base.vocabulary import Confidence, FaultKind, Platform
 from coreanalyze.classify.advice import ProcessFacts, advise
 from coreanalyze.classify.category import decide_category
 from coreanalyze.classify.culprit import CulpritPick, pick_culprit
@@ -135,9 +135,14 @@ def _environment_names(report: Report) -> frozenset[str] | None:
 
 
 def classify(
-    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str, bool]] = ()
-) -> Classification:
-    """context: a pasted text's lines other than frames, as (distance from the crash's line, line)."""
+    report: Report, *, abort_message: str | None = None, rules: RuleSet | None = None, context: Sequence[tuple[int, str, bool]] = (),
+    category: str | None = None, fault_kind: str | None = None, platform: str | None = None,
+) -> Classification:  # fmt: skip
+    """context: a pasted text's lines other than frames, as (distance from the crash's line, line).
+    category, fault_kind: what a text's own words settled (a watchdog's verdict, a stated error:
+    coreanalyze.triage.evidence), in place of what the frames and the signal say, so that the
+    summary and the advice speak of it. platform: a microcontroller's, where a device's fault dump
+    said so (vocabulary.Platform; default: a process of an operating system)."""
     from coreanalyze.classify.gpuhost import evidence_line
 
     rules = rules or default_rules()
@@ -157,10 +162,14 @@ def classify(
         signal, abort_message, views, pick, registers, None, pid=pid, fault_instruction=report.fault_instruction, rules=rules,
         detail=report.classification.detail, gpu=report.classification.gpu, oom=report.classification.oom,
     )
+    if fault_kind is not None:
+        kind = FaultKind(fault_kind)
     decision = decide_category(
         views, pick, abort_message, custom, rules,
         allocator_evidence=reported_kind in (None, FaultKind.HEAP_CORRUPTION, FaultKind.OUT_OF_MEMORY), fault_kind=kind, context=context,
     )
+    if category is not None:
+        decision = replace(decision, category=category)
     detail = report.classification.detail
     if detail is None and kind in (FaultKind.UNCAUGHT_EXCEPTION, FaultKind.OUT_OF_MEMORY):
         detail = exception_type(abort_message) or thrown_exception(views, rules)
@@ -259,6 +268,7 @@ def classify(
         loaded=loaded_frameworks(report, rules),
         host_call=host.role if host is not None and thread is not None and host.tid == thread.tid else None,
         signal_code=signal.code_name,
+        platform=platform or Platform.HOSTED,
         environment=_environment_names(report),
     )
     advice = advise(decision.category, kind, custom is not None, values, rules, facts)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from coreanalyze import rulesdata
 from coreanalyze.base.errors import BadInput
 from coreanalyze.base.model import FAULT_KINDS
-from coreanalyze.base.vocabulary import GpuCallRole
+from coreanalyze.base.vocabulary import GpuCallRole, Platform
 from coreanalyze.classify.lazyregex import LazyPattern
 from coreanalyze.rulesdata.kinds import CLASSIFY_RULES
 
@@ -142,6 +142,9 @@ class AdviceEntry:
     host_call: str | None = None  # only when the crashing thread is in a GPU call of this role
     signal_code: str | None = None  # only for this si_code ("SEGV_MAPERR")
     unset: tuple[str, ...] = ()  # only when the process's environment sets none of these variables
+    # Only where the process ran so (vocabulary.Platform); no weight in the order: a platform's
+    # line takes the place of the line it stands in for.
+    platform: str | None = None
 
     @property
     def specificity(self) -> int:
@@ -513,9 +516,13 @@ def _parse_advice(t: dict[str, Any], i: int, origin: str, categories: Sequence[s
     signal_code = t.get("signal_code")
     if signal_code is not None and (not isinstance(signal_code, str) or not signal_code):
         raise _Problem(f"{where}: signal_code must be a name such as SEGV_MAPERR")
+    platform = t.get("platform")
+    if platform is not None and platform not in tuple(Platform):
+        raise _Problem(f"{where}: unknown platform {platform!r} (one of: {', '.join(Platform)})")
     return AdviceEntry(
         lines=lines, category=category, fault_kind=kind, custom_op=custom_op, origin=origin,
         loaded=loaded, host_call=host_call, signal_code=signal_code, unset=tuple(_str_list(t.get("unset", []), f"{where}: unset")),
+        platform=platform,
     )  # fmt: skip
 
 

@@ -80,8 +80,16 @@ def summarize(f: SummaryFacts) -> str:
     return sentence
 
 
+def _unwrapped(detail: str, kind: str) -> str:
+    """A class that leads with the fault kind already said ("stack-overflow (Stack canary
+    watchpoint triggered (ESP-IDF))") without it."""
+    prefix = f"{kind} ("
+    return detail[len(prefix) : -1] if detail.startswith(prefix) and detail.endswith(")") else detail
+
+
 def _summarize_native(f: SummaryFacts) -> str:
-    head = f.signal or "Crash"
+    # A watchdog's verdict (a device's task watchdog, a runtime's deadline) is a hang, not a crash.
+    head = f.signal or ("Hang" if f.fault_kind == FaultKind.HANG else "Crash")
     phrase = KIND_PHRASES.get(f.fault_kind, "")
     if f.fault_kind == FaultKind.SENT_SIGNAL:
         phrase = f"sent by {f.sender}" if f.sender else "sent by another process"
@@ -91,7 +99,7 @@ def _summarize_native(f: SummaryFacts) -> str:
     if msg and f.fault_kind in (FaultKind.CHECK_FAILURE, FaultKind.HEAP_CORRUPTION, FaultKind.ABORT, FaultKind.UNCAUGHT_EXCEPTION):
         head += f" ({msg})"
     elif f.detail:
-        head += f" ({_message(f.detail)})"
+        head += f" ({_message(_unwrapped(f.detail, f.fault_kind))})"
     if f.bad_jump_pc is not None:
         head += f", a jump to 0x{f.bad_jump_pc:x} (a call through a null or corrupt function pointer),"
     elif f.fault_kind == FaultKind.NULL_DEREF and f.address is not None:

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from coreanalyze.base.model import Classification, Culprit, HangInfo, Report, ThreadWait
+from coreanalyze.base.vocabulary import Platform
 from coreanalyze.classify import classify, default_rules
 from coreanalyze.hang.describe import STATE_WORDS, describe_step, describe_wait
 from coreanalyze.hang.graph import find_deadlock, lock_name, orphaned_locks
@@ -135,8 +136,12 @@ def hang_classification(report: Report, process: Process | None, reason: str, ru
     else:
         advice = list(rules.advice.get("waiting", ()))
 
-    # Advice for hangs in general from the classification rules (a user's --rules first).
-    general = sorted((e for e in (classify_rules or default_rules()).advice if e.fault_kind == "hang"), key=lambda e: e.origin == "built-in")
+    # Advice for hangs in general from the classification rules (a user's --rules first); the
+    # threads of a process were read, so not a microcontroller's watchdog advice.
+    general = sorted(
+        (e for e in (classify_rules or default_rules()).advice if e.fault_kind == "hang" and e.platform in (None, Platform.HOSTED)),
+        key=lambda e: e.origin == "built-in",
+    )
     advice += [line for entry in general for line in entry.lines if line not in advice]
 
     culprit = Culprit()

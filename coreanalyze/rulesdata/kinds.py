@@ -106,6 +106,7 @@ CLASSIFY_RULES = FileKind(
                         "host_call": STR,
                         "signal_code": STR,
                         "unset": SOME_STRINGS,
+                        "platform": STR,
                     },
                     required=("text",),
                 )
@@ -357,6 +358,7 @@ TRIAGE_DEVICE_FAULTS = FileKind(
                     required=("register", "bit", "name"),
                 )
             ),
+            "family": Tables(Table({"name": STR, "platform": STR, "description": STR}, required=("name", "platform"))),
         }
     ),
 )

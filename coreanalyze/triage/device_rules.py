@@ -11,12 +11,12 @@ the classifier's reading of the signal is replaced by what the handler said.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from coreanalyze import rulesdata
-from coreanalyze.base.vocabulary import FaultKind
+from coreanalyze.base.vocabulary import FaultKind, Platform
 from coreanalyze.rulesdata.kinds import TRIAGE_DEVICE_FAULTS
 from coreanalyze.triage import findings as fd
 from coreanalyze.triage.evidence import EvidenceRule, Hit
@@ -73,6 +73,7 @@ class FaultBit:
 class DeviceRules:
     verdicts: tuple[Verdict, ...]
     bits: tuple[FaultBit, ...]
+    platforms: dict[str, str] = field(default_factory=dict)  # family -> vocabulary.Platform
 
     def family(self, name: str) -> tuple[Verdict, ...]:
         return tuple(v for v in self.verdicts if v.family == name)
@@ -129,15 +130,25 @@ def rules_of(data: dict) -> DeviceRules:
         )  # fmt: skip
         for t in (checked(f"fault bit {t.get('name')}", t) for t in data.get("fault_bit", []))
     ]
-    return DeviceRules(tuple(verdicts), tuple(bits))
+    platforms = {}
+    for t in data.get("family", []):
+        if t["platform"] not in tuple(Platform):
+            raise DeviceRulesError(f"device family {t['name']}: unknown platform {t['platform']!r} (one of: {', '.join(Platform)})")
+        platforms[t["name"]] = t["platform"]
+    unplaced = sorted({v.family for v in verdicts} - platforms.keys())
+    if unplaced:
+        raise DeviceRulesError(f"device families without a [[family]] row: {', '.join(unplaced)}")
+    return DeviceRules(tuple(verdicts), tuple(bits), platforms)
 
 
 def apply(
     finding: fd.Finding, verdict: Verdict, line: str, address: int | None = None, category: str | None = None, detail: str | None = None
 ) -> None:
-    """Put what a verdict says into a finding: its signal (with the fault address and the si_code
-    name), the fault kind a signal does not say as strong evidence, a subsystem the caller found
-    applies as weak evidence, and the handler's own words for the fault as the report's class."""
+    """Put what a verdict says into a finding: where the process ran (its family's platform), its
+    signal (with the fault address and the si_code name), the fault kind a signal does not say as
+    strong evidence, a subsystem the caller found applies as weak evidence, and the handler's own
+    words for the fault as the report's class."""
+    finding.platform = finding.platform or default_rules().platforms.get(verdict.family)
     if detail and finding.detail is None:
         # A kind the handler names beside a signal leads its class, as a sanitizer's does
         # ("stack-overflow (...)"): the class, not the signal, is then what the summary says.

@@ -89,6 +89,9 @@ class Finding:
     raised_signal: str | None = None
     # Frameless evidence rules that matched (evidence.py's Hit), for the classification.
     evidence: list = field(default_factory=list)
+    # Where the process ran, where the text's format says (a microcontroller's fault dump:
+    # device_rules.py); None: a process of an operating system, as most texts are.
+    platform: str | None = None
 
     def set_signal(self, name: str | None, strength: int, **fields) -> None:
         if name is None or strength < self.signal_strength:

@@ -106,6 +106,8 @@ class TriageResult:
     context: list[tuple[int, str, bool]] = field(default_factory=list)
     # The frameless evidence rules that matched (evidence.py).
     evidence: list[evidence.Hit] = field(default_factory=list)
+    # Where the process ran, where a device's fault dump says (vocabulary.Platform).
+    platform: str | None = None
 
 
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
@@ -131,7 +133,8 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     report.warnings = cleaned.warnings + report.warnings
     around = context.context_lines(lines, claimed, context.crash_line(found, len(lines)))
     hits = [h for f in found for h in f.evidence]
-    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around, evidence=hits)
+    platform = next((f.platform for f in found if f.platform), None)
+    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around, evidence=hits, platform=platform)
 
 
 def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules) -> model.Classification | None:
@@ -160,8 +163,18 @@ def triage_text(text: str, source_name: str = "<stdin>", rules=None, *, job: boo
     if hang is not None:
         report.classification = hang
     else:
-        report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context)
+        report.classification = classify(report, abort_message=result.abort_message, rules=rules, context=result.context, platform=result.platform)
         if report.classification.abort_message is None and result.abort_message is not None:
             report.classification.abort_message = result.abort_message
-    evidence.apply(report.classification, result.evidence, rules if rules is not None else default_rules())
+    c = report.classification
+    before = (c.category, c.fault_kind)
+    evidence.apply(c, result.evidence, rules if rules is not None else default_rules())
+    if hang is None and (c.category, c.fault_kind) != before:
+        # The text's words settled another category or fault kind than the frames: the summary
+        # and the advice are made again for what was settled (the evidence stays as it was found).
+        again = classify(
+            report, abort_message=c.abort_message, rules=rules, context=result.context, category=c.category, fault_kind=c.fault_kind,
+            platform=result.platform,
+        )  # fmt: skip
+        c.summary, c.advice = again.summary, again.advice
     return report
