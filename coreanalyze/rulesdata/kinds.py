@@ -354,7 +354,8 @@ TRIAGE_DEVICE_FAULTS = FileKind(
             ),
             "fault_bit": Tables(
                 Table(
-                    {"register": STR, "bit": INT, "name": STR, "signal": STR, "code": STR, "fault_kind": STR, "address": STR, "priority": INT, "description": STR},
+                    {"register": STR, "bit": INT, "name": STR, "signal": STR, "code": STR, "fault_kind": STR, "address": STR, "priority": INT, "description": STR,
+                     "phrase": STR},
                     required=("register", "bit", "name"),
                 )
             ),

@@ -15,7 +15,9 @@ The bits set in CFSR (or in MMFSR, BFSR and UFSR printed apart, shifted down) an
 faulted (rules data: device_faults.toml [[fault_bit]]); the handler's own words (family
 "cortex-m") say it where no register is printed, and a verdict of a stack overflow says more than
 the fault that found it. MMFAR / BFAR is the fault address when its VALID bit is set (Zephyr
-prints it only then). The faulting PC (and the caller in LR) is a short stack.
+prints it only then). The faulting PC (and the caller in LR) is a short stack. Mbed OS's
+crash_log_parser.py output ("Crash Info:") is such a dump decoded: a sentence for each bit set,
+the PC's and LR's functions, and the code addresses it found on the stack.
 """
 
 from __future__ import annotations
@@ -43,14 +45,22 @@ _REGISTER = re.compile(
 )
 _FAULTING_PC = re.compile(r"Faulting instruction address \(r15/pc\):\s*(0x[0-9a-fA-F]{1,8})")
 _CURRENT_THREAD = re.compile(r"^Current thread: (?:0x[0-9a-fA-F]{1,16} )?\((.{1,64})\)$")
+# Mbed OS's crash_log_parser.py decodes a dump ("Crash Info:") into the PC's and LR's functions
+# ("zero_div_test() (00006930 + 0xe/0x20)", "<unknown-symbol>"), a sentence per fault status bit
+# (device_faults.toml's `phrase`) and the code addresses found on the stack ("[00009e99] : main").
+_DECODED = re.compile(r"^(?:Parsed )?Crash Info:$")
 _CRASH_LOCATION = re.compile(r"^Crash location = (.{1,400}?) \[(?:0x)?([0-9A-Fa-f]{8})\]")
+_CALLER_LOCATION = re.compile(r"^Caller location = (.{1,400}?) \[(?:0x)?([0-9A-Fa-f]{8})\]")
+_STACK_CODE = re.compile(r"^\[([0-9A-Fa-f]{8})\] : (.{1,400})$")
+_DECODED_NAME = re.compile(r"^(.*?)(?: \([0-9a-fA-F]{8} \+ 0x[0-9a-fA-F]+/0x[0-9a-fA-F]+\))?$")
+_FAULTING_ADDRESS = re.compile(r"Faulting address: (?:0x)?([0-9A-Fa-f]{1,8})\b")
 # Shifts of the sub-registers printed apart (each is printed shifted down to bit 0).
 _SUB_REGISTERS = {"MMFSR": (0, 0xFF), "BFSR": (8, 0xFF), "UFSR": (16, 0xFFFF)}
 _MMARVALID, _BFARVALID = 1 << 7, 1 << 15
 # How much a kind of evidence counts when several say different things (highest wins).
 _WORD, _DETAIL, _BIT = 1, 2, 3
 _PAGE_FAULT = "Page fault at address"
-_ANCHORS = ("MbedOS", "FAULT", "Fault", "FATAL ERROR", "CFSR", "HFSR", _PAGE_FAULT)
+_ANCHORS = ("MbedOS", "FAULT", "Fault", "FATAL ERROR", "CFSR", "HFSR", _PAGE_FAULT, "Crash Info:")
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -60,6 +70,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
     finding: fd.Finding | None = None
     said: list[tuple[int, device_rules.Verdict, str]] = []  # (weight, verdict, line)
     registers: dict[str, int] = {}
+    decoded = {"CFSR": 0, "HFSR": 0}  # the bits a decoder's sentences say are set
+    stack: list[tuple[int, str | None]] = []  # (pc, function) after the PC and the LR
     location: str | None = None
     thread_name: str | None = None
     expect_word = False
@@ -90,8 +102,11 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             finding.add_message(fd.MESSAGE_TERMINATE, s)
             claimed[i] = 1
             continue
-        if _MBED in s:
+        if _MBED in s or _DECODED.match(s):
             finding = finding or fd.Finding(FORMAT, i)
+            claimed[i] = 1
+            continue
+        if finding is not None and _decoded_bit(rules, s, decoded, registers):
             claimed[i] = 1
             continue
         m = _ZEPHYR_FATAL.search(s)
@@ -128,13 +143,24 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             thread_name = m.group(1)
             claimed[i] = 1
         elif (m := _CRASH_LOCATION.match(s)) is not None:
-            location = m.group(1)
+            location = _decoded_name(m.group(1))
+            registers.setdefault("PC", int(m.group(2), 16))
+            claimed[i] = 1
+        elif (m := _CALLER_LOCATION.match(s)) is not None:
+            registers.setdefault("LR", int(m.group(2), 16))
+            stack.insert(0, (int(m.group(2), 16), _decoded_name(m.group(1))))
+            claimed[i] = 1
+        elif (m := _STACK_CODE.match(s)) is not None:
+            stack.append((int(m.group(1), 16), _decoded_name(m.group(2))))
             claimed[i] = 1
     if finding is None:
         return []
     cfsr = _cfsr(registers)
+    if decoded["CFSR"]:
+        cfsr = (cfsr or 0) | decoded["CFSR"]
+    hfsr = registers.get("HFSR", 0) | decoded["HFSR"] if "HFSR" in registers or decoded["HFSR"] else None
     for bit in rules.bits:
-        value = cfsr if bit.register == "CFSR" else registers.get("HFSR")
+        value = cfsr if bit.register == "CFSR" else hfsr
         if value is not None and value >> bit.bit & 1 and (bit.signal or bit.fault_kind):
             said.append((_BIT, bit.as_verdict(), f"{bit.register}.{bit.name} set"))
     if said:
@@ -143,8 +169,28 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         for _, other, other_line in said:
             if other.fault_kind is not None and other is not verdict:
                 device_rules.apply(finding, other, other_line)
-    _add_thread(finding, registers, location, thread_name)
+    _add_thread(finding, registers, location, thread_name, stack)
     return [finding]
+
+
+def _decoded_bit(rules: device_rules.DeviceRules, line: str, decoded: dict[str, int], registers: dict[str, int]) -> bool:
+    """A decoder's sentence for a fault status bit: the bit is set; the address it names is the
+    bit's address register's, valid (the decoder prints it only then)."""
+    bit = next((b for b in rules.bits if b.phrase is not None and b.phrase.search(line)), None)
+    if bit is None:
+        return False
+    decoded[bit.register] |= 1 << bit.bit
+    m = _FAULTING_ADDRESS.search(line)
+    if m is not None and bit.address is not None:
+        registers.setdefault(bit.address, int(m.group(1), 16))
+        decoded["CFSR"] |= _MMARVALID if bit.address == "MMFAR" else _BFARVALID
+    return True
+
+
+def _decoded_name(name: str) -> str | None:
+    """A decoder's function name without its "(start + offset/size)"; None for no symbol."""
+    name = _DECODED_NAME.match(name.strip()).group(1).strip()  # type: ignore[union-attr]
+    return None if not name or name == "<unknown-symbol>" else name
 
 
 def _cfsr(registers: dict[str, int]) -> int | None:
@@ -180,13 +226,21 @@ def _address(verdict, rules, registers: dict[str, int], cfsr: int | None) -> int
     return registers[register] if cfsr & valid else None
 
 
-def _add_thread(finding: fd.Finding, registers: dict[str, int], location: str | None, name: str | None) -> None:
+def _add_thread(
+    finding: fd.Finding, registers: dict[str, int], location: str | None, name: str | None, stack: list[tuple[int, str | None]] = ()
+) -> None:  # fmt: skip
     pc = registers.get("PC", registers.get("EIP"))
     if pc is None and location is None:
         return
     thread = fd.TextThread(crashed=True, name=name)
     thread.add(fd.native_frame(location, pc=pc))
     lr = registers.get("LR")
-    if lr is not None and lr < 0xF0000000:  # not an EXC_RETURN value: the caller's return address
+    if stack:  # a decoder's: the LR's function, then the code addresses on the stack
+        seen = {pc}
+        for address, function in stack:
+            if address not in seen:  # the stack holds the PC's and LR's values too
+                seen.add(address)
+                thread.add(fd.native_frame(function, pc=address))
+    elif lr is not None and lr < 0xF0000000:  # not an EXC_RETURN value: the caller's return address
         thread.add(fd.native_frame(None, pc=lr))
     finding.add_thread(thread)

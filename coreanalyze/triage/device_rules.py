@@ -61,6 +61,7 @@ class FaultBit:
     address: str | None = None  # MMFAR / BFAR, valid when the register's VALID bit is set
     priority: int = 0
     description: str = ""
+    phrase: re.Pattern[str] | None = None  # what a decoder (Mbed's crash_log_parser) prints for the bit
 
     def as_verdict(self) -> Verdict:
         return Verdict(
@@ -127,6 +128,7 @@ def rules_of(data: dict) -> DeviceRules:
         FaultBit(
             register=t["register"], bit=t["bit"], name=t["name"], signal=t.get("signal"), code=t.get("code"),
             fault_kind=t.get("fault_kind"), address=t.get("address"), priority=t.get("priority", 0), description=t.get("description", ""),
+            phrase=re.compile(t["phrase"]) if t.get("phrase") else None,
         )  # fmt: skip
         for t in (checked(f"fault bit {t.get('name')}", t) for t in data.get("fault_bit", []))
     ]
