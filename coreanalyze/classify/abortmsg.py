@@ -19,7 +19,8 @@ with si_code > 0). Such a process did not abort; a message of its own last momen
 inside an abort's signal handler) lies near the crash, and text far off in the heap is older.
 
 The memory object needs `read(address, size) -> bytes | None` and `segments` (objects with
-start, end, file_offset, filesz, flags), as coreanalyze.corefile.memory.CoreMemory provides.
+start, end, file_offset, filesz, flags), as the Process (coreanalyze.process.process: the
+analysis passes it) and coreanalyze.corefile.memory.CoreMemory provide.
 """
 
 from __future__ import annotations

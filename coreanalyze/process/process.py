@@ -248,10 +248,10 @@ class Process:
             return found
         return self._build_files.read(address, max(0, min(size, MAX_READ)), False) or b""
 
-    # What the core holds: the segments the kernel dumped. The mapped files add bytes inside
-    # them (read, read_cstring, read_available), never segments: a reader that asks where memory
-    # is (a stack's bounds, writable memory to search, whether a word points into dumped memory)
-    # asks the core.
+    # What the core holds: the segments the kernel dumped. The mapped files add bytes where the
+    # core has none (read, read_cstring, read_available), never segments: a reader that asks
+    # where memory is (a stack's bounds, writable memory to search, whether a word points into
+    # dumped memory) asks the core.
 
     @property
     def segments(self) -> list[Segment]:

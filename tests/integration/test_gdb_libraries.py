@@ -44,7 +44,7 @@ def test_frames_in_libraries_not_read_have_gdb_read_them(python_case):
     """With nothing reached (a stack deeper than the part searched, say), each frame found in a
     library gdb has not read makes it read that library and unwind again."""
     with read_core(python_case.core) as notes, GdbSession() as gdb:
-        choice = LibraryChoice(reached=[], memory=notes.memory)
+        choice = LibraryChoice(reached=[], process=Process(notes))
         gdb.load(python_case.core, executable=python_case.exe, libraries=choice)
         analysis = _collected(gdb, choice, max_frames=256)
         assert choice.wanted  # learned from frames, not from the stacks
