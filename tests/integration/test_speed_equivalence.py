@@ -75,10 +75,12 @@ int crash(int how);
 int main(int argc, char **argv) { return crash(argc > 1 ? atoi(argv[1]) : 1); }
 """
 
-# Two PLT layouts: the classic lazy PLT, and the IBT one (names on .plt.sec slots).
+# Two PLT layouts: the classic lazy PLT, and the IBT one (names on .plt.sec slots); and a library
+# with DWARF, which the symbol files carry (as a manylinux build carries its toolchain runtime's).
 LIBRARY_FLAGS = {
     "plain": ["-O0", "-fno-omit-frame-pointer"],
     "ibt": ["-O0", "-fno-omit-frame-pointer", "-fcf-protection=full", "-Wl,-z,ibtplt"],
+    "dwarf": ["-O0", "-g", "-fno-omit-frame-pointer"],
 }
 ALL = 0  # min_symbols that replaces any library with a symbol table
 
@@ -195,14 +197,17 @@ def test_a_librarys_verdict_is_kept_until_the_file_changes(fastlib, tmp_path):
     assert _candidate_layout(str(tmp_path / "absent.so"), ALL) is None
 
 
-@pytest.mark.parametrize("layout", ["plain", "ibt"])
+@pytest.mark.parametrize("layout", ["plain", "ibt", "dwarf"])
 @pytest.mark.parametrize("how", [1, 2, 3])
 def test_report_is_the_same_with_the_library_replaced(fastlib, layout, how):
     case = fastlib.core(layout, how)
     assert any(p.endswith("libfastlib.so") for p in replaced(case.core, case.exe, ALL))
     plain = report(case.core, case.exe, fast=False)
     fast = report(case.core, case.exe, fast=True, min_symbols=ALL)
-    assert any(f["function"] for t in plain["threads"] for f in t["frames"] if "libfastlib" in (f["module"] or ""))
+    ours = [f for t in plain["threads"] for f in t["frames"] if "libfastlib" in (f["module"] or "")]
+    assert any(f["function"] for f in ours)
+    if layout == "dwarf":  # the library's DWARF reached gdb: its frames have their source lines
+        assert any(f["file"] == "fastlib.c" or (f["file"] or "").endswith("/fastlib.c") for f in ours), ours
     assert_same_report(plain, fast)
 
 
@@ -310,7 +315,7 @@ def compare_naming(
 
 
 @pytest.mark.parametrize("copies", [True, False], ids=["copy", "not-read"])
-@pytest.mark.parametrize("layout", ["plain", "ibt"])
+@pytest.mark.parametrize("layout", ["plain", "ibt", "dwarf"])
 def test_gdb_names_every_address_as_with_the_whole_library(fastlib, layout, copies, tmp_path):
     case = fastlib.core(layout, 1)
     compared = compare_naming(case.core, case.exe, ["libfastlib.so"], ALL, None, tmp_path, copies=copies)

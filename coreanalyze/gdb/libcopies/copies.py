@@ -55,6 +55,7 @@ from coreanalyze.base.filefacts import whole_int
 from coreanalyze.gdb.libcopies.errors import LibraryCopyError
 from coreanalyze.gdb.libcopies.selection import OutsideSelection, SymbolColumns, SymbolSelection
 from coreanalyze.gdb.libcopies.symbolfiles import (
+    CARRIED_DEBUG_PREFIXES,
     EM_X86_64,
     MAX_SECTIONS,
     SHT_DYNSYM,
@@ -67,6 +68,7 @@ from coreanalyze.gdb.libcopies.symbolfiles import (
     ElfSymbol,
     LibrarySymbols,
     SymbolOrder,
+    carried_dwarf_size,
     plt_layout_known,
     sort_symbols_in,
 )  # fmt: skip
@@ -84,6 +86,8 @@ ORDER_META = "symbols.order.json"
 ABSENT_SUFFIX = ".absent.json"  # next to a sysroot: the files missing when it was made
 # A library with fewer symbols costs gdb little; it is loaded as it is.
 MIN_SYMBOLS = 2_000
+# Bytes of DWARF a fast library's symbol files carry at most (the first of each core's).
+MAX_CARRIED_DWARF = 16 << 20
 # Sections that give gdb names or lines beyond the ELF symbol tables.
 DEBUG_SECTION_PREFIXES = (".debug_", ".zdebug_", ".gnu_debugdata", ".ctf", ".stab", ".mdebug", ".gdb_index", ".debug")
 DEFAULT_CACHE_LIMIT_MB = 8192
@@ -395,7 +399,11 @@ def _qualifies(layout: ElfLayout, min_symbols: int) -> bool:
     symtab = layout.first_of_type(SHT_SYMTAB)
     if symtab is None or symtab.size // SYM_SIZE < min_symbols or not layout.has_contents(symtab):
         return False
-    return not any(s.name.startswith(DEBUG_SECTION_PREFIXES) for s in layout.sections)
+    # A little DWARF travels in the symbol files (symbolfiles.CARRIED_DEBUG_PREFIXES); a library
+    # built with debug info, or with debug data gdb would read otherwise, is read whole.
+    if carried_dwarf_size(layout) > MAX_CARRIED_DWARF:
+        return False
+    return not any(s.name.startswith(DEBUG_SECTION_PREFIXES) and not s.name.startswith(CARRIED_DEBUG_PREFIXES) for s in layout.sections)
 
 
 def has_debug_file(layout: ElfLayout, path: str, debug_dirs: Sequence[str]) -> bool:

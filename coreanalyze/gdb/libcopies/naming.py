@@ -53,6 +53,8 @@ class FrameNamer:
         self.workdir = workdir
         self.covered: Wanted = {}
         self._round = 0
+        # Libraries whose DWARF went into a symbol file: gdb reads it once, from the first.
+        self._dwarf_given: set[str] = set()
 
     # ------------------------------------------------------------------ which addresses
 
@@ -113,7 +115,8 @@ class FrameNamer:
             lib = by_copy[copy]
             symbols = self._windows(lib, addresses)
             path = os.path.join(self.workdir, f"{self._round}-{len(pairs)}-{os.path.basename(copy)}.sym")
-            write_symbol_file(lib.layout, symbols, path)
+            write_symbol_file(lib.layout, symbols, path, dwarf=copy not in self._dwarf_given)
+            self._dwarf_given.add(copy)
             unwind = self._unwind_file(lib, addresses, os.path.join(self.workdir, f"{self._round}-{len(pairs)}.eh"))
             # Without copies gdb has no object file of the library: both files stand alone.
             pairs.append([copy, path, unwind, lib.base, not self.libraries.copied])

@@ -72,6 +72,12 @@ MAX_WINDOW_SYMBOLS = 50_000
 OWN_BELOW_STEPS = 256
 SORT_READ = (4 << 20) // 24 * 24  # bytes of a symbol table read at a time to sort it: whole symbols
 
+# DWARF sections a symbol file carries whole when asked (write_symbol_file): gdb reads them from a
+# separate debug file as from the library. A manylinux build links a few compilation units of the
+# toolchain's own runtime with their DWARF (libgcc, libstdc++'s nonshared parts: ~1 MB in TF
+# 2.16's libtensorflow_cc.so.2 beside 940,000 symbols).
+CARRIED_DEBUG_PREFIXES = (".debug_", ".zdebug_")
+
 # Section names whose slots BFD names `sym@plt`, and where gdb's `sym@got.plt` live.
 PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got", ".plt.bnd")
 # x86-64 indirect jumps through the GOT: prefix bytes -> (displacement offset, instruction end).
@@ -640,13 +646,14 @@ def _got_target(entry: bytes, address: int) -> int | None:
 # --------------------------------------------------------------------------- symbol files
 
 
-def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str) -> int:
+def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str, *, dwarf: bool = False) -> int:
     """Write an ELF file that gdb can attach as the library's separate debug file.
 
     It has the library's ELF header and every allocated section (as NOBITS, the way debug
     files made by `objcopy --only-keep-debug` have them, so gdb matches them to the library's
-    sections by name and address) and a symbol table with just the given symbols.
-    Returns the number of symbols written.
+    sections by name and address) and a symbol table with just the given symbols; with dwarf,
+    also the library's DWARF sections as they are (CARRIED_DEBUG_PREFIXES: a linked library's
+    are not relocated any further). Returns the number of symbols written.
     """
     unique: dict[tuple, ElfSymbol] = {}
     for s in symbols:
@@ -669,6 +676,7 @@ def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str
         shstrtab.extend(text.encode() + b"\0")
         return offset
 
+    body = bytearray(64)
     headers = bytearray(SHDR_SIZE)  # section 0
     for section in layout.sections[1:]:
         if section.alloc:
@@ -676,12 +684,20 @@ def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str
                 "<IIQQQQIIQQ", add_name(section.name), SHT_NOBITS, section.flags, section.addr, 0, section.size,
                 0, 0, section.align, section.entsize,
             )  # fmt: skip
+        elif dwarf and section.name.startswith(CARRIED_DEBUG_PREFIXES) and section.type != SHT_NOBITS:
+            body += b"\0" * (-len(body) % max(1, section.align))
+            offset = len(body)
+            body += _section_contents(layout, section)
+            headers += struct.pack(
+                "<IIQQQQIIQQ", add_name(section.name), section.type, section.flags, 0, offset, section.size,
+                section.link, section.info, section.align, section.entsize,
+            )  # fmt: skip
         else:
             headers += bytes(SHDR_SIZE)  # kept as an empty slot: symbol section indexes stay valid
     n_orig = len(layout.sections)
     symtab_name, strtab_name, shstrtab_name = add_name(".symtab"), add_name(".strtab"), add_name(".shstrtab")
 
-    body = bytearray(64)
+    body += b"\0" * (-len(body) % 8)
     symtab_offset = len(body)
     body += entries
     strtab_offset = len(body)
@@ -698,6 +714,20 @@ def write_symbol_file(layout: ElfLayout, symbols: Iterable[ElfSymbol], path: str
     body += headers
     _write_elf(layout, body, shoff, n_orig + 3, path)
     return len(ordered)
+
+
+def _section_contents(layout: ElfLayout, section: Section) -> bytes:
+    with open(layout.path, "rb") as f:
+        f.seek(section.offset)
+        data = f.read(section.size)
+    if len(data) != section.size:
+        raise LibraryCopyError(f"{layout.path}: section {section.name} runs past the end of the file")
+    return data
+
+
+def carried_dwarf_size(layout: ElfLayout) -> int:
+    """Bytes of the DWARF sections a symbol file would carry (write_symbol_file's dwarf)."""
+    return sum(s.size for s in layout.sections if not s.alloc and s.name.startswith(CARRIED_DEBUG_PREFIXES) and s.type != SHT_NOBITS)
 
 
 def write_unwind_file(layout: ElfLayout, eh_frame: bytes, path: str) -> None:
