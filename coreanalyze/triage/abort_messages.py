@@ -32,6 +32,9 @@ _ALLOCATOR_ANCHORS = (*dict.fromkeys(required_literal(p) for p in _HEAP_MESSAGES
 # Assertion macros other than glibc's: WebKit/Blink's ASSERT, BSD / macOS / MSVC assert(), V8's
 # CSA_ASSERT ("abort: CSA_ASSERT failed: ...").
 _ASSERTION = re.compile(r"^(?:ASSERTION FAILED: |Assertion failed: |abort: \w*ASSERT\w* failed: )\S")
+# BSD / macOS assert() names its source as "file PATH, line N": given the `PATH:N` shape too, which
+# is how the classifier reads a message's source file.
+_BSD_ASSERT_SOURCE = re.compile(r", file (\S{1,400}?), line (\d{1,9})\.?$")
 # A retyped report may read "throwing and instance": the message is kept in libstdc++'s words.
 _TERMINATE = re.compile(r"terminate called (?:after throwing an?d? instance of '([^']{1,300})'|without an active exception|recursively)")
 _WHAT = re.compile(r"[ \t]*what\(\):[ \t]+(.*)")
@@ -53,20 +56,24 @@ _JOB_VERDICT = re.compile(
 # (Speicherabzug geschrieben)"): the whole line is the word, perhaps a job prefix and a remark.
 _LOCALIZED = re.compile(
     r"^(?:\S{1,200}: line \d{1,9}:\s+\d{1,9}\s+|\[?\d{1,3}\]\s+\d{1,9}\s+)?(" + "|".join(map(re.escape, signals.LOCALIZED_VERDICTS)) + r")"
-    r"\s*(?:[(（][^)）]{0,60}[)）])?(?:\s{2,}\S.*)?$"
+    # Japanese glibc ends its sentences politely: "セグメンテーション違反です (コアダンプ)".
+    r"(?:です)?\s*(?:[(（][^)）]{0,60}[)）])?(?:\s{2,}\S.*)?$"
 )
 # bash's job report names the command after the verdict, however long it is:
 # "script.sh: line 73: 90776 Illegal instruction: 4  python train.py --flags ...".
 _BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|Aborted|Illegal instruction|Bus error|Floating point exception|Killed)\b")
-# "Killed" names SIGKILL (most often the kernel's out-of-memory killer) only alone on its line.
+# "Killed" names SIGKILL (most often the kernel's out-of-memory killer) only alone on its line, or
+# where the shell's word lands at the end of a progress bar the process was redrawing (Keras'
+# "... - ETA: 2:31 - loss: 2.2Killed", tqdm's "... 3.2it/s]Killed").
 _KILLED = re.compile(r"^(?:zsh: |\[\d{1,3}\]\s+\d{1,9}\s+)?[Kk]illed(?:\s{2,}\S.*)?$")
+_KILLED_AFTER_PROGRESS = re.compile(r"(?:\bETA: \d|\bloss: \d|\d(?:it/s|s/it|ms/step|s/step)\b|\|\s*\d+/\d+ \[).{0,300}?[\d\]%|]Killed$")
 # Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134"),
 # minus the signal from Python's subprocess ("returncode -11"), systemd's "status=11/SEGV".
 _LOCALIZED_MAX = 200
 _EXIT_SIGNAL = re.compile(
     r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|(?:killed|terminated|exited) (?:by|on|with) signal (\d{1,2}|SIG[A-Z]{2,8})"
     r"|(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|non-zero exit status)[:=]?\s*(1[3-5]\d)\b"
-    r"|\b(?:return ?code|exit code|exit status)[:=]?\s*-(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
+    r"|\b(?:return ?code|exit(?:ed)?(?: with)? (?:code|status)|exitcode)[:=]?\s*-(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
     r"|\bstatus=\d{1,2}/(SEGV|ABRT|ILL|BUS|FPE|TRAP|SYS)\b"
 )
 # Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
@@ -144,7 +151,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
                 messages.add_message(fd.MESSAGE_TERMINATE, s)
                 hit = True
             elif _ASSERTION.match(s):
-                messages.add_message(fd.MESSAGE_TERMINATE, s[:500])
+                source = _BSD_ASSERT_SOURCE.search(s)
+                messages.add_message(fd.MESSAGE_TERMINATE, s[:500] + (f" ({source.group(1)}:{source.group(2)})" if source else ""))
                 hit = True
         if hit:
             count += 1
@@ -232,7 +240,7 @@ def _shell_signal(s: str) -> str | None:
     m = _SHELL.search(s) or _JOB_VERDICT.search(s)
     if m:
         return signals.from_description(m.group(1))
-    if _KILLED.match(s):
+    if _KILLED.match(s) or (s.endswith("Killed") and _KILLED_AFTER_PROGRESS.search(s)):
         return "SIGKILL"
     return None
 

@@ -12,6 +12,8 @@ so it sees only lines nobody claimed (and claims none: the line rules read them 
     F/native  (20060): flutter/cpp/backends/external.h:158 Error while inferencing model
     [external/com_google_absl/absl/status/statusor.cc : 83] RAW: Attempting to fetch value instead of handling error
     Kernel Restarting: The kernel appears to have died. It will restart automatically.   (Jupyter)
+    [gw0] node down: Not properly terminated                        (a pytest-xdist worker)
+    concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly ...
 
 A signal named in passing is weak evidence (a shell's verdict or a parser's finding wins);
 a fatal line is a message the classifier reads like any other.
@@ -53,6 +55,13 @@ _KERNEL_DIED = re.compile(
     r"The kernel appears to have died|Kernel Restarting|The Kernel crashed while executing code|"
     r"[Yy]our session crashed (?:for an unknown reason|after using all available RAM)|\bKernel died\b|kernel (?:has )?died unexpectedly"
 )
+# A runner's word that a worker process it started died (no signal is shown): pytest-xdist,
+# concurrent.futures' process pool, joblib's loky executor, multiprocessing.Pool under billiard.
+_WORKER_DIED = re.compile(
+    r"\bnode down: Not properly terminated\b|\bworker '?\w+'? crashed while running\b|\breplacing crashed worker\b"
+    r"|\bA process in the process pool was terminated abruptly\b|\bA worker process managed by the executor was unexpectedly terminated\b"
+    r"|\bWorker exited prematurely\b"
+)
 # Android logcat's fatal log line of native code (absl / glog on Android): "F/tag (pid): file.cc:12 msg".
 _LOGCAT_FATAL = re.compile(r"^F/([\w.-]{1,60})\s*\(\s*\d{1,9}\):\s+([\w./-]{1,300}\.(?:cc|h|cpp|hpp|c)):(\d{1,9})\]?\s+(.+)$")
 
@@ -87,6 +96,10 @@ def _message(s: str, i: int) -> fd.Finding | None:
         # The process died and nothing says how: a verdict without a signal (fault kind unknown).
         finding = fd.Finding(FORMAT, i)
         finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"the notebook's kernel process died: {m.group(0)}")
+        return finding
+    elif ("worker" in s or "node down" in s or "process pool" in s or "prematurely" in s) and (m := _WORKER_DIED.search(s)):
+        finding = fd.Finding(FORMAT, i)
+        finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"a worker process died: {m.group(0)}")
         return finding
     if text is None:
         return None

@@ -156,9 +156,14 @@ def _message_weight(line: str, matched: str) -> int | None:
     return _LINE_MESSAGE - 1
 
 
-def path_category(line: str, rule_set) -> str | None:
+def path_category(line: str, rule_set, pattern: re.Pattern[str] | None = None) -> str | None:
     """The subsystem a source path in the line names: by the frame rules' `source_file` table
-    (glibc's malloc.c), else by TensorFlow's layout (layout.py: its directories and basenames)."""
+    (glibc's malloc.c), else by TensorFlow's layout (layout.py: its directories and basenames).
+    A rule whose pattern has a group named `source` says which path of the line is about the
+    error (not the logging code's own, which a log prefix names first)."""
+    found = pattern.search(line) if pattern is not None and "source" in pattern.groupindex else None
+    if found is not None and found.group("source"):
+        line = found.group("source")
     for m in _SOURCE_PATH.finditer(line):
         path = m.group(0).replace("\\", "/")
         best = None
@@ -185,7 +190,7 @@ def apply(classification: Classification, hits: list[Hit], rule_set=None) -> Non
         rule = hit.rule
         category = rule.category
         if category is None and rule_set is not None:
-            category = path_category(hit.line, rule_set)
+            category = path_category(hit.line, rule_set, rule.pattern)
         said = []
         if category and category != classification.category:
             if classification.category == "unknown" or (rule.confidence >= strong and not framed) or (rule.states_error and erred):
