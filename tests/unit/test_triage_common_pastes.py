@@ -100,3 +100,29 @@ def test_tensorflow_lites_error_reporter_is_a_stated_interpreter_error():
 def test_a_dll_whose_initialization_failed_is_a_stated_load_error():
     text = 'OSError: [WinError 1114] A dynamic link library (DLL) initialization routine failed. Error loading "C:\\Python311\\Lib\\site-packages\\tensorflow\\python\\_pywrap_tensorflow_internal.pyd" or one of its dependencies.'
     assert verdict(text) == ("library-load", "unknown")
+
+
+def test_any_exception_a_program_ended_with_is_a_stated_error_not_a_refusal():
+    text = (
+        "Traceback (most recent call last):\n  File \"serve.py\", line 8, in <module>\n    model = load(path)\n"
+        "  File \"/opt/app/loader.py\", line 31, in load\n    raise ModelFormatError(f\"unsupported version {v}\")\n"
+        "loader.ModelFormatError: unsupported version 7"
+    )
+    c = triage_text(text, "paste.txt").classification
+    assert (c.category, c.fault_kind) == ("unknown", "unknown")
+    assert c.abort_message == "loader.ModelFormatError: unsupported version 7"
+
+
+def test_an_exception_printed_before_a_crash_does_not_decide_it():
+    text = (
+        "ValueError: could not broadcast input array from shape (3,) into shape (4,)\n"
+        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f3c2a1b2740 (most recent call first):\n"
+        "  File \"/usr/lib/python3/dist-packages/tensorflow/python/eager/execute.py\", line 53 in quick_execute\n"
+        "Segmentation fault (core dumped)"
+    )
+    assert triage_text(text, "paste.txt").classification.fault_kind == "invalid-access"
+
+
+def test_a_warning_is_not_an_error_the_program_ended_with():
+    with pytest.raises(Exception):  # noqa: B017 - a refusal (BadInput): nothing failed
+        triage_text("UserWarning: The given NumPy array is not writable\n  x = torch.from_numpy(a)", "paste.txt")

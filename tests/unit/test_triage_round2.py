@@ -107,4 +107,6 @@ def test_the_tuning_half_keeps_its_numbers():
 
 def test_the_held_out_half_keeps_its_numbers():
     category, kind, refused = blindsets.score(HELD_OUT)
-    assert category >= 14 and kind >= 13 and refused <= 3, (category, kind, refused)
+    # 13 -> 14 fault kinds and 3 -> 2 refused when any exception a program ended with was read as
+    # a stated error (evidence.toml's error-python-raised) instead of refused.
+    assert category >= 14 and kind >= 14 and refused <= 2, (category, kind, refused)
