@@ -19,8 +19,10 @@ that mirrors, under the very names the core uses (the kernel's file mappings and
 `l_name`s, `..` included), the files of this machine, except that the huge libraries point to
 their copies. Everything else gdb opens is the same file as without it.
 
-Only libraries whose symbols are all gdb would read qualify: no DWARF or other debug sections,
-no separate debug file, x86_64 (where gdb's made-up PLT names are reproduced).
+Only libraries whose symbols are all gdb would read qualify: no debug data but a little DWARF
+(up to MAX_CARRIED_DWARF: a copy keeps it in place, a library gdb does not read has it carried in
+its first symbol file), no separate debug file, x86_64 (where gdb's made-up PLT names are
+reproduced).
 
 Most analyses need no copy at all (`copies=False`, the analysis's way whenever gdb reads only
 the libraries it is told to, coreanalyze.gdb.libraries): gdb is never asked to read such a

@@ -115,7 +115,9 @@ class FrameNamer:
             lib = by_copy[copy]
             symbols = self._windows(lib, addresses)
             path = os.path.join(self.workdir, f"{self._round}-{len(pairs)}-{os.path.basename(copy)}.sym")
-            write_symbol_file(lib.layout, symbols, path, dwarf=copy not in self._dwarf_given)
+            # A copy keeps the library's DWARF where it was (gdb reads it there); a library gdb
+            # does not read has it carried once, in its first symbol file.
+            write_symbol_file(lib.layout, symbols, path, dwarf=not self.libraries.copied and copy not in self._dwarf_given)
             self._dwarf_given.add(copy)
             unwind = self._unwind_file(lib, addresses, os.path.join(self.workdir, f"{self._round}-{len(pairs)}.eh"))
             # Without copies gdb has no object file of the library: both files stand alone.
