@@ -53,6 +53,7 @@ from coreanalyze.triage import (
 )
 from coreanalyze.triage.merge import merge
 from coreanalyze.triage.text import clean
+from coreanalyze.triage.versions import stated_versions
 
 # Most specific formats first.
 PARSERS = (
@@ -131,6 +132,9 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
         raise BadInput(f"no crash found in {source_name}: no backtrace, fatal log line, sanitizer report, signal or crash verdict")
     report, abort_message, formats = merge(found, source_name)
     report.warnings = cleaned.warnings + report.warnings
+    # The versions the text states decide whether a known crash's fix reached this build.
+    for key, value in stated_versions(lines).items():
+        report.environment.setdefault(key, value)
     around = context.context_lines(lines, claimed, context.crash_line(found, len(lines)))
     hits = [h for f in found for h in f.evidence]
     platform = next((f.platform for f in found if f.platform), None)
