@@ -115,11 +115,18 @@ def message_hits(message: str | None, neighbours: Sequence[str] = (), fault_kind
     return []
 
 
+# A line about PyTorch: its CamelCase words are PyTorch's classes (`SummaryWriter`, `DataLoader`),
+# whatever TensorFlow op shares the name.
+_PYTORCH = re.compile(r"(?i)\bpy ?torch\b|\btorch\.[a-z]")
+
+
 def _ops_in(line: str) -> list[str]:
     names = []
     for m in _TF_API.finditer(line):
         names.append(m.group(1) or _camel(m.group(2)))
     names += _OP_TAG.findall(line)
+    if _PYTORCH.search(line):
+        return names
     for word in _CAMEL.findall(line):
         names.append(word)
         if word.endswith("Op"):

@@ -76,6 +76,8 @@ _EXIT_SIGNAL = re.compile(
     r"|\b(?:return ?code|exit(?:ed)?(?: with)? (?:code|status)|exitcode)[:=]?\s*-(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
     r"|\bstatus=\d{1,2}/(SEGV|ABRT|ILL|BUS|FPE|TRAP|SYS)\b"
 )
+# A signal a line names in words: "triggers SIGBUS (exit code 138)".
+_NAMED_SIGNAL = re.compile(r"\b(SIG(?:SEGV|BUS|ILL|FPE|ABRT|TRAP|SYS|KILL))\b")
 # Windows: "exit code -1073741819 (0xC0000005)", "exit code 0xC000001D", "exit status 3221225477".
 _EXIT_NTSTATUS = re.compile(r"exit (?:code|status)\s*:?\s*(?:(-?\d{9,10})\b|\(?(0x[89ABCabc][0-9A-Fa-f]{7})\b)(?:\s*\((0x[0-9A-Fa-f]{8})\))?")
 # Windows Error Reporting's record of a crashed program (Event Viewer, "Problem signature"):
@@ -227,6 +229,12 @@ def _shell_signal(s: str) -> str | None:
         return signals.from_ntstatus(int(m.group(1), 16))
     m = _EXIT_SIGNAL.search(s)
     if m:
+        if m.group(4) or m.group(5):
+            # A status carries the signal's number, which is the platform's: 138 is SIGUSR1 on
+            # Linux and SIGBUS on macOS. A signal the line names beside it is the one it means.
+            named = {signals.normalize_name(n) for n in _NAMED_SIGNAL.findall(s)} - {None}
+            if len(named) == 1:
+                return named.pop()
         if m.group(4):
             return signals.normalize_name(str(int(m.group(4)) - 128))
         return signals.normalize_name(m.group(2) or m.group(3) or m.group(5) or m.group(6) or m.group(7))

@@ -13,6 +13,7 @@ so it sees only lines nobody claimed (and claims none: the line rules read them 
     [external/com_google_absl/absl/status/statusor.cc : 83] RAW: Attempting to fetch value instead of handling error
     Kernel Restarting: The kernel appears to have died. It will restart automatically.   (Jupyter)
     [gw0] node down: Not properly terminated                        (a pytest-xdist worker)
+    ... immediately crashes the server with a std::bad_alloc        (an uncaught exception in prose)
     concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly ...
 
 A signal named in passing is weak evidence (a shell's verdict or a parser's finding wins);
@@ -62,6 +63,11 @@ _WORKER_DIED = re.compile(
     r"|\bA process in the process pool was terminated abruptly\b|\bA worker process managed by the executor was unexpectedly terminated\b"
     r"|\bWorker exited prematurely\b"
 )
+# A sentence that says the process died of a C++ exception it did not catch ("Loading a model ...
+# immediately crashes the server with a std::bad_alloc"): what libstdc++'s terminate would print.
+_DIED_OF_EXCEPTION = re.compile(
+    r"\b(?:crash(?:es|ed)?|dies|died|aborts|aborted|terminates|terminated)\b[^.;]{0,80}?\bwith (?:an? )?(std::[a-z_]{3,40})\b"
+)
 # Android logcat's fatal log line of native code (absl / glog on Android): "F/tag (pid): file.cc:12 msg".
 _LOGCAT_FATAL = re.compile(r"^F/([\w.-]{1,60})\s*\(\s*\d{1,9}\):\s+([\w./-]{1,300}\.(?:cc|h|cpp|hpp|c)):(\d{1,9})\]?\s+(.+)$")
 
@@ -92,6 +98,8 @@ def _message(s: str, i: int) -> fd.Finding | None:
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(1)}:{m.group(2)}] {m.group(3)}"
     elif s.startswith("F/") and (m := _LOGCAT_FATAL.match(s)) and m.group(1) not in ("libc", "DEBUG"):
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(2)}:{m.group(3)}] {m.group(4)}"
+    elif "std::" in s and (m := _DIED_OF_EXCEPTION.search(s)):
+        weight, text = fd.MESSAGE_TERMINATE, f"terminate called after throwing an instance of '{m.group(1)}' (in the text's words: {m.group(0)})"
     elif ("ernel" in s or "session crashed" in s) and (m := _KERNEL_DIED.search(s)):
         # The process died and nothing says how: a verdict without a signal (fault kind unknown).
         finding = fd.Finding(FORMAT, i)

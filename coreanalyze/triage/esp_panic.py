@@ -56,7 +56,11 @@ _PIO = re.compile(r"^#\d{1,4}\s+(0x[0-9a-fA-F]{8}):0x[0-9a-fA-F]{8} in (.{1,2000
 # The task watchdog names what ran on each core and whose backtrace it prints next.
 _RUNNING = re.compile(r"task_wdt: CPU (\d): (\S{1,32})$")
 _PRINT_CPU = re.compile(r"task_wdt: Print CPU (\d)\b")
-_NEEDLES = ("Guru Meditation", *_MESSAGE_NEEDLES)
+# An Xtensa core's own word for an exception nobody handled, as the instruction-set simulator
+# (xt-run) and Xtensa's runtime print it: the ISA's cause names, which ESP-IDF prints without
+# "Cause" ("Unhandled user exception: LoadStoreAlignmentCause (0x000130da)").
+_XTENSA_UNHANDLED = re.compile(r"\bUnhandled (?:user |kernel |double )?exception: ([A-Z]\w{2,40}?)Cause\b")
+_NEEDLES = ("Guru Meditation", "Unhandled", *_MESSAGE_NEEDLES)
 # An interrupt's entry vector (Xtensa's level 1-6 and NMI vectors, RISC-V's handler), within the
 # first frames of a watchdog's backtrace.
 _INTERRUPT_ENTRY = re.compile(r"^(?:_xt_lowint1|_xt_medint\d|_xt_highint\d|_xt_nmi|_interrupt_handler)$")
@@ -90,6 +94,15 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             finding.add_message(fd.MESSAGE_TERMINATE, s)
             claimed[i] = 1
             continue
+        m = _XTENSA_UNHANDLED.search(s) if "xception: " in s else None
+        if m is not None:
+            said = rules.match("esp", m.group(1))
+            if said is not None:
+                finding = finding or fd.Finding(FORMAT, i)
+                verdict, verdict_line, reason = said, s, m.group(1)
+                finding.add_message(fd.MESSAGE_TERMINATE, m.group(0))
+                claimed[i] = 1
+                continue
         m = _DEBUG_REASON.match(s)
         if m is not None and finding is not None:
             verdict = rules.match("esp", m.group(1)) or verdict
@@ -163,7 +176,8 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
         return []
     if verdict is not None:
         address = _address(verdict, registers)
-        device_rules.apply(finding, verdict, verdict_line, address, detail=f"{reason.rstrip('.: ')} (ESP-IDF)")
+        source = "Xtensa" if _XTENSA_UNHANDLED.search(verdict_line) else "ESP-IDF"
+        device_rules.apply(finding, verdict, verdict_line, address, detail=f"{reason.rstrip('.: ')} ({source})")
     if threads:
         threads[0].crashed = True
         if verdict is not None and verdict.fault_kind == "hang":
