@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from coreanalyze.classify import layout
 from coreanalyze.classify.culprit import CulpritPick
 from coreanalyze.classify.customop import CustomOpHit
 from coreanalyze.classify.frames import FrameView
@@ -22,6 +23,9 @@ from coreanalyze.classify.layoutnames import frame_hits, line_hits, message_hits
 from coreanalyze.classify.rules import NOISE_ROLES, Rule, RuleSet
 
 MAX_PYTHON_FRAMES = 30
+# A Python frame's file placed by the name index: above the generic rule of TensorFlow's Python
+# package (20), below those that name a subsystem's Python entry points (25-40).
+PYTHON_PATH_PRIORITY = 22
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,13 @@ def decide_category(
         if rule is not None:
             score = rule.priority - s.distance_penalty * rank - (s.noise_penalty if ranked else 0)
             candidates.append(Candidate(rule.category, score, rank, _describe(rule, v), rule, v))
+        # The file's place in TensorFlow's tree (and its add-on packages'), as for a native frame's
+        # source file: below the Python rules that name a subsystem's entry points.
+        path = layout.normalize(v.frame.file) if v.frame.file else None
+        place = layout.category_of_path(path) if path else None
+        if place is not None:
+            score = PYTHON_PATH_PRIORITY - s.distance_penalty * rank - (s.noise_penalty if ranked else 0)
+            candidates.append(Candidate(place, score, rank, f"frame #{v.index} {v.label}: {path} is {place}", None, v))
 
     # The stack speaks first: where a frame rule matched, the text's other lines only add context.
     framed = any(c.view is not None for c in candidates)
