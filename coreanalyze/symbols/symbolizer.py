@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from coreanalyze.base import model
+from coreanalyze.base.buildlock import one_builder
 from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.base.cachesize import DEFAULT_LIMIT_MB
 from coreanalyze.base.demangle import demangle
@@ -229,7 +230,15 @@ class Symbolizer:
             if found != build_id:
                 self.warn(f"{path} has build-id {found or 'none'}, not {build_id} (the crashed build); its symbols are not used")
                 return None
-        return self._build(path, key, kind)
+        if key is None or not self.use_disk_cache or self._cache_unwritable:
+            return self._build(path, key, kind)
+        # Another process (a batch's other worker) may be indexing the same file: one builds,
+        # the other then reads what it wrote.
+        with one_builder(self.index_path(key, kind)):
+            cached = self._cached(key, kind)
+            if cached is not None:
+                return cached
+            return self._build(path, key, kind)
 
     def _cached(self, key: str, kind: str) -> Index | None:
         if not self.use_disk_cache:
