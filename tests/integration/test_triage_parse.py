@@ -886,13 +886,20 @@ def test_real_pystack_output_of_a_python_core(cores):
     [
         "",
         "hello\nworld\n",
-        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: bad\n',
         "See #12 (merged) and #1234 for context.\n",
     ],
 )
 def test_text_without_a_crash_is_bad_input(text):
     with pytest.raises(BadInput, match=r"no crash found in ticket\.txt"):
         parse_text(text, "ticket.txt")
+
+
+def test_an_exception_the_program_ended_with_is_a_stated_error():
+    """Not a crash, yet what the text reports: read (fault kind unknown), not refused."""
+    text = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: bad\n'
+    result = parse_text(text, "ticket.txt")
+    assert [h.rule.name for h in result.evidence] == ["error-python-raised"]
+    assert result.report.core.signal.name is None
 
 
 def test_a_verdict_alone_states_a_crash():
