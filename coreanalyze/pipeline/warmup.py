@@ -47,9 +47,6 @@ LOADERS = (
     ("coreanalyze.classify.gpuerrors", "data"),
     ("coreanalyze.classify.gpuhost", "host_call_rules"),
     ("coreanalyze.opinstance.layouts", "all_layouts"),
-    # TensorFlow's name index and directory table, which the category reads frames' names through.
-    ("coreanalyze.classify.layout", "index"),
-    ("coreanalyze.classify.layout", "prefix_table"),
 )
 
 
