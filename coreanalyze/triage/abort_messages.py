@@ -55,9 +55,11 @@ _JOB_VERDICT = re.compile(
 # A shell's verdict in the user's language ("中止 (コアダンプ)", "Speicherzugriffsfehler
 # (Speicherabzug geschrieben)"): the whole line is the word, perhaps a job prefix and a remark.
 _LOCALIZED = re.compile(
-    r"^(?:\S{1,200}: line \d{1,9}:\s+\d{1,9}\s+|\[?\d{1,3}\]\s+\d{1,9}\s+)?(" + "|".join(map(re.escape, signals.LOCALIZED_VERDICTS)) + r")"
-    # Japanese glibc ends its sentences politely: "セグメンテーション違反です (コアダンプ)".
-    r"(?:です)?\s*(?:[(（][^)）]{0,60}[)）])?(?:\s{2,}\S.*)?$"
+    r"^(?:\S{1,200}: line \d{1,9}:\s+\d{1,9}\s+|\[?\d{1,3}\]\s+\d{1,9}\s+|make(?:\[\d{1,3}\])?: \*\*\* \[[^\]]{1,200}\] )?"
+    r"(" + "|".join(map(re.escape, signals.LOCALIZED_VERDICTS)) + r")"
+    # Japanese glibc ends its sentences politely: "セグメンテーション違反です (コアダンプ)"; Czech
+    # names the signal before the remark: "Neoprávněný přístup do paměti (SIGSEGV) (core dumped ...)".
+    r"(?:です)?(?:\s*[(（][^)）]{0,60}[)）]){0,2}(?:\s{2,}\S.*)?$"
 )
 # bash's job report names the command after the verdict, however long it is:
 # "script.sh: line 73: 90776 Illegal instruction: 4  python train.py --flags ...".

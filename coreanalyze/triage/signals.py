@@ -40,12 +40,16 @@ LOCALIZED_VERDICTS = {
     "Violación de segmento": "SIGSEGV", "Abortado": "SIGABRT", "Instrucción ilegal": "SIGILL",
     "Falha de segmentação": "SIGSEGV", "Instrução ilegal": "SIGILL", "Errore di segmentazione": "SIGSEGV",
     "Annullato": "SIGABRT", "Istruzione non consentita": "SIGILL",
+    # Dutch / Swedish / Polish / Czech
+    "Segmentatiefout": "SIGSEGV", "Afgebroken": "SIGABRT", "Segmenteringsfel": "SIGSEGV",
+    "Naruszenie ochrony pamięci": "SIGSEGV", "Przerwane": "SIGABRT",
+    "Neoprávněný přístup do paměti": "SIGSEGV", "Neúspěšně ukončen": "SIGABRT",
     # Russian
     "Ошибка сегментирования": "SIGSEGV", "Аварийный останов": "SIGABRT", "Недопустимая инструкция": "SIGILL",
     "Ошибка шины": "SIGBUS",
     # Chinese / Japanese / Korean
     "段错误": "SIGSEGV", "已放弃": "SIGABRT", "已中止": "SIGABRT", "非法指令": "SIGILL", "总线错误": "SIGBUS",
-    "浮点数例外": "SIGFPE", "浮点异常": "SIGFPE", "セグメンテーション違反": "SIGSEGV", "中止": "SIGABRT",
+    "浮点数例外": "SIGFPE", "浮点异常": "SIGFPE", "程式記憶體區段錯誤": "SIGSEGV", "セグメンテーション違反": "SIGSEGV", "中止": "SIGABRT",
     "不正な命令": "SIGILL", "バスエラー": "SIGBUS", "浮動小数点例外": "SIGFPE", "세그멘테이션 오류": "SIGSEGV",
     "중지됨": "SIGABRT",
 }  # fmt: skip

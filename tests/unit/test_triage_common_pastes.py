@@ -126,3 +126,20 @@ def test_an_exception_printed_before_a_crash_does_not_decide_it():
 def test_a_warning_is_not_an_error_the_program_ended_with():
     with pytest.raises(Exception):  # noqa: B017 - a refusal (BadInput): nothing failed
         triage_text("UserWarning: The given NumPy array is not writable\n  x = torch.from_numpy(a)", "paste.txt")
+
+
+@pytest.mark.parametrize(
+    "text, signal",
+    [
+        ("Segmentatiefout (geheugendump gemaakt)", "SIGSEGV"),
+        ("Afgebroken (geheugendump gemaakt)", "SIGABRT"),
+        ("Segmenteringsfel (core dumped)", "SIGSEGV"),
+        ("Naruszenie ochrony pamięci (zrzut pamięci)", "SIGSEGV"),
+        ("make: *** [Makefile:5: run] Przerwane (zrzut pamięci)", "SIGABRT"),
+        ("Neoprávněný přístup do paměti (SIGSEGV) (core dumped [obraz paměti uložen])", "SIGSEGV"),
+        ("Neúspěšně ukončen (SIGABRT)", "SIGABRT"),
+        ("程式記憶體區段錯誤 (核心已傾印)", "SIGSEGV"),
+    ],
+)
+def test_more_of_glibcs_translated_verdicts(text, signal):
+    assert triage_text(text, "paste.txt").core.signal.name == signal
