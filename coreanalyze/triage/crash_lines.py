@@ -63,6 +63,11 @@ _WORKER_DIED = re.compile(
     r"|\bA process in the process pool was terminated abruptly\b|\bA worker process managed by the executor was unexpectedly terminated\b"
     r"|\bWorker exited prematurely\b"
 )
+# Who died as each of the two says it (the words one of which a line must hold, then the pattern).
+_DIED_UNSAID = (
+    (("ernel", "session crashed"), _KERNEL_DIED, "the notebook's kernel process"),
+    (("worker", "node down", "process pool", "prematurely"), _WORKER_DIED, "a worker process"),
+)
 # A sentence that says the process died of a C++ exception it did not catch ("Loading a model ...
 # immediately crashes the server with a std::bad_alloc"): what libstdc++'s terminate would print.
 _DIED_OF_EXCEPTION = re.compile(
@@ -100,15 +105,13 @@ def _message(s: str, i: int) -> fd.Finding | None:
         weight, text = fd.MESSAGE_CHECK_FAILURE, f"{m.group(2)}:{m.group(3)}] {m.group(4)}"
     elif "std::" in s and (m := _DIED_OF_EXCEPTION.search(s)):
         weight, text = fd.MESSAGE_TERMINATE, f"terminate called after throwing an instance of '{m.group(1)}' (in the text's words: {m.group(0)})"
-    elif ("ernel" in s or "session crashed" in s) and (m := _KERNEL_DIED.search(s)):
-        # The process died and nothing says how: a verdict without a signal (fault kind unknown).
-        finding = fd.Finding(FORMAT, i)
-        finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"the notebook's kernel process died: {m.group(0)}")
-        return finding
-    elif ("worker" in s or "node down" in s or "process pool" in s or "prematurely" in s) and (m := _WORKER_DIED.search(s)):
-        finding = fd.Finding(FORMAT, i)
-        finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"a worker process died: {m.group(0)}")
-        return finding
+    else:
+        for anchors, pattern, who in _DIED_UNSAID:
+            if any(a in s for a in anchors) and (m := pattern.search(s)):
+                # The process died and nothing says how: a verdict without a signal (fault kind unknown).
+                finding = fd.Finding(FORMAT, i)
+                finding.add_message(fd.MESSAGE_FROM_FRAME_ARGS, f"{who} died: {m.group(0)}")
+                return finding
     if text is None:
         return None
     finding = fd.Finding(FORMAT, i)
