@@ -11,7 +11,6 @@ distribution, no such version, no wheel for that Python, or the network refused.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -20,6 +19,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from coreanalyze.base.buildlock import one_builder
 from coreanalyze.fetch.target import ProcessTarget
 
 PIP_TIMEOUT = 1800  # seconds for one download; a TensorFlow wheel is ~250 MB
@@ -104,8 +104,9 @@ def download(distribution: str, version: str, target: ProcessTarget, directory: 
     this call downloaded it (False: it was in the cache already)."""
     directory.mkdir(parents=True, exist_ok=True)
     prefix = wheel_file_prefix(distribution, version)
-    with open(directory / f".{prefix.replace('*', 'x')}lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # One download of a wheel at a time; a holder stuck past its own download's limit is waited
+    # for no longer (the wheel is then fetched again rather than the analysis hanging).
+    with one_builder(directory / prefix.replace("*", "x"), wait=PIP_TIMEOUT + 60):
         found = _find(directory, prefix, target)
         if found is not None:
             return found, False

@@ -11,7 +11,6 @@ workers of a batch wait for one another instead of reading the same layers twice
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coreanalyze.base.atomicfile import write_atomically
+from coreanalyze.base.buildlock import one_builder
 from coreanalyze.base.cachedir import cache_dir
 from coreanalyze.corefile.modules import DELETED_SUFFIX
 from coreanalyze.image.errors import AmbiguousImage, ImageError
@@ -81,11 +81,15 @@ def _opened(path: str):
         store.close()
 
 
+# How long one process waits for another indexing or extracting the same image; past it (a
+# stopped or stuck holder) it does the work itself rather than hang.
+LOCK_WAIT_SECONDS = 900.0
+
+
 @contextlib.contextmanager
 def _locked(directory: Path):
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with one_builder(directory / "rootfs", wait=LOCK_WAIT_SECONDS):
         yield
 
 
