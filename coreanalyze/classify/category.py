@@ -165,3 +165,22 @@ def decide_category(
     winner = ordered[0]
     runner = next((c for c in ordered[1:] if c.category != winner.category), None)
     return CategoryDecision(winner.category, winner, runner)
+
+
+def mentioned_category(lines: Sequence[tuple[int, str, bool]], rules: RuleSet, fault_kind: str | None = None) -> Candidate | None:
+    """When nothing near a pasted crash named a subsystem (the category is unknown): the
+    subsystem the text names anywhere else, by the `anywhere` line rules and the ops its lines
+    name, nearest the crash first. lines: the whole text as (distance, line, claimed by a parser)
+    (context.whole_text); the rules read every line (the app's name on a claimed verdict), the
+    names only the lines no parser read (a frame's names were read as a frame). A process that
+    ran TensorFlow Lite, JAX or a tf.data pipeline and died with nothing else said most often
+    died there; `unknown` is rarely what its thread concludes."""
+    s = rules.settings
+    candidates = []
+    for rule, distance, line in rules.line_rules([(d, line, False) for d, line, _ in lines], fault_kind, anywhere=True):
+        shown = " ".join(line.split())[:160]
+        score = rule.priority - s.line_penalty * min(distance, s.line_reach)
+        candidates.append(Candidate(rule.category, score, distance, f"nothing nearer the crash named a subsystem; rule {rule.name} matched the line `{shown}`", rule))
+    for h in line_hits([t for t in lines if not t[2]], s.line_penalty, s.line_reach):
+        candidates.append(Candidate(h.category, h.score, h.distance, f"nothing nearer the crash named a subsystem; {h.source}"))
+    return min(candidates, key=lambda c: (-c.score, c.distance), default=None)

@@ -61,6 +61,10 @@ class Rule:
     window: int | None = None
     # With line: only lines no later command ran after (the import that was the last thing run).
     last_command: bool = False
+    # With line: when nothing in the crash's reach names a subsystem, a line anywhere in the text
+    # (its title, the script above the log, the log's first lines) that matches still says which
+    # subsystem ran; window and last_command no longer apply there.
+    anywhere: bool = False
 
     @property
     def frame_rule(self) -> bool:
@@ -94,16 +98,17 @@ class Rule:
     def matches_message(self, message: str | None, fault_kind: str | None = None) -> bool:
         return bool(self.abort_message is not None and message and self.abort_message.search(message) and self.applies_to(fault_kind))
 
-    def nearest_line(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> tuple[int, str] | None:
+    def nearest_line(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None, *, anywhere: bool = False) -> tuple[int, str] | None:
         """The (distance, line) of the context line nearest the crash that this rule matches;
-        context: (distance from the crash's line, line, whether a later command ran after it)."""
-        if self.line is None or not self.applies_to(fault_kind):
+        context: (distance from the crash's line, line, whether a later command ran after it).
+        anywhere: the whole text's lines, read by an `anywhere` rule without its window."""
+        if self.line is None or not self.applies_to(fault_kind) or (anywhere and not self.anywhere):
             return None
         best = None
         for distance, text, superseded in context:
-            if superseded and self.last_command:
+            if superseded and self.last_command and not anywhere:
                 continue
-            if (self.window is None or distance <= self.window) and (best is None or distance < best[0]) and self.line.search(text):
+            if (anywhere or self.window is None or distance <= self.window) and (best is None or distance < best[0]) and self.line.search(text):
                 best = (distance, text)
         return best
 
@@ -325,11 +330,12 @@ class RuleSet:
     def message_rules(self, message: str | None, fault_kind: str | None = None) -> list[Rule]:
         return [r for r in self.rules if r.matches_message(message, fault_kind)]
 
-    def line_rules(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None) -> list[tuple[Rule, int, str]]:
-        """(rule, distance, line) for every line rule that matches a line of the text's context."""
+    def line_rules(self, context: Sequence[tuple[int, str, bool]], fault_kind: str | None = None, *, anywhere: bool = False) -> list[tuple[Rule, int, str]]:
+        """(rule, distance, line) for every line rule that matches a line of the text's context
+        (anywhere: of the whole text, for the rules marked `anywhere`)."""
         out = []
         for rule in self.rules:
-            hit = rule.nearest_line(context, fault_kind) if rule.line is not None else None
+            hit = rule.nearest_line(context, fault_kind, anywhere=anywhere) if rule.line is not None else None
             if hit is not None:
                 out.append((rule, *hit))
         return out
@@ -389,7 +395,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip", "framework"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command", "anywhere"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -468,9 +474,12 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         line=_optional_regex(t, "line", where),
         window=_int_field(t, "window", where, 0, 0, 10000) if "window" in t else None,
         last_command=_bool_field(t, "last_command", where),
+        anywhere=_bool_field(t, "anywhere", where),
     )
     if not rule.frame_rule and rule.abort_message is None and rule.line is None:
         raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message, line")
+    if rule.anywhere and rule.line is None:
+        raise _Problem(f"{where}: anywhere is for line rules")
     if rule.line is not None and (rule.frame_rule or rule.abort_message is not None):
         raise _Problem(f"{where}: line stands alone (it reads the text around the crash, not a frame or the message)")
     if rule.python_file is not None and rule.module is not None:

@@ -86,6 +86,7 @@ CLASSIFY_RULES = FileKind(
                         "line": STR,
                         "window": INT,
                         "last_command": BOOL,
+                        "anywhere": BOOL,
                         "fault_kind": STR,
                         "description": STR,
                     },

@@ -50,3 +50,11 @@ def context_lines(lines: list[str], claimed: bytearray, at: int) -> list[tuple[i
             superseded = i > at or (last_command is not None and i < last_command)
             out.append((abs(i - at), s, superseded))
     return out
+
+
+
+def whole_text(lines: list[str], claimed: bytearray, at: int) -> list[tuple[int, str, bool]]:
+    """(distance from `at`, stripped line, whether a parser claimed it) for every non-empty line
+    of the text: what the `anywhere` line rules read when nothing within REACH named a subsystem
+    (a title, the script pasted above a long log, the app's name on the verdict's own line)."""
+    return [(abs(i - at), s[:2000], bool(claimed[i])) for i, line in enumerate(lines) if (s := line.strip())]

@@ -109,6 +109,8 @@ class TriageResult:
     evidence: list[evidence.Hit] = field(default_factory=list)
     # Where the process ran, where a device's fault dump says (vocabulary.Platform).
     platform: str | None = None
+    # Every non-empty line of the text, with whether a parser claimed it (context.whole_text).
+    whole: list[tuple[int, str, bool]] = field(default_factory=list)
 
 
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
@@ -135,10 +137,14 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     # The versions the text states decide whether a known crash's fix reached this build.
     for key, value in stated_versions(lines).items():
         report.environment.setdefault(key, value)
-    around = context.context_lines(lines, claimed, context.crash_line(found, len(lines)))
+    at = context.crash_line(found, len(lines))
+    around = context.context_lines(lines, claimed, at)
     hits = [h for f in found for h in f.evidence]
     platform = next((f.platform for f in found if f.platform), None)
-    return TriageResult(report=report, abort_message=abort_message, formats=formats, context=around, evidence=hits, platform=platform)
+    return TriageResult(
+        report=report, abort_message=abort_message, formats=formats, context=around, evidence=hits, platform=platform,
+        whole=context.whole_text(lines, claimed, at),
+    )  # fmt: skip
 
 
 def _text_hang(report: model.Report, around: list[tuple[int, str, bool]], rules) -> model.Classification | None:
@@ -153,6 +159,7 @@ def triage_text(text: str, source_name: str = "<stdin>", rules=None, *, job: boo
     """parse_text, then the same classifier a core goes through. The log of a job's ranks
     (job.py) is classified by its root-cause rank's lines, with the verdict in report.job."""
     from coreanalyze.classify import classify  # imported here: the classifier is optional for parsing
+    from coreanalyze.classify.category import mentioned_category
 
     if job:
         from coreanalyze.triage.job import with_job
@@ -172,7 +179,13 @@ def triage_text(text: str, source_name: str = "<stdin>", rules=None, *, job: boo
             report.classification.abort_message = result.abort_message
     c = report.classification
     before = (c.category, c.fault_kind)
-    evidence.apply(c, result.evidence, rules if rules is not None else default_rules())
+    rule_set = rules if rules is not None else default_rules()
+    evidence.apply(c, result.evidence, rule_set)
+    if hang is None and c.category == "unknown":
+        mention = mentioned_category(result.whole, rule_set, str(c.fault_kind))
+        if mention is not None:
+            c.category = mention.category
+            c.evidence.append(f"category {mention.category}: {mention.source}")
     if hang is None and (c.category, c.fault_kind) != before:
         # The text's words settled another category or fault kind than the frames: the summary
         # and the advice are made again for what was settled (the evidence stays as it was found).

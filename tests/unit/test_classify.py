@@ -779,6 +779,7 @@ def test_user_rules_add_and_override(tmp_path: Path):
         ("[[rule]]\nname = 'x'\ncategory = 'gpu'\nfunction = 'a'\n", "unknown category 'gpu'"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = '(unclosed'\n", "bad regex"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\n", "needs at least one of"),
+        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\nanywhere = true\n", "anywhere is for line rules"),
         ("[[rule]]\ncategory = 'xla'\nfunction = 'a'\n", "rule[1]: missing key 'name'"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\npriority = 500\n", "priority must be"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfuncton = 'a'\n", "rule[1] ('x'): unknown key 'functon' (expected one of: name,"),
