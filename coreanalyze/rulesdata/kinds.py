@@ -332,6 +332,7 @@ TRIAGE_EVIDENCE = FileKind(
                         "fault_kind": STR,
                         "confidence": FLOAT,
                         "states_error": BOOL,
+                        "last_resort": BOOL,
                         "description": STR,
                     }
                 )

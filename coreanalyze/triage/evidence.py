@@ -50,6 +50,9 @@ class EvidenceRule:
     # The line reports an error the process raised instead of dying (a library that would not
     # load): where nothing died, that error is the event and the text's other lines only context.
     states_error: bool = False
+    # Read only when nothing else in the text states a crash or an error (a report that tells
+    # what happened in words): never weighed against what a parser or another rule found.
+    last_resort: bool = False
     description: str = ""
 
 
@@ -105,6 +108,7 @@ def load_rules(text: str) -> EvidenceRules:
                 fault_kind=kind,
                 confidence=float(t.get("confidence", 0.5)),
                 states_error=bool(t.get("states_error", False)),
+                last_resort=bool(t.get("last_resort", False)),
                 description=t.get("description", ""),
             )
         )
@@ -113,11 +117,22 @@ def load_rules(text: str) -> EvidenceRules:
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
-    """One finding for the whole text: the rules that matched, in text order (first line wins)."""
-    del claimed  # read every line: a line a parser used still says what it says
+    """One finding for the whole text: the rules that matched, in text order (first line wins);
+    not the `last_resort` rules (parse_words)."""
+    return _parse(lines, last_resort=False)
+
+
+def parse_words(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
+    """The `last_resort` rules' finding: what a text that shows no crash and no error tells in
+    words ("this line segfaults", "the program hangs"); its lines are never the crash's message."""
+    return _parse(lines, last_resort=True)
+
+
+def _parse(lines: list[str], *, last_resort: bool) -> list[fd.Finding]:
+    # Every line is read: a line a parser used still says what it says.
     rules = default_rules()
     finding: fd.Finding | None = None
-    matched: set[str] = set()
+    matched: set[str] = {r.name for r in rules.rules if r.last_resort != last_resort}
     for i, line in enumerate(lines):
         if not line or len(matched) == len(rules.rules) or rules.any_needle is None or not rules.any_needle.search(line):
             continue
@@ -132,7 +147,7 @@ def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
             if rule.signal is not None:
                 strength = fd.SIGNAL_WITH_ADDRESS if address is not None else fd.SIGNAL_IMPLIED
                 finding.set_signal(rule.signal, strength, address=address)
-            weight = _message_weight(line, m.group(0))
+            weight = None if last_resort else _message_weight(line, m.group(0))
             if weight is not None:
                 finding.add_message(weight, line.strip()[: limits.MAX_MESSAGE_CHARS])
             finding.evidence.append(Hit(rule, " ".join(line.split())[:300]))
@@ -205,3 +220,5 @@ def apply(classification: Classification, hits: list[Hit], rule_set=None) -> Non
             classification.evidence.append(
                 f"evidence rule {rule.name} ({rule.confidence:.2f}): {' and '.join(said)} from the line: {hit.line[:160]}"
             )
+        elif rule.last_resort:
+            classification.evidence.append(f"evidence rule {rule.name}: nothing printed a verdict; the report says it in words: {hit.line[:160]}")

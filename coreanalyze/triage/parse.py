@@ -113,6 +113,10 @@ class TriageResult:
     whole: list[tuple[int, str, bool]] = field(default_factory=list)
 
 
+def _states_a_crash(f: findings.Finding) -> bool:
+    return f.signal is not None or bool(f.evidence) or (f.substantive and (any(t.frames for t in f.threads) or bool(f.messages)))
+
+
 def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     """Parse a pasted crash report (any mix of the known formats) into the data model.
 
@@ -129,7 +133,11 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     for parser in PARSERS:
         found.extend(parser(lines, claimed))
     # A verdict alone ("Segmentation fault (core dumped)") states a crash too: never refused.
-    useful = [f for f in found if f.signal is not None or f.evidence or (f.substantive and (any(t.frames for t in f.threads) or f.messages))]
+    useful = [f for f in found if _states_a_crash(f)]
+    if not useful:
+        # Nothing printed a verdict: the report may still tell in words what happened.
+        found.extend(evidence.parse_words(lines, claimed))
+        useful = [f for f in found if _states_a_crash(f)]
     if not useful:
         raise BadInput(f"no crash found in {source_name}: no backtrace, fatal log line, sanitizer report, signal or crash verdict")
     report, abort_message, formats = merge(found, source_name)
