@@ -75,6 +75,21 @@ def test_protobufs_error_log_is_a_stated_serialization_error():
     assert (c.category, c.fault_kind) == ("protobuf-serialization", "unknown"), c.evidence
 
 
+# --- an import that was not the last thing a command ran ----------------------------------------
+
+
+def test_a_command_that_ran_more_after_importing_tensorflow_did_not_die_importing_it():
+    text = '$ python -c "import tensorflow as tf; tf.Session().run(tf.constant(1))"\nSegmentation fault (core dumped)\n'
+    c = triage_text(text, "after_import.txt").classification
+    assert c.category != "library-load", c.evidence
+
+
+def test_a_print_after_the_import_only_probes_it():
+    text = '$ python3 -c "import tensorflow as tf; print(tf.__version__)"\nSegmentation fault (core dumped)\n'
+    c = triage_text(text, "probe.txt").classification
+    assert c.category == "library-load", c.evidence
+
+
 # --- the round's numbers --------------------------------------------------------------------------
 
 TUNE, HELD_OUT = blindsets.halves("issue46_round5.toml")
