@@ -76,7 +76,9 @@ def match_error(text: str | None) -> GpuError | None:
         for p in error.patterns:
             m = p.search(text)
             if m:
-                return GpuError(error.exception, error.fault_kind, error.patterns, error.label or m.group(0), error.label)
+                # A CHECK's "(700 vs. 0)" is the error's number, not its name: the name is said.
+                said = m.group(0) if " vs. " not in m.group(0) else f"{error.exception} (CUDA error {m.group(0).split('(')[1].split()[0]})"
+                return GpuError(error.exception, error.fault_kind, error.patterns, error.label or said, error.label)
     return None
 
 
