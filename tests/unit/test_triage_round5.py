@@ -5,7 +5,8 @@ The round: 68 crash texts from public threads (tensorflow/tensorflow's issues; T
 Micro, JAX, Addons, tfjs, MediaPipe, the Edge TPU, Serving; downstream projects that run
 TensorFlow), 25 of them stated errors, labelled before the tool ran and split by the parity of the
 SHA-256 of their source URL (32 to tune on, 36 held out). On arrival: tune category 15/32, fault
-kind 23/32, 6 refused; held out 21/36, 22/36, 10 refused.
+kind 23/32, 6 refused; held out 21/36, 22/36, 10 refused. After the causes below: tune 18/32,
+29/32, none refused; held out 22/36, 25/36, 6 refused.
 """
 
 from __future__ import annotations
@@ -119,4 +120,12 @@ def test_the_split_is_the_one_fixed_before_the_verdicts():
 @pytest.mark.parametrize("reports, floor", [(TUNE, (18, 29, 0)), (HELD_OUT, (22, 25, 6))], ids=["tune", "held-out"])
 def test_each_half_keeps_its_numbers(reports, floor):
     category, kind, refused = blindsets.score(reports)
+    assert category >= floor[0] and kind >= floor[1] and refused <= floor[2], (category, kind, refused)
+
+
+# The stated errors of each half (9 and 16; their fault kind is unknown).
+@pytest.mark.parametrize("reports, floor", [(TUNE, (9, 9, 0)), (HELD_OUT, (11, 10, 3))], ids=["tune", "held-out"])
+def test_each_halfs_stated_errors_keep_their_numbers(reports, floor):
+    stated = [r for r in reports if r.get("states_error")]
+    category, kind, refused = blindsets.score(stated)
     assert category >= floor[0] and kind >= floor[1] and refused <= floor[2], (category, kind, refused)
