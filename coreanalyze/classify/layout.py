@@ -279,3 +279,9 @@ def op(name: str) -> Place | None:
         return None
     category = category_of_path(_dirs()[d] + "/")
     return Place(category, f"op {name} ({category})") if category else None
+
+
+def api_ops(name: str) -> list[str]:
+    """The ops a function of TensorFlow's Python API applies (`math.reduce_mean` or
+    `reduce_mean` -> [`Mean`]); [] for a name the index does not have."""
+    return index().get("apis", {}).get(name, [])

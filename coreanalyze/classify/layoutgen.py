@@ -12,7 +12,9 @@ Inputs, each with its provenance in the index:
   include/ tree (a mirror of the source tree), the source paths compiled into its libraries
   (`__FILE__`: what a fatal log's `file:line]` can show), the classes and namespaces its headers
   declare, the namespaces of its libraries' dynamic symbols, its libraries' names, the op
-  registry (TF_GetAllOpList: every op, not only tf.raw_ops) and TFLite's BuiltinOperator;
+  registry (TF_GetAllOpList: every op, not only tf.raw_ops), TFLite's BuiltinOperator, and the
+  ops its Python API's exported functions run (read from its Python files: `tf.reduce_mean`
+  calls gen_math_ops.mean, which applies op Mean);
 - jaxlib's wheel, when installed: XLA's compiled-in source paths and libraries;
 - LiteRT's source tree (a git checkout of google-ai-edge/LiteRT): its file paths;
 - layout/listings.txt: GPU and old-layout folders of tensorflow/tensorflow and openxla/xla that
@@ -23,6 +25,7 @@ The analyzer itself never imports tensorflow; this asks the given interpreter.
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import hashlib
 import json
@@ -42,6 +45,7 @@ MIN_NAME = 4
 MAX_CLASS_DIRS = 6
 THIRD_PARTY_NAMESPACES = ("std", "absl", "pybind11", "nanobind")
 MIN_SYMBOLS = 3  # a namespace of the symbol tables kept when at least this many symbols are in it
+MAX_API_OPS = 3  # a Python API function that may run more ops than this names none of them
 
 _ASK = r"""
 import glob, importlib.util, json, os, sys
@@ -137,6 +141,72 @@ def _header_names(path: Path) -> tuple[set[str], list[str]]:
     return classes, namespaces
 
 
+def _gen_ops(path: Path) -> dict[str, str]:
+    """function name -> op name in a generated gen_*_ops.py module (its _apply_op_helper call)."""
+    out = {}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_") and not node.name.startswith("_xla"):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "_apply_op_helper":
+                if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                    out[node.name] = call.args[0].value
+                    break
+    return out
+
+
+def _exports(fn: ast.FunctionDef) -> list[str]:
+    """The public names a function's @tf_export gives it, v1's included."""
+    names = []
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call):
+            f = d.func
+            if (isinstance(f, ast.Name) and f.id == "tf_export") or (isinstance(f, ast.Attribute) and f.attr == "tf_export"):
+                names += [a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                for kw in d.keywords:
+                    if kw.arg == "v1" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                        names += [e.value for e in kw.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return names
+
+
+def python_api_ops(root: Path) -> dict[str, list[str]]:
+    """Public API name (`math.reduce_mean`, `reduce_mean`) -> the ops its function applies
+    directly through the generated wrappers (one level: what it calls of gen_*_ops)."""
+    gen = {}
+    out: dict[str, set[str]] = {}
+    for p in sorted((root / "python").rglob("gen_*.py")):
+        gen[p.stem] = _gen_ops(p)
+        # A generated op function may be the public API itself (tf.math.segment_sum).
+        for fn in ast.parse(p.read_text(encoding="utf-8")).body:
+            if isinstance(fn, ast.FunctionDef) and fn.name in gen[p.stem]:
+                for n in _exports(fn):
+                    out.setdefault(n, set()).add(gen[p.stem][fn.name])
+    for p in sorted((root / "python").rglob("*.py")):
+        if p.stem.startswith("gen_") or "/test" in str(p) or p.stem.endswith("_test"):
+            continue
+        try:
+            tree = ast.parse(p.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            names = _exports(fn)
+            if not names:
+                continue
+            ops = set()
+            for call in ast.walk(fn):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+                    op = gen.get(call.func.value.id, {}).get(call.func.attr)
+                    if op:
+                        ops.add(op)
+            if ops:
+                for n in names:
+                    out.setdefault(n, set()).update(ops)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
 def extract(python: str, litert: Path | None) -> dict:
     asked = json.loads(subprocess.run([python, "-c", _ASK, "--ops"], capture_output=True, text=True, check=True).stdout)
     tf = asked["tensorflow"]
@@ -181,6 +251,7 @@ def extract(python: str, litert: Path | None) -> dict:
         "symbol_namespaces": {ns: n for ns, n in sorted(symbols.items()) if n >= MIN_SYMBOLS},
         "ops": tf["ops"],
         "tflite_builtins": sorted(builtins),
+        "python_apis": python_api_ops(root),
     }
     jax = asked.get("jaxlib")
     if jax is not None:
@@ -199,7 +270,7 @@ def extract(python: str, litert: Path | None) -> dict:
         inputs["litert"] = old.get("litert", [])
         if "litert" in old["provenance"]:
             inputs["provenance"]["litert"] = old["provenance"]["litert"]
-    for key in ("headers", "compiled", "libraries", "ops", "tflite_builtins", "litert"):
+    for key in ("headers", "compiled", "libraries", "ops", "tflite_builtins", "litert", "python_apis"):
         if key in inputs:
             inputs["provenance"].setdefault("inputs", {})[key] = {"count": len(inputs[key]), "sha256": _sha(inputs[key])}
     return inputs
@@ -287,6 +358,9 @@ def build(inputs: dict) -> dict:
             ops[name] = kernels
     for name in inputs["tflite_builtins"]:
         ops.setdefault(name, tflite)
+    # tf.math.reduce_mean -> Mean: the Python API's functions by the generated op wrappers they
+    # call, so that a script's `tf.reduce_mean(x)` names the op its kernel runs.
+    apis = {name: names for name, names in inputs.get("python_apis", {}).items() if len(names) <= MAX_API_OPS}
     libraries = {}
     for path in inputs["libraries"]:
         d = dir_id(path)
@@ -303,6 +377,7 @@ def build(inputs: dict) -> dict:
         "classes": dict(sorted(classes.items())),
         "namespaces": dict(sorted(namespaces.items())),
         "ops": dict(sorted(ops.items())),
+        "apis": dict(sorted(apis.items())),
         "libraries": dict(sorted(libraries.items())),
     }
 
@@ -334,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     index = build(load_inputs())
     _write(INDEX_FILE, index)
     print(f"{INDEX_FILE}: {len(index['dirs'])} directories, {len(index['files'])} files, {len(index['classes'])} classes, "
-          f"{len(index['namespaces'])} namespaces, {len(index['ops'])} ops, {len(index['libraries'])} libraries")
+          f"{len(index['namespaces'])} namespaces, {len(index['ops'])} ops, {len(index['apis'])} Python API functions, "
+          f"{len(index['libraries'])} libraries")
     return 0
 
 

@@ -35,8 +35,9 @@ LINE_CALL_PRIORITY = 28
 MAX_FRAMES = 12
 
 _CHECK_STEM = re.compile(r"(?:^|\s)([a-z][a-z0-9_]{3,80}): Check failed")
-# tf.raw_ops.X / tf.nn.x_y / tf.X: TensorFlow's Python API names an op (snake_case -> CamelCase).
-_TF_API = re.compile(r"\btf\.(?:compat\.v1\.)?(?:raw_ops\.(\w+)|(?:[a-z_]+\.)*([a-z][a-z0-9_]*))")
+# tf.raw_ops.X / tf.nn.x_y / tf.X: TensorFlow's Python API names an op: the ops its function
+# applies (the index's `apis`: tf.reduce_mean runs Mean), else its name in CamelCase.
+_TF_API = re.compile(r"\btf\.(?:compat\.v1\.)?(?:raw_ops\.(\w+)|((?:[a-z_]+\.)*([a-z][a-z0-9_]*)))")
 # [Op:X] of an eager error, and CamelCase words with two humps at least (an op or its kernel class).
 _OP_TAG = re.compile(r"\[Op:(\w+)\]")
 # A call in the text (`interpreter->invoke()`, `Session::Run(`): the receiver names a source file.
@@ -123,7 +124,11 @@ _PYTORCH = re.compile(r"(?i)\bpy ?torch\b|\btorch\.[a-z]")
 def _ops_in(line: str) -> list[str]:
     names = []
     for m in _TF_API.finditer(line):
-        names.append(m.group(1) or _camel(m.group(2)))
+        if m.group(1):
+            names.append(m.group(1))
+            continue
+        names += layout.api_ops(m.group(2)) or layout.api_ops(m.group(3))
+        names.append(_camel(m.group(3)))
     names += _OP_TAG.findall(line)
     if _PYTORCH.search(line):
         return names
