@@ -36,6 +36,8 @@ class Candidate:
     source: str  # what matched, for the evidence
     rule: Rule | None = None
     view: FrameView | None = None
+    # The categories a line of the text may give this candidate's place to (layout.callers).
+    yields_to: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def decide_category(
             *frame_hits(noise, s.distance_penalty, neighbours, s.noise_penalty, fault_kind),
             *message_hits(abort_message, neighbours, fault_kind)]
     for h in hits:
-        candidates.append(Candidate(h.category, h.score, h.distance, h.source, None, h.view))
+        candidates.append(Candidate(h.category, h.score, h.distance, h.source, None, h.view, h.yields_to))
 
     # Python frames: the only frames of a faulthandler dump, context otherwise.
     python = [v for v in views if v.python][:MAX_PYTHON_FRAMES]
@@ -163,7 +165,15 @@ def decide_category(
         return CategoryDecision("unknown", None, None)
     ordered = sorted(candidates, key=lambda c: (-c.score, c.distance))
     winner = ordered[0]
-    runner = next((c for c in ordered[1:] if c.category != winner.category), None)
+    if winner.yields_to:
+        # A tensor or shape helper's CHECK is its caller's: a kernel of tf.data or of XLA's when
+        # the text's lines say that is what ran.
+        claimant = next((c for c in ordered[1:] if c.category in winner.yields_to and c.view is None), None)
+        if claimant is not None:
+            winner = Candidate(claimant.category, winner.score, claimant.distance,
+                               f"{winner.source}, whose checks fire on what the calling kernel passed; that kernel is {claimant.category}'s: {claimant.source}",
+                               claimant.rule)  # fmt: skip
+    runner = next((c for c in ordered if c.category != winner.category), None)
     return CategoryDecision(winner.category, winner, runner)
 
 

@@ -51,17 +51,41 @@ def _prefix_pattern(prefix: str) -> re.Pattern[str]:
 
 
 @functools.cache
-def prefix_table() -> tuple[tuple[str, re.Pattern[str], str | None], ...]:
-    """(prefix, its pattern, category), longest prefix first."""
+def _table() -> tuple[tuple[str, re.Pattern[str], str | None, tuple[str, ...]], ...]:
+    """(prefix, its pattern, category, the callers' subsystems that may claim its fatal lines),
+    longest prefix first."""
     rows = []
     for raw in PREFIX_FILE.read_text(encoding="utf-8").splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        prefix, category = line.split()
-        rows.append((prefix, _prefix_pattern(prefix), None if category == "none" else category))
+        prefix, category, *flags = line.split()
+        callers = tuple(c for f in flags if f.startswith("caller:") for c in f[len("caller:"):].split(",") if c)
+        rows.append((prefix, _prefix_pattern(prefix), None if category == "none" else category, callers))
     rows.sort(key=lambda r: -len(r[0]))
     return tuple(rows)
+
+
+def prefix_table() -> tuple[tuple[str, re.Pattern[str], str | None], ...]:
+    """(prefix, its pattern, category), longest prefix first."""
+    return tuple(r[:3] for r in _table())
+
+
+def callers(ref: str) -> tuple[str, ...]:
+    """For a source file whose fatal lines fire on what its caller passed (TensorFlow's tensor
+    and shape helpers: `caller:` in the table), the subsystems whose kernels may be that caller;
+    () for any other file. ref: a path or a basename, as source_file takes it."""
+    ref = ref.strip().replace("\\", "/")
+    base = ref.rsplit("/", 1)[-1]
+    path = normalize(ref) if "/" in ref else None
+    paths = [path] if path is not None else [f"{_dirs()[d]}/{base}" for d in index()["files"].get(base, [])]
+    for p in paths:
+        for _prefix, pattern, _category, claim in _table():
+            if pattern.match(p):
+                if claim:
+                    return claim
+                break
+    return ()
 
 
 # Trees renamed in the table's terms, in order: TF 1.15 and 2.0 wheels built from tensorflow_core/

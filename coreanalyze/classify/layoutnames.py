@@ -53,6 +53,8 @@ class NameHit:
     distance: int
     source: str
     view: FrameView | None = None
+    # A helper's fatal line: the subsystems whose kernels, named elsewhere in the text, claim it.
+    yields_to: tuple[str, ...] = ()
 
 
 def _camel(snake: str) -> str:
@@ -107,7 +109,7 @@ def message_hits(message: str | None, neighbours: Sequence[str] = (), fault_kind
     for ref in layout.file_refs(message[:2000])[:1]:
         place = layout.source_file(ref, neighbours)
         if place is not None:
-            return [NameHit(place.category, MESSAGE_PRIORITY, 0, f"the fatal line's source: {place.why}")]
+            return [NameHit(place.category, MESSAGE_PRIORITY, 0, f"the fatal line's source: {place.why}", yields_to=layout.callers(ref))]
     m = _CHECK_STEM.search(message[:2000])
     if m:
         place = layout.file_stem(m.group(1), neighbours)

@@ -124,6 +124,31 @@ def test_a_script_calling_a_python_api_function_names_its_kernel():
     assert any("op Mean" in e for e in c.evidence), c.evidence
 
 
+# --- a shape helper's CHECK is the calling kernel's -------------------------------------------------
+
+SHAPE_CHECK = "F tensorflow/core/framework/tensor_shape.cc:404] Check failed: 0 <= new_num_elements (0 vs. -4611686018427387904)\nAborted (core dumped)\n"
+
+
+@pytest.mark.parametrize(
+    "before, category",
+    [
+        ("x = tf.reshape(tf.ones([2, 3]), [-1, 2**40])\n", "kernel-compute"),
+        ("ds = tf.data.Dataset.range(10).repeat().batch(2**31).batch(2**31)\nfor e in ds: pass\n", "tf-data"),
+        ("@tf.function(jit_compile=True)\ndef f(x):\n  return tf.broadcast_to(x, [-1])\nf(tf.ones([1]))\n", "xla"),
+    ],
+    ids=["a-kernel", "a-dataset", "jit-compiled"],
+)
+def test_a_shape_helpers_check_is_placed_in_the_kernel_the_text_says_called_it(before, category):
+    c = triage_text("import tensorflow as tf\n" + before + SHAPE_CHECK, "shape.txt").classification
+    assert (c.category, c.fault_kind) == (category, "check-failure"), c.evidence
+
+
+def test_a_file_of_its_own_subsystem_is_not_given_away():
+    text = "ds = tf.data.Dataset.range(10).batch(2)\nF tensorflow/compiler/xla/service/shape_inference.cc:12] Check failed: ok\nAborted (core dumped)\n"
+    c = triage_text(text, "own.txt").classification
+    assert c.category == "xla", c.evidence
+
+
 # --- the round's numbers --------------------------------------------------------------------------
 
 TUNE, HELD_OUT = blindsets.halves("issue46_round5.toml")
@@ -134,7 +159,7 @@ def test_the_split_is_the_one_fixed_before_the_verdicts():
 
 
 # (category right, fault kind right, refused) after the causes above: floors that must hold.
-@pytest.mark.parametrize("reports, floor", [(TUNE, (19, 29, 0)), (HELD_OUT, (22, 25, 6))], ids=["tune", "held-out"])
+@pytest.mark.parametrize("reports, floor", [(TUNE, (20, 29, 0)), (HELD_OUT, (22, 25, 6))], ids=["tune", "held-out"])
 def test_each_half_keeps_its_numbers(reports, floor):
     category, kind, refused = blindsets.score(reports)
     assert category >= floor[0] and kind >= floor[1] and refused <= floor[2], (category, kind, refused)
