@@ -134,9 +134,11 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
         found.extend(parser(lines, claimed))
     # A verdict alone ("Segmentation fault (core dumped)") states a crash too: never refused.
     useful = [f for f in found if _states_a_crash(f)]
+    words: list[findings.Finding] = []
     if not useful:
         # Nothing printed a verdict: the report may still tell in words what happened.
-        found.extend(evidence.parse_words(lines, claimed))
+        words = evidence.parse_words(lines, claimed)
+        found.extend(words)
         useful = [f for f in found if _states_a_crash(f)]
     if not useful:
         raise BadInput(f"no crash found in {source_name}: no backtrace, fatal log line, sanitizer report, signal or crash verdict")
@@ -146,6 +148,10 @@ def parse_text(text: str, source_name: str = "<stdin>") -> TriageResult:
     for key, value in stated_versions(lines).items():
         report.environment.setdefault(key, value)
     at = context.crash_line(found, len(lines))
+    if words and not any(f.signal is not None or f.messages for f in found):
+        # The crash is where the report says it happened ("the process hangs forever"), not the
+        # last line of a script pasted below.
+        at = words[0].line
     around = context.context_lines(lines, claimed, at)
     hits = [h for f in found for h in f.evidence]
     platform = next((f.platform for f in found if f.platform), None)
