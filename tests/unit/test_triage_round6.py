@@ -53,6 +53,23 @@ versions of NumPy, modules must be compiled with NumPy 2.0.
     assert (c.category, c.fault_kind) == ("numpy-interop", "unknown"), c.evidence
 
 
+def test_colabs_words_for_a_runtime_out_of_ram_are_an_out_of_memory():
+    c = triage_text("Your session crashed after using all available RAM. View runtime logs\n", "colab.txt").classification
+    assert (c.category, c.fault_kind) == ("allocator", "out-of-memory"), c.evidence
+
+
+def test_a_pjrt_plugin_of_another_api_version_is_a_load_error_whatever_crashed_after():
+    text = """\
+>>> import jax
+>>> jax.numpy.array(0)
+Segmentation fault (core dumped)
+Older plugins said instead:
+RuntimeError: Unable to initialize backend 'cuda': INVALID_ARGUMENT: Mismatched PJRT plugin PJRT API version (0.54) and framework PJRT API version 0.51).
+"""
+    c = triage_text(text, "pjrt.txt").classification
+    assert (c.category, c.fault_kind) == ("library-load", "invalid-access"), c.evidence
+
+
 # --- the round's numbers --------------------------------------------------------------------------
 
 TUNE, HELD_OUT = blindsets.halves("issue46_round6.toml")
@@ -63,7 +80,7 @@ def test_the_split_is_the_one_fixed_before_the_verdicts():
 
 
 # (category right, fault kind right, refused) after the causes above: floors that must hold.
-@pytest.mark.parametrize("reports, floor", [(TUNE, (22, 33, 0)), (HELD_OUT, (15, 20, 2))], ids=["tune", "held-out"])
+@pytest.mark.parametrize("reports, floor", [(TUNE, (22, 34, 0)), (HELD_OUT, (15, 20, 2))], ids=["tune", "held-out"])
 def test_each_half_keeps_its_numbers(reports, floor):
     category, kind, refused = blindsets.score(reports)
     assert category >= floor[0] and kind >= floor[1] and refused <= floor[2], (category, kind, refused)
