@@ -68,3 +68,17 @@ def check_bar(reports: list[dict], minimum: int, share: float = 0.9) -> None:
         kind += got.fault_kind == r["fault_kind"]
     assert len(reports) >= minimum
     assert category >= share * len(reports) and kind >= share * len(reports), (category, kind)
+
+
+def floors(name: str, tune: tuple[int, int, int], held_out: tuple[int, int, int], *, stated: bool = False):
+    """A test that the halves of blind set `name` keep their (category right, fault kind right,
+    refused) floors: at least as many right, at most as many refused; stated: only the texts that
+    state an error."""
+
+    @pytest.mark.parametrize("half_name, floor", [("tune", tune), ("held-out", held_out)], ids=["tune", "held-out"])
+    def test(half_name: str, floor: tuple[int, int, int]) -> None:
+        reports = [r for r in load(name) if half(r["source"]) == half_name and (r.get("states_error") or not stated)]
+        category, kind, refused = score(reports)
+        assert category >= floor[0] and kind >= floor[1] and refused <= floor[2], (category, kind, refused)
+
+    return test
