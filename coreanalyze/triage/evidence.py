@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Iterable
 
 from coreanalyze import rulesdata
 from coreanalyze.base.model import Classification
@@ -69,6 +70,8 @@ class EvidenceRules:
     strong: float
     # Every rule's needles in one pattern: a line with none of them (nearly every line) costs one search.
     any_needle: re.Pattern[str] | None = None
+    # The same for the `last_resort` rules, which read a text only when nothing else did.
+    any_last_resort_needle: re.Pattern[str] | None = None
 
 
 class EvidenceError(ValueError):
@@ -112,8 +115,12 @@ def load_rules(text: str) -> EvidenceRules:
                 description=t.get("description", ""),
             )
         )
+    return EvidenceRules(tuple(rules), strong, _needles(r for r in rules if not r.last_resort), _needles(r for r in rules if r.last_resort))
+
+
+def _needles(rules: Iterable[EvidenceRule]) -> re.Pattern[str] | None:
     needles = sorted({n for r in rules for n in r.needles}, key=len, reverse=True)
-    return EvidenceRules(tuple(rules), strong, re.compile("|".join(map(re.escape, needles))) if needles else None)
+    return re.compile("|".join(map(re.escape, needles))) if needles else None
 
 
 def parse(lines: list[str], claimed: bytearray) -> list[fd.Finding]:
@@ -133,8 +140,9 @@ def _parse(lines: list[str], *, last_resort: bool) -> list[fd.Finding]:
     rules = default_rules()
     finding: fd.Finding | None = None
     matched: set[str] = {r.name for r in rules.rules if r.last_resort != last_resort}
+    any_needle = rules.any_last_resort_needle if last_resort else rules.any_needle
     for i, line in enumerate(lines):
-        if not line or len(matched) == len(rules.rules) or rules.any_needle is None or not rules.any_needle.search(line):
+        if not line or len(matched) == len(rules.rules) or any_needle is None or not any_needle.search(line):
             continue
         for rule in rules.rules:
             if rule.name in matched or not any(n in line for n in rule.needles) or (m := rule.pattern.search(line)) is None:
