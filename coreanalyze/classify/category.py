@@ -106,7 +106,7 @@ def decide_category(
         )
 
     for rule in rules.message_rules(abort_message, fault_kind):
-        candidates.append(Candidate(rule.category, rule.priority, 0, f"rule {rule.name} matched the abort message", rule))
+        candidates.append(Candidate(rule.category, rule.priority, 0, f"rule {rule.name} matched the abort message", rule, yields_to=rule.yields_to))
 
     # Noise frames between the top and the end of the window, at a discount.
     if ranked:
@@ -165,13 +165,14 @@ def decide_category(
         return CategoryDecision("unknown", None, None)
     ordered = sorted(candidates, key=lambda c: (-c.score, c.distance))
     winner = ordered[0]
-    if winner.yields_to:
-        # A tensor or shape helper's CHECK is its caller's: a kernel of tf.data or of XLA's when
-        # the text's lines say that is what ran.
+    if winner.yields_to and not any(c.view is not None for c in candidates):
+        # What the message names only detected the fault (a tensor or shape helper's CHECK fires
+        # on what its calling kernel passed, glibc's heap check on what some code damaged): with
+        # no frame to say more, a line of the text that names the code that ran claims it.
         claimant = next((c for c in ordered[1:] if c.category in winner.yields_to and c.view is None), None)
         if claimant is not None:
             winner = Candidate(claimant.category, winner.score, claimant.distance,
-                               f"{winner.source}, whose checks fire on what the calling kernel passed; that kernel is {claimant.category}'s: {claimant.source}",
+                               f"{winner.source}, which detected what the code that ran did; that code is {claimant.category}'s: {claimant.source}",
                                claimant.rule)  # fmt: skip
     runner = next((c for c in ordered if c.category != winner.category), None)
     return CategoryDecision(winner.category, winner, runner)

@@ -42,6 +42,11 @@ _TF_API = re.compile(r"\btf\.(?:compat\.v1\.)?(?:raw_ops\.(\w+)|((?:[a-z_]+\.)*(
 _OP_TAG = re.compile(r"\[Op:(\w+)\]")
 # A call in the text (`interpreter->invoke()`, `Session::Run(`): the receiver names a source file.
 _CALL = re.compile(r"\b([A-Za-z][A-Za-z0-9_]{3,40})(?:->|::|\.)[A-Za-z_]\w*\(")
+# Receivers that are a script's usual variable or module names (`model.fit(`, `data.map(`,
+# `self.run(`), not a class of TensorFlow's: whatever source file shares the name says nothing.
+_SCRIPT_NAMES = frozenset({"model", "models", "self", "data", "input", "inputs", "output", "outputs", "image", "images", "config",
+                           "utils", "util", "tools", "main", "test", "path", "args", "result", "results", "layer", "layers", "logger",
+                           "options", "train", "net", "network", "np", "tf", "os", "sys", "torch", "keras"})
 # Each hump starts with its capital, so a word splits one way only (no backtracking on long runs).
 _CAMEL = re.compile(r"(?<![\w./:])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?![\w(])")
 
@@ -158,6 +163,8 @@ def line_hits(context: Sequence[tuple[int, str, bool]], line_penalty: int, reach
                 best[place.category] = NameHit(place.category, score, distance, f"the line `{shown}` names {place.why}")
             break
         for m in _CALL.finditer(line):
+            if m.group(1) in _SCRIPT_NAMES:
+                continue
             stem = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", m.group(1)).lower()
             place = layout.file_stem(stem)
             if place is None or place.category in best:

@@ -65,6 +65,9 @@ class Rule:
     # (its title, the script above the log, the log's first lines) that matches still says which
     # subsystem ran; window and last_command no longer apply there.
     anywhere: bool = False
+    # With abort_message: where no frame decided, a line of the text naming one of these
+    # subsystems claims the crash (the message says what was detected, the line what did it).
+    yields_to: tuple[str, ...] = ()
 
     @property
     def frame_rule(self) -> bool:
@@ -395,7 +398,7 @@ def _tables(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 _KNOWN_TOP_LEVEL = {"category", "thread_role", "launched_from", "settings", "fold", "modules", "custom_op", "op", "fault_kind", "throw_helper", "report_class", "cpu_feature", "rule", "advice", "skip", "framework"}
 _CATEGORY_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command", "anywhere"}
+_RULE_FIELDS = {"name", "category", "priority", "function", "module", "python_file", "source_file", "abort_message", "description", "fault_kind", "line", "window", "last_command", "anywhere", "yields_to"}
 
 
 # A rule's abort_message may name a list of the [fault_kind] table instead of repeating it.
@@ -475,11 +478,17 @@ def _parse_rule(t: dict[str, Any], i: int, origin: str, categories: Sequence[str
         window=_int_field(t, "window", where, 0, 0, 10000) if "window" in t else None,
         last_command=_bool_field(t, "last_command", where),
         anywhere=_bool_field(t, "anywhere", where),
+        yields_to=tuple(_str_list(t["yields_to"], f"{where}: yields_to")) if "yields_to" in t else (),
     )
     if not rule.frame_rule and rule.abort_message is None and rule.line is None:
         raise _Problem(f"{where}: needs at least one of function, module, python_file, source_file, abort_message, line")
     if rule.anywhere and rule.line is None:
         raise _Problem(f"{where}: anywhere is for line rules")
+    if rule.yields_to and rule.abort_message is None:
+        raise _Problem(f"{where}: yields_to is for abort_message rules")
+    for c in rule.yields_to:
+        if c not in categories:
+            raise _Problem(f"{where}: yields_to: unknown category {c!r}")
     if rule.line is not None and (rule.frame_rule or rule.abort_message is not None):
         raise _Problem(f"{where}: line stands alone (it reads the text around the crash, not a frame or the message)")
     if rule.python_file is not None and rule.module is not None:

@@ -87,6 +87,7 @@ CLASSIFY_RULES = FileKind(
                         "window": INT,
                         "last_command": BOOL,
                         "anywhere": BOOL,
+                        "yields_to": STRINGS,
                         "fault_kind": STR,
                         "description": STR,
                     },

@@ -19,8 +19,9 @@ FORMAT_SHELL = "shell"
 # The allocator's messages (rules data: [fault_kind] heap_messages) and glibc's other fatal
 # checks; each ends in abort().
 _HEAP_MESSAGES = builtin_heap_messages()
+# A message may sit in a sentence that quotes it: "observed `double free or corruption (!prev)`".
 _ALLOCATOR_MESSAGES = re.compile(
-    r"(?:^|\s|:)("
+    r"(?:^|\s|:|[`'\"*_(])("
     r"(?:" + "|".join(_HEAP_MESSAGES) + r")[^\n]{0,200}"
     r"|Fatal glibc error: [^\n]{1,300}"
     r"|\*\*\* (?:stack smashing|buffer overflow|longjmp causes uninitialized stack frame) detected \*\*\*[^\n]{0,200}"
@@ -69,12 +70,13 @@ _BASH_JOB = re.compile(r"(?:^|: )line \d{1,9}:\s+\d{1,9}\s+(Segmentation fault|A
 # "... - ETA: 2:31 - loss: 2.2Killed", tqdm's "... 3.2it/s]Killed").
 _KILLED = re.compile(r"^(?:zsh: |\[\d{1,3}\]\s+\d{1,9}\s+)?[Kk]illed(?:\s{2,}\S.*)?$")
 _KILLED_AFTER_PROGRESS = re.compile(r"(?:\bETA: \d|\bloss: \d|\d(?:it/s|s/it|ms/step|s/step)\b|\|\s*\d+/\d+ \[).{0,300}?[\d\]%|]Killed$")
-# Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134"),
+# Exit statuses: 128 + the signal from a shell ("exited with code 139", "non-zero exit status 134",
+# docker's "Exited (134) 2 minutes ago"),
 # minus the signal from Python's subprocess ("returncode -11"), systemd's "status=11/SEGV".
 _LOCALIZED_MAX = 200
 _EXIT_SIGNAL = re.compile(
     r"interrupted by signal (\d{1,2}): (SIG[A-Z]{2,8})|(?:killed|terminated|exited) (?:by|on|with) signal (\d{1,2}|SIG[A-Z]{2,8})"
-    r"|(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|non-zero exit status)[:=]?\s*(1[3-5]\d)\b"
+    r"|(?:(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|non-zero exit status)[:=]?\s*|\b[Ee]xited ?\()(1[3-5]\d)\b"
     r"|\b(?:return ?code|exit(?:ed)?(?: with)? (?:code|status)|exitcode)[:=]?\s*-(\d{1,2})\b|<Signals\.(SIG[A-Z]{2,8}): \d{1,2}>"
     r"|\bstatus=\d{1,2}/(SEGV|ABRT|ILL|BUS|FPE|TRAP|SYS)\b"
 )

@@ -780,6 +780,8 @@ def test_user_rules_add_and_override(tmp_path: Path):
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = '(unclosed'\n", "bad regex"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\n", "needs at least one of"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\nanywhere = true\n", "anywhere is for line rules"),
+        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\nyields_to = ['xla']\n", "yields_to is for abort_message rules"),
+        ("[[rule]]\nname = 'x'\ncategory = 'xla'\nabort_message = 'a'\nyields_to = ['nowhere']\n", "yields_to: unknown category 'nowhere'"),
         ("[[rule]]\ncategory = 'xla'\nfunction = 'a'\n", "rule[1]: missing key 'name'"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfunction = 'a'\npriority = 500\n", "priority must be"),
         ("[[rule]]\nname = 'x'\ncategory = 'xla'\nfuncton = 'a'\n", "rule[1] ('x'): unknown key 'functon' (expected one of: name,"),

@@ -153,7 +153,7 @@ def test_the_split_is_the_one_fixed_before_the_verdicts():
 
 
 # (category right, fault kind right, refused) after the causes above: floors that must hold.
-@pytest.mark.parametrize("reports, floor", [(TUNE, (15, 16, 0)), (HELD_OUT, (18, 20, 2))], ids=["tune", "held-out"])
+@pytest.mark.parametrize("reports, floor", [(TUNE, (15, 16, 0)), (HELD_OUT, (19, 21, 1))], ids=["tune", "held-out"])
 def test_each_half_keeps_its_numbers(reports, floor):
     category, kind, refused = blindsets.score(reports)
     assert category >= floor[0] and kind >= floor[1] and refused <= floor[2], (category, kind, refused)
