@@ -46,7 +46,8 @@ _CALL = re.compile(r"\b([A-Za-z][A-Za-z0-9_]{3,40})(?:->|::|\.)[A-Za-z_]\w*\(")
 # `self.run(`), not a class of TensorFlow's: whatever source file shares the name says nothing.
 _SCRIPT_NAMES = frozenset({"model", "models", "self", "data", "input", "inputs", "output", "outputs", "image", "images", "config",
                            "utils", "util", "tools", "main", "test", "path", "args", "result", "results", "layer", "layers", "logger",
-                           "options", "train", "net", "network", "np", "tf", "os", "sys", "torch", "keras"})
+                           "options", "train", "net", "network", "np", "jnp", "tf", "os", "sys", "torch", "keras", "random", "math",
+                           "time", "json", "plt"})
 # Each hump starts with its capital, so a word splits one way only (no backtracking on long runs).
 _CAMEL = re.compile(r"(?<![\w./:])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?![\w(])")
 

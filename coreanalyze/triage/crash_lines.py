@@ -53,7 +53,7 @@ _CHECK = re.compile(
 _ABSL_RAW = re.compile(r"^\[([\w./-]{1,300}\.(?:cc|h)) : (\d{1,9})\] RAW: (.*(?:Check|CHECK|failed|Attempting to fetch value|FATAL|Fatal).*)$")
 # A notebook's word that its kernel process died (no signal is shown): Jupyter, VS Code, Colab.
 _KERNEL_DIED = re.compile(
-    r"The kernel appears to have died|Kernel Restarting|The Kernel crashed while executing code|"
+    r"The kernel appears to have died|Kernel Restarting|KernelRestarter: restarting kernel|The Kernel crashed while executing code|"
     r"[Yy]our session crashed (?:for an unknown reason|after using all available RAM)|\bKernel died\b|kernel (?:has )?died unexpectedly"
 )
 # A runner's word that a worker process it started died (no signal is shown): pytest-xdist,
@@ -65,7 +65,7 @@ _WORKER_DIED = re.compile(
 )
 # Who died as each of the two says it (the words one of which a line must hold, then the pattern).
 _DIED_UNSAID = (
-    (("ernel", "session crashed"), _KERNEL_DIED, "the notebook's kernel process"),
+    (("ernel", "session crashed"), _KERNEL_DIED, "the notebook's kernel process"),  # "KernelRestarter" too
     (("worker", "node down", "process pool", "prematurely"), _WORKER_DIED, "a worker process"),
 )
 # A sentence that says the process died of a C++ exception it did not catch ("Loading a model ...
