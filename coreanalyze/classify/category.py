@@ -188,7 +188,7 @@ def mentioned_category(lines: Sequence[tuple[int, str, bool]], rules: RuleSet, f
     died there; `unknown` is rarely what its thread concludes."""
     s = rules.settings
     candidates = []
-    for rule, distance, line in rules.line_rules([(d, line, False) for d, line, _ in lines], fault_kind, anywhere=True):
+    for rule, distance, line in rules.line_rules(lines, fault_kind, anywhere=True):  # reads every line, claimed or not
         shown = " ".join(line.split())[:160]
         score = rule.priority - s.line_penalty * min(distance, s.line_reach)
         candidates.append(Candidate(rule.category, score, distance, f"nothing nearer the crash named a subsystem; rule {rule.name} matched the line `{shown}`", rule))

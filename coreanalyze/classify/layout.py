@@ -66,11 +66,6 @@ def _table() -> tuple[tuple[str, re.Pattern[str], str | None, tuple[str, ...]], 
     return tuple(rows)
 
 
-def prefix_table() -> tuple[tuple[str, re.Pattern[str], str | None], ...]:
-    """(prefix, its pattern, category), longest prefix first."""
-    return tuple(r[:3] for r in _table())
-
-
 def callers(ref: str) -> tuple[str, ...]:
     """For a source file whose fatal lines fire on what its caller passed (TensorFlow's tensor
     and shape helpers: `caller:` in the table), the subsystems whose kernels may be that caller;
@@ -80,12 +75,15 @@ def callers(ref: str) -> tuple[str, ...]:
     path = normalize(ref) if "/" in ref else None
     paths = [path] if path is not None else [f"{_dirs()[d]}/{base}" for d in index()["files"].get(base, [])]
     for p in paths:
-        for _prefix, pattern, _category, claim in _table():
-            if pattern.match(p):
-                if claim:
-                    return claim
-                break
+        row = _row(p)
+        if row is not None and row[3]:
+            return row[3]
     return ()
+
+
+def _row(path: str) -> tuple[str, re.Pattern[str], str | None, tuple[str, ...]] | None:
+    """The table's row for a normalized path: its longest matching prefix."""
+    return next((row for row in _table() if row[1].match(path)), None)
 
 
 # Trees renamed in the table's terms, in order: TF 1.15 and 2.0 wheels built from tensorflow_core/
@@ -97,7 +95,7 @@ _RENAMES = (("tensorflow_core/", "tensorflow/"), ("tensorflow/compiler/xla/", "x
 @functools.cache
 def _roots() -> frozenset[str]:
     """The top folders a path may start from: the table's, and TF 1.15/2.0's tensorflow_core."""
-    return frozenset(p.split("/", 1)[0] for p, _, _ in prefix_table()) | {"tensorflow_core"}
+    return frozenset(row[0].split("/", 1)[0] for row in _table()) | {"tensorflow_core"}
 
 
 def normalize(path: str) -> str | None:
@@ -125,10 +123,8 @@ def category_of_path(path: str) -> str | None:
     """The subsystem of a normalized path: the longest prefix of the table that matches."""
     if _PB.search(path):
         return "protobuf-serialization"
-    for _prefix, pattern, category in prefix_table():
-        if pattern.match(path):
-            return category  # None for a row that names no subsystem
-    return None
+    row = _row(path)
+    return row[2] if row is not None else None  # None too for a row that names no subsystem
 
 
 @functools.cache

@@ -52,7 +52,6 @@ def context_lines(lines: list[str], claimed: bytearray, at: int) -> list[tuple[i
     return out
 
 
-
 def whole_text(lines: list[str], claimed: bytearray, at: int) -> list[tuple[int, str, bool]]:
     """(distance from `at`, stripped line, whether a parser claimed it) for every non-empty line
     of the text: what the `anywhere` line rules read when nothing within REACH named a subsystem

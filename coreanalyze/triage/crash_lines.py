@@ -65,7 +65,7 @@ _WORKER_DIED = re.compile(
 )
 # Who died as each of the two says it (the words one of which a line must hold, then the pattern).
 _DIED_UNSAID = (
-    (("ernel", "session crashed"), _KERNEL_DIED, "the notebook's kernel process"),  # "KernelRestarter" too
+    (("ernel", "session crashed"), _KERNEL_DIED, "the notebook's kernel process"),
     (("worker", "node down", "process pool", "prematurely"), _WORKER_DIED, "a worker process"),
 )
 # A sentence that says the process died of a C++ exception it did not catch ("Loading a model ...
